@@ -1,0 +1,280 @@
+//! The collection catalog: which collections exist, their options, and DDL (create, drop,
+//! rename), persisted in the `catalog` tree so it survives restarts.
+
+use crate::collection::Collection;
+use crate::error::{CatalogError, Result};
+use crate::namespace::{validate_collection_name, validate_db_name, Namespace};
+use bson::{doc, Document};
+use hourglass_storage::{Engine, Tree};
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const META_TREE: &str = "catalog";
+
+/// All collections of the server.
+pub struct Catalog {
+    engine: Engine,
+    meta: Tree,
+    colls: RwLock<BTreeMap<Namespace, Arc<Collection>>>,
+    next_id: AtomicU64,
+    ddl: Mutex<()>,
+}
+
+fn meta_key(ns: &Namespace) -> Vec<u8> {
+    ns.to_string().into_bytes()
+}
+
+fn tree_name(id: u64) -> String {
+    format!("c{id}")
+}
+
+impl Catalog {
+    /// Loads the catalog from `engine`, dropping trees no collection refers to (left over
+    /// by a crash in the middle of a drop).
+    pub fn open(engine: Engine) -> Result<Catalog> {
+        let meta = engine.tree(META_TREE)?;
+        let mut colls = BTreeMap::new();
+        let mut max_id = 0;
+        for entry in engine.snapshot().scan_prefix(&meta, b"") {
+            let (_, value) = entry?;
+            let d = bson::from_slice::<Document>(&value)
+                .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+            let (ns, id, uuid, options) = parse_meta(&d)?;
+            max_id = max_id.max(id);
+            let tree = engine.tree(&tree_name(id))?;
+            let c = Collection::new(id, ns.clone(), uuid, options, tree, engine.clone());
+            colls.insert(ns, Arc::new(c));
+        }
+        let live: Vec<String> = colls.values().map(|c| tree_name(c.id)).collect();
+        for name in engine.tree_names() {
+            if name != META_TREE && !live.contains(&name) {
+                tracing::info!(tree = %name, "dropping orphaned tree");
+                let t = engine.tree(&name)?;
+                engine.drop_tree(t)?;
+            }
+        }
+        Ok(Catalog {
+            engine,
+            meta,
+            colls: RwLock::new(colls),
+            next_id: AtomicU64::new(max_id + 1),
+            ddl: Mutex::new(()),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The collection `db.coll`, if it exists.
+    pub fn get(&self, db: &str, coll: &str) -> Option<Arc<Collection>> {
+        self.colls.read().get(&Namespace::new(db, coll)).cloned()
+    }
+
+    /// The collection, created with default options when missing (implicit creation on
+    /// the first write, as MongoDB does).
+    pub fn get_or_create(&self, db: &str, coll: &str) -> Result<Arc<Collection>> {
+        if let Some(c) = self.get(db, coll) {
+            return Ok(c);
+        }
+        self.create(db, coll, Document::new()).map(|(c, _)| c)
+    }
+
+    /// Creates `db.coll` with `options`. Returns the collection and whether it was new;
+    /// an existing collection with other options is `NamespaceExists`.
+    pub fn create(
+        &self,
+        db: &str,
+        coll: &str,
+        options: Document,
+    ) -> Result<(Arc<Collection>, bool)> {
+        validate_collection_name(db, coll)?;
+        let _ddl = self.ddl.lock();
+        let ns = Namespace::new(db, coll);
+        if let Some(existing) = self.colls.read().get(&ns) {
+            if existing.options() == &options {
+                return Ok((existing.clone(), false));
+            }
+            return Err(CatalogError::NamespaceExists(ns.to_string()));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let uuid = bson::Uuid::new();
+        let tree = self.engine.tree(&tree_name(id))?;
+        self.write_meta(&ns, id, uuid, &options)?;
+        let c = Arc::new(Collection::new(
+            id,
+            ns.clone(),
+            uuid,
+            options,
+            tree,
+            self.engine.clone(),
+        ));
+        self.colls.write().insert(ns, c.clone());
+        Ok((c, true))
+    }
+
+    fn write_meta(&self, ns: &Namespace, id: u64, uuid: bson::Uuid, options: &Document) -> Result<()> {
+        let meta = doc! {
+            "db": &ns.db, "name": &ns.coll, "id": id as i64, "uuid": uuid, "options": options.clone(),
+        };
+        let bytes = bson::to_vec(&meta).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        let mut b = self.engine.batch();
+        b.put(&self.meta, &meta_key(ns), &bytes);
+        self.engine.commit(b)?;
+        Ok(())
+    }
+
+    /// Drops `db.coll`; returns false when it did not exist.
+    pub fn drop_collection(&self, db: &str, coll: &str) -> Result<bool> {
+        let _ddl = self.ddl.lock();
+        self.drop_locked(&Namespace::new(db, coll))
+    }
+
+    fn drop_locked(&self, ns: &Namespace) -> Result<bool> {
+        let Some(c) = self.colls.write().remove(ns) else {
+            return Ok(false);
+        };
+        let mut b = self.engine.batch();
+        b.delete(&self.meta, &meta_key(ns));
+        self.engine.commit(b)?;
+        // Wait for in-flight writers of this collection before the tree goes away.
+        let _w = c.lock_writes();
+        self.engine.drop_tree(c.tree().clone())?;
+        Ok(true)
+    }
+
+    /// Drops every collection of `db`.
+    pub fn drop_database(&self, db: &str) -> Result<()> {
+        validate_db_name(db)?;
+        let _ddl = self.ddl.lock();
+        let names: Vec<Namespace> = self
+            .colls
+            .read()
+            .keys()
+            .filter(|ns| ns.db == db)
+            .cloned()
+            .collect();
+        for ns in names {
+            self.drop_locked(&ns)?;
+        }
+        Ok(())
+    }
+
+    /// Renames `from` to `to` (metadata only: the documents stay where they are).
+    pub fn rename(&self, from: &Namespace, to: &Namespace, drop_target: bool) -> Result<()> {
+        validate_collection_name(&to.db, &to.coll)?;
+        let _ddl = self.ddl.lock();
+        if from == to {
+            return Err(CatalogError::IllegalOperation(
+                "Can't rename a collection to itself".into(),
+            ));
+        }
+        let Some(c) = self.colls.read().get(from).cloned() else {
+            return Err(CatalogError::NamespaceNotFound(format!(
+                "Source collection {from} does not exist"
+            )));
+        };
+        if self.colls.read().contains_key(to) {
+            if !drop_target {
+                return Err(CatalogError::NamespaceExists(format!(
+                    "Collection {to} already exists"
+                )));
+            }
+            self.drop_locked(to)?;
+        }
+        let _w = c.lock_writes();
+        let meta = doc! {
+            "db": &to.db, "name": &to.coll, "id": c.id as i64, "uuid": c.uuid, "options": c.options().clone(),
+        };
+        let bytes = bson::to_vec(&meta).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        let mut b = self.engine.batch();
+        b.delete(&self.meta, &meta_key(from));
+        b.put(&self.meta, &meta_key(to), &bytes);
+        self.engine.commit(b)?;
+        let mut colls = self.colls.write();
+        colls.remove(from);
+        c.set_namespace(to.clone());
+        colls.insert(to.clone(), c);
+        Ok(())
+    }
+
+    /// Names of databases that hold at least one collection, with their bytes on disk.
+    pub fn databases(&self) -> Vec<(String, u64)> {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for (ns, c) in self.colls.read().iter() {
+            *out.entry(ns.db.clone()).or_default() += c.tree().disk_space();
+        }
+        out.into_iter().collect()
+    }
+
+    /// Collections of `db`, in name order.
+    pub fn collections(&self, db: &str) -> Vec<Arc<Collection>> {
+        self.colls
+            .read()
+            .iter()
+            .filter(|(ns, _)| ns.db == db)
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
+    /// Makes everything durable (clean shutdown).
+    pub fn flush(&self) -> Result<()> {
+        self.engine.flush()?;
+        Ok(())
+    }
+}
+
+fn parse_meta(d: &Document) -> Result<(Namespace, u64, bson::Uuid, Document)> {
+    let bad = || CatalogError::Corrupt(format!("bad catalog entry {d}"));
+    let db = d.get_str("db").map_err(|_| bad())?;
+    let name = d.get_str("name").map_err(|_| bad())?;
+    let id = d.get_i64("id").map_err(|_| bad())?;
+    let uuid = match d.get("uuid") {
+        Some(bson::Bson::Binary(b)) => bson::Uuid::from_bytes(
+            b.bytes.clone().try_into().map_err(|_| bad())?,
+        ),
+        _ => return Err(bad()),
+    };
+    let options = d.get_document("options").cloned().unwrap_or_default();
+    Ok((Namespace::new(db, name), id as u64, uuid, options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_persists_create_rename_and_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+            cat.create("db", "a", doc! {}).unwrap();
+            cat.create("db", "b", doc! {}).unwrap();
+            let a = cat.get("db", "a").unwrap();
+            a.insert(vec![doc! {"_id": 1}], true);
+            cat.rename(&Namespace::new("db", "a"), &Namespace::new("db2", "z"), false)
+                .unwrap();
+            cat.drop_collection("db", "b").unwrap();
+        }
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        assert!(cat.get("db", "a").is_none());
+        assert!(cat.get("db", "b").is_none());
+        let z = cat.get("db2", "z").unwrap();
+        assert_eq!(z.count().unwrap(), 1);
+        assert_eq!(cat.databases().len(), 1);
+    }
+
+    #[test]
+    fn create_twice_with_other_options_is_namespace_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        assert!(cat.create("db", "a", doc! {}).unwrap().1);
+        assert!(!cat.create("db", "a", doc! {}).unwrap().1);
+        let err = cat
+            .create("db", "a", doc! {"validator": {"a": 1}})
+            .unwrap_err();
+        assert_eq!(err.code(), 48);
+    }
+}

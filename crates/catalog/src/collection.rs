@@ -1,0 +1,273 @@
+//! One collection: its metadata and its documents, stored as BSON under the key-string of
+//! their `_id`. Reads go through MVCC snapshots (never blocking writers); writes to one
+//! collection are serialized by a per-collection lock held only while the batch is built
+//! and applied, not while it is synced.
+
+use crate::error::{CatalogError, Result};
+use crate::keystring;
+use crate::namespace::Namespace;
+use bson::{oid::ObjectId, Bson, Document};
+use hourglass_storage::{Batch, Engine, Snapshot, Tree};
+use parking_lot::{Mutex, MutexGuard, RwLock};
+
+/// Largest document MongoDB accepts (16 MiB).
+pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+
+pub struct Collection {
+    pub id: u64,
+    pub uuid: bson::Uuid,
+    ns: RwLock<Namespace>,
+    options: Document,
+    tree: Tree,
+    engine: Engine,
+    write_lock: Mutex<()>,
+}
+
+/// A stream of documents read from one snapshot.
+pub type DocStream = Box<dyn Iterator<Item = Result<Document>> + Send>;
+
+/// Outcome of an insert: how many were written and the per-document errors by index.
+#[derive(Debug, Default)]
+pub struct InsertOutcome {
+    pub inserted: usize,
+    pub errors: Vec<(usize, CatalogError)>,
+}
+
+impl Collection {
+    pub(crate) fn new(
+        id: u64,
+        ns: Namespace,
+        uuid: bson::Uuid,
+        options: Document,
+        tree: Tree,
+        engine: Engine,
+    ) -> Collection {
+        Collection {
+            id,
+            uuid,
+            ns: RwLock::new(ns),
+            options,
+            tree,
+            engine,
+            write_lock: Mutex::new(()),
+        }
+    }
+
+    pub fn namespace(&self) -> Namespace {
+        self.ns.read().clone()
+    }
+
+    pub(crate) fn set_namespace(&self, ns: Namespace) {
+        *self.ns.write() = ns;
+    }
+
+    pub fn options(&self) -> &Document {
+        &self.options
+    }
+
+    pub(crate) fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Serializes writers of this collection.
+    pub(crate) fn lock_writes(&self) -> MutexGuard<'_, ()> {
+        self.write_lock.lock()
+    }
+
+    /// Bytes this collection uses on disk.
+    pub fn storage_size(&self) -> u64 {
+        self.tree.disk_space()
+    }
+
+    /// Streams all documents in `_id` order from a fresh snapshot.
+    pub fn scan(&self) -> DocStream {
+        self.scan_in(&self.engine.snapshot())
+    }
+
+    /// Streams all documents in `_id` order as of `snap`.
+    pub(crate) fn scan_in(&self, snap: &Snapshot) -> DocStream {
+        Box::new(snap.scan_prefix(&self.tree, b"").map(|r| {
+            let (_, v) = r?;
+            decode(&v)
+        }))
+    }
+
+    /// Number of documents (exact; walks the collection).
+    pub fn count(&self) -> Result<u64> {
+        let snap = self.engine.snapshot();
+        let mut n = 0;
+        for r in snap.scan_prefix(&self.tree, b"") {
+            r?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The document whose `_id` equals `id`.
+    pub fn get(&self, id: &Bson) -> Result<Option<Document>> {
+        self.get_in(&self.engine.snapshot(), id)
+    }
+
+    pub(crate) fn get_in(&self, snap: &Snapshot, id: &Bson) -> Result<Option<Document>> {
+        match snap.get(&self.tree, &keystring::encode(id))? {
+            Some(v) => decode(&v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        self.engine.snapshot()
+    }
+
+    /// Inserts `docs`, giving each without `_id` a new ObjectId (as the first field). With
+    /// `ordered`, stops at the first failing document; otherwise keeps going. Documents
+    /// before (or besides) the failures are committed in one durable batch.
+    pub fn insert(&self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
+        let mut out = InsertOutcome::default();
+        let guard = self.lock_writes();
+        let snap = self.engine.snapshot();
+        let mut batch = self.engine.batch();
+        let mut pending = std::collections::HashSet::new();
+        for (i, doc) in docs.into_iter().enumerate() {
+            match self.stage_insert(&snap, &mut batch, &mut pending, doc) {
+                Ok(()) => out.inserted += 1,
+                Err(e) => {
+                    out.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        let commit = self.engine.apply(batch);
+        drop(guard);
+        if let Err(e) = commit.and_then(|t| self.engine.wait_durable(t)) {
+            let failed = out.inserted;
+            out.inserted = 0;
+            out.errors.insert(0, (0, e.into()));
+            tracing::error!(inserted = failed, "insert batch failed to commit");
+        }
+        out
+    }
+
+    fn stage_insert(
+        &self,
+        snap: &Snapshot,
+        batch: &mut Batch,
+        pending: &mut std::collections::HashSet<Vec<u8>>,
+        doc: Document,
+    ) -> Result<()> {
+        let doc = with_id(doc)?;
+        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+        let key = keystring::encode(&id);
+        if pending.contains(&key) || snap.get(&self.tree, &key)?.is_some() {
+            return Err(self.duplicate(&id));
+        }
+        batch.put(&self.tree, &key, &encode(&doc)?);
+        pending.insert(key);
+        Ok(())
+    }
+
+    pub(crate) fn duplicate(&self, id: &Bson) -> CatalogError {
+        CatalogError::DuplicateKey {
+            ns: self.namespace().to_string(),
+            key: id.clone(),
+        }
+    }
+
+    pub(crate) fn stage_put(&self, batch: &mut Batch, doc: &Document) -> Result<()> {
+        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+        batch.put(&self.tree, &keystring::encode(&id), &encode(doc)?);
+        Ok(())
+    }
+
+    pub(crate) fn stage_delete(&self, batch: &mut Batch, id: &Bson) {
+        batch.delete(&self.tree, &keystring::encode(id));
+    }
+}
+
+/// Gives `doc` an ObjectId `_id` (first) when it has none, and checks the `_id` type.
+pub fn with_id(doc: Document) -> Result<Document> {
+    match doc.get("_id") {
+        None => {
+            let mut d = Document::new();
+            d.insert("_id", ObjectId::new());
+            d.extend(doc);
+            Ok(d)
+        }
+        Some(Bson::Array(_)) => Err(CatalogError::InvalidIdField(
+            "The '_id' value cannot be of type array".into(),
+        )),
+        Some(Bson::RegularExpression(_)) => Err(CatalogError::InvalidIdField(
+            "The '_id' value cannot be of type regex".into(),
+        )),
+        Some(Bson::Undefined) => Err(CatalogError::InvalidIdField(
+            "can't use a undefined for _id".into(),
+        )),
+        Some(_) => Ok(doc),
+    }
+}
+
+/// Serializes a document, enforcing MongoDB's 16 MiB limit.
+pub fn encode(doc: &Document) -> Result<Vec<u8>> {
+    let bytes = bson::to_vec(doc).map_err(|e| CatalogError::BadValue(e.to_string()))?;
+    if bytes.len() > MAX_BSON_OBJECT_SIZE {
+        return Err(CatalogError::BsonObjectTooLarge(format!(
+            "object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
+fn decode(bytes: &[u8]) -> Result<Document> {
+    bson::from_slice(bytes).map_err(|e| CatalogError::Corrupt(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Catalog;
+    use bson::doc;
+
+    fn collection() -> (tempfile::TempDir, std::sync::Arc<Collection>) {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let c = cat.get_or_create("db", "c").unwrap();
+        (dir, c)
+    }
+
+    #[test]
+    fn insert_assigns_object_id_first_and_detects_duplicates() {
+        let (_d, c) = collection();
+        let out = c.insert(vec![doc! {"a": 1}, doc! {"_id": 1}, doc! {"_id": 1.0}], false);
+        assert_eq!(out.inserted, 2);
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].0, 2);
+        assert_eq!(out.errors[0].1.code(), 11000);
+        let docs: Vec<Document> = c.scan().collect::<Result<_>>().unwrap();
+        assert_eq!(docs.len(), 2);
+        let generated = docs.iter().find(|d| d.contains_key("a")).unwrap();
+        assert_eq!(generated.keys().next().unwrap(), "_id");
+    }
+
+    #[test]
+    fn ordered_insert_stops_at_first_error() {
+        let (_d, c) = collection();
+        let out = c.insert(vec![doc! {"_id": 1}, doc! {"_id": 1}, doc! {"_id": 2}], true);
+        assert_eq!(out.inserted, 1);
+        assert_eq!(c.count().unwrap(), 1);
+        assert!(c.get(&Bson::Int32(2)).unwrap().is_none());
+    }
+
+    #[test]
+    fn array_id_is_rejected() {
+        let (_d, c) = collection();
+        let out = c.insert(vec![doc! {"_id": [1, 2]}], true);
+        assert_eq!(out.errors[0].1.code(), 53);
+    }
+}

@@ -1,0 +1,168 @@
+//! Order-preserving byte encoding of BSON values ("key strings").
+//!
+//! `encode(a) < encode(b)` (bytewise) whenever `a < b` in MongoDB's comparison order, and
+//! values MongoDB considers equal (`1`, `1.0`, `NumberLong(1)`) encode identically, so a
+//! key is usable both for uniqueness (`_id`) and for ordered range scans.
+//!
+//! Layout: one type-bracket byte (MongoDB's canonical type order), then a body:
+//! numbers as an order-preserving f64 (plus an exact i64 tail when the f64 is lossy);
+//! strings as bytes with 0x00 escaped as 0x00 0xFF and terminated by 0x00 0x00;
+//! objects as (name, value) pairs ended by 0x00; arrays as values ended by 0x00;
+//! ObjectId as its 12 bytes; booleans as one byte; dates and timestamps as sign-flipped
+//! big-endian integers; anything else as its BSON bytes.
+
+use bson::Bson;
+use hourglass_query::compare::canonical_type_rank;
+
+/// Encodes `value` into a fresh buffer.
+pub fn encode(value: &Bson) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16);
+    encode_into(value, &mut out);
+    out
+}
+
+fn put_str(s: &[u8], out: &mut Vec<u8>) {
+    for &b in s {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+fn ordered_f64(f: f64) -> [u8; 8] {
+    let f = if f == 0.0 { 0.0 } else { f }; // -0.0 == 0.0
+    let bits = if f.is_nan() {
+        0 // NaN sorts below every other number
+    } else {
+        let b = f.to_bits();
+        if b >> 63 == 1 {
+            !b
+        } else {
+            b | (1 << 63)
+        }
+    };
+    bits.to_be_bytes()
+}
+
+fn put_number(f: f64, exact: Option<i64>, out: &mut Vec<u8>) {
+    out.extend_from_slice(&ordered_f64(f));
+    // i64 values beyond 2^53 are not exact in f64: append the exact value as a tiebreak.
+    if let Some(i) = exact {
+        if f as i64 != i || (i as f64) != f {
+            out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
+        }
+    }
+}
+
+fn encode_into(value: &Bson, out: &mut Vec<u8>) {
+    out.push(canonical_type_rank(value));
+    match value {
+        Bson::Int32(i) => put_number(f64::from(*i), None, out),
+        Bson::Int64(i) => put_number(*i as f64, Some(*i), out),
+        Bson::Double(d) => put_number(*d, None, out),
+        Bson::Decimal128(d) => {
+            let f = d.to_string().parse::<f64>().unwrap_or(f64::NAN);
+            put_number(f, None, out)
+        }
+        Bson::String(s) => put_str(s.as_bytes(), out),
+        Bson::Symbol(s) => put_str(s.as_bytes(), out),
+        Bson::Document(doc) => {
+            for (k, v) in doc {
+                out.push(canonical_type_rank(v));
+                put_str(k.as_bytes(), out);
+                encode_into(v, out);
+            }
+            out.push(0);
+        }
+        Bson::Array(items) => {
+            for v in items {
+                encode_into(v, out);
+            }
+            out.push(0);
+        }
+        Bson::ObjectId(oid) => out.extend_from_slice(&oid.bytes()),
+        Bson::Boolean(b) => out.push(u8::from(*b)),
+        Bson::DateTime(dt) => {
+            out.extend_from_slice(&((dt.timestamp_millis() as u64) ^ (1 << 63)).to_be_bytes())
+        }
+        Bson::Timestamp(ts) => {
+            out.extend_from_slice(&ts.time.to_be_bytes());
+            out.extend_from_slice(&ts.increment.to_be_bytes());
+        }
+        Bson::Binary(b) => {
+            out.extend_from_slice(&(b.bytes.len() as u32).to_be_bytes());
+            out.push(u8::from(b.subtype));
+            out.extend_from_slice(&b.bytes);
+        }
+        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => {}
+        other => {
+            let doc = bson::doc! { "": other.clone() };
+            if let Ok(bytes) = bson::to_vec(&doc) {
+                out.extend_from_slice(&bytes);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, oid::ObjectId, Bson};
+    use hourglass_query::compare::compare_values;
+
+    #[test]
+    fn equal_numbers_of_different_types_share_a_key() {
+        assert_eq!(encode(&Bson::Int32(1)), encode(&Bson::Double(1.0)));
+        assert_eq!(encode(&Bson::Int64(1)), encode(&Bson::Int32(1)));
+        assert_ne!(encode(&Bson::Int64(1)), encode(&Bson::Int64(2)));
+    }
+
+    #[test]
+    fn byte_order_follows_mongodb_comparison_order() {
+        let values = vec![
+            Bson::MinKey,
+            Bson::Null,
+            Bson::Double(f64::NAN),
+            Bson::Double(-1e300),
+            Bson::Int64(-5),
+            Bson::Int32(0),
+            Bson::Double(0.5),
+            Bson::Int64(i64::MAX - 1),
+            Bson::Int64(i64::MAX),
+            Bson::String(String::new()),
+            Bson::String("a".into()),
+            Bson::String("a\0b".into()),
+            Bson::String("ab".into()),
+            Bson::Document(doc! {}),
+            Bson::Document(doc! {"a": 1}),
+            Bson::Document(doc! {"a": 2}),
+            Bson::Document(doc! {"b": 1}),
+            Bson::Array(vec![]),
+            Bson::Array(vec![Bson::Int32(1)]),
+            Bson::ObjectId(ObjectId::from_bytes([0; 12])),
+            Bson::ObjectId(ObjectId::from_bytes([1; 12])),
+            Bson::Boolean(false),
+            Bson::Boolean(true),
+            Bson::DateTime(bson::DateTime::from_millis(-1)),
+            Bson::DateTime(bson::DateTime::from_millis(1)),
+            Bson::MaxKey,
+        ];
+        for w in values.windows(2) {
+            assert!(
+                encode(&w[0]) < encode(&w[1]),
+                "{:?} should encode below {:?}",
+                w[0],
+                w[1]
+            );
+            assert_eq!(
+                compare_values(&w[0], &w[1]),
+                std::cmp::Ordering::Less,
+                "{:?} < {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+}

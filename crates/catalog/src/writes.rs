@@ -1,0 +1,215 @@
+//! Document-level writes that read before they write: update (with upsert), delete and
+//! findAndModify. Each runs under the collection's write lock against one snapshot and
+//! commits all its changes as one atomic, durable batch.
+
+use crate::collection::{with_id, Collection};
+use crate::error::Result;
+use bson::{Bson, Document};
+use hourglass_query::filter::Filter;
+use hourglass_query::sort::SortSpec;
+use hourglass_query::update::Update;
+use hourglass_storage::Snapshot;
+
+/// What an update did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct UpdateOutcome {
+    pub matched: u64,
+    pub modified: u64,
+    pub upserted: Option<Bson>,
+}
+
+/// A findAndModify request, already parsed.
+pub struct FindAndModify<'a> {
+    pub filter: &'a Filter,
+    pub sort: Option<&'a SortSpec>,
+    /// `None` means remove.
+    pub update: Option<&'a Update>,
+    pub return_new: bool,
+    pub upsert: bool,
+}
+
+/// What findAndModify did: the document to return and the lastErrorObject fields.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FindAndModifyOutcome {
+    pub value: Option<Document>,
+    pub n: u64,
+    pub updated_existing: bool,
+    pub upserted: Option<Bson>,
+}
+
+impl Collection {
+    /// Documents matching `filter` in the snapshot, stopping after `limit` when given.
+    fn matching(&self, snap: &Snapshot, filter: &Filter, limit: Option<usize>) -> Result<Vec<Document>> {
+        if let Some(id) = filter.id_equality() {
+            return Ok(self
+                .get_in(snap, &id)?
+                .filter(|d| filter.matches(d))
+                .into_iter()
+                .collect());
+        }
+        let mut out = Vec::new();
+        for doc in self.scan_in(snap) {
+            let doc = doc?;
+            if filter.matches(&doc) {
+                out.push(doc);
+                if limit.is_some_and(|l| out.len() >= l) {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Builds the document an upsert inserts: the filter's equality fields, then the update.
+    fn upsert_document(filter: &Filter, update: &Update) -> Result<Document> {
+        let seed = filter.equality_seed();
+        let doc = match update {
+            Update::Replacement(repl) => {
+                let mut d = Document::new();
+                if let Some(id) = seed.get("_id").filter(|_| !repl.contains_key("_id")) {
+                    d.insert("_id", id.clone());
+                }
+                d.extend(repl.clone());
+                d
+            }
+            _ => {
+                let mut d = seed;
+                update.apply(&mut d, true)?;
+                d
+            }
+        };
+        with_id(doc)
+    }
+
+    /// Applies `update` to the first (or, with `multi`, every) document matching `filter`;
+    /// with `upsert` and no match, inserts one.
+    pub fn update(&self, filter: &Filter, update: &Update, multi: bool, upsert: bool) -> Result<UpdateOutcome> {
+        let guard = self.lock_writes();
+        let snap = self.snapshot();
+        let docs = self.matching(&snap, filter, if multi { None } else { Some(1) })?;
+        let mut out = UpdateOutcome::default();
+        let mut batch = self.engine().batch();
+        for old in docs {
+            out.matched += 1;
+            let mut new = old.clone();
+            if update.apply(&mut new, false)? && new != old {
+                self.stage_put(&mut batch, &new)?;
+                out.modified += 1;
+            }
+        }
+        if out.matched == 0 && upsert {
+            let doc = Self::upsert_document(filter, update)?;
+            let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+            if self.get_in(&snap, &id)?.is_some() {
+                return Err(self.duplicate(&id));
+            }
+            self.stage_put(&mut batch, &doc)?;
+            out.upserted = Some(id);
+        }
+        let ticket = self.engine().apply(batch)?;
+        drop(guard);
+        self.engine().wait_durable(ticket)?;
+        Ok(out)
+    }
+
+    /// Deletes the first (`limit_one`) or every document matching `filter`.
+    pub fn delete(&self, filter: &Filter, limit_one: bool) -> Result<u64> {
+        let guard = self.lock_writes();
+        let snap = self.snapshot();
+        let docs = self.matching(&snap, filter, limit_one.then_some(1))?;
+        let mut batch = self.engine().batch();
+        for d in &docs {
+            self.stage_delete(&mut batch, d.get("_id").unwrap_or(&Bson::Null));
+        }
+        let ticket = self.engine().apply(batch)?;
+        drop(guard);
+        self.engine().wait_durable(ticket)?;
+        Ok(docs.len() as u64)
+    }
+
+    /// findAndModify: picks the first match (by `sort` when given), then removes or updates
+    /// it (or upserts), returning the document before or after.
+    pub fn find_and_modify(&self, req: &FindAndModify<'_>) -> Result<FindAndModifyOutcome> {
+        let guard = self.lock_writes();
+        let snap = self.snapshot();
+        let target = match req.sort.filter(|s| !s.is_empty()) {
+            Some(sort) => {
+                let mut docs = self.matching(&snap, req.filter, None)?;
+                docs.sort_by(|a, b| sort.compare(a, b));
+                docs.into_iter().next()
+            }
+            None => self.matching(&snap, req.filter, Some(1))?.into_iter().next(),
+        };
+        let mut out = FindAndModifyOutcome::default();
+        let mut batch = self.engine().batch();
+        match (target, req.update) {
+            (Some(old), None) => {
+                self.stage_delete(&mut batch, old.get("_id").unwrap_or(&Bson::Null));
+                out.n = 1;
+                out.value = Some(old);
+            }
+            (Some(old), Some(update)) => {
+                let mut new = old.clone();
+                if update.apply(&mut new, false)? && new != old {
+                    self.stage_put(&mut batch, &new)?;
+                }
+                out.n = 1;
+                out.updated_existing = true;
+                out.value = Some(if req.return_new { new } else { old });
+            }
+            (None, Some(update)) if req.upsert => {
+                let doc = Self::upsert_document(req.filter, update)?;
+                let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+                if self.get_in(&snap, &id)?.is_some() {
+                    return Err(self.duplicate(&id));
+                }
+                self.stage_put(&mut batch, &doc)?;
+                out.n = 1;
+                out.upserted = Some(id);
+                out.value = req.return_new.then_some(doc);
+            }
+            (None, _) => {}
+        }
+        let ticket = self.engine().apply(batch)?;
+        drop(guard);
+        self.engine().wait_durable(ticket)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Catalog;
+    use bson::{doc, Bson};
+    use hourglass_query::filter::Filter;
+    use hourglass_query::update::Update;
+    use hourglass_storage::Engine;
+
+    #[test]
+    fn update_upsert_seeds_from_filter_and_applies_inc() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let c = cat.get_or_create("db", "c").unwrap();
+        let f = Filter::parse(&doc! {"name": "x"}).unwrap();
+        let u = Update::parse(&doc! {"$inc": {"n": 1}}).unwrap();
+        let first = c.update(&f, &u, false, true).unwrap();
+        assert!(first.upserted.is_some());
+        let second = c.update(&f, &u, false, true).unwrap();
+        assert_eq!((second.matched, second.modified), (1, 1));
+        let d = c.scan().next().unwrap().unwrap();
+        assert_eq!(d.get("n"), Some(&Bson::Int32(2)));
+        assert_eq!(d.get_str("name").unwrap(), "x");
+    }
+
+    #[test]
+    fn delete_limit_one_removes_a_single_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let c = cat.get_or_create("db", "c").unwrap();
+        c.insert(vec![doc! {"a": 1}, doc! {"a": 1}, doc! {"a": 2}], true);
+        let f = Filter::parse(&doc! {"a": 1}).unwrap();
+        assert_eq!(c.delete(&f, true).unwrap(), 1);
+        assert_eq!(c.delete(&f, false).unwrap(), 1);
+        assert_eq!(c.count().unwrap(), 1);
+    }
+}

@@ -1,0 +1,64 @@
+//! `aggregate` over regular collections: the pipeline runs document-at-a-time in the query
+//! layer; a leading `$match` is applied while scanning.
+
+use super::find::{batch_size, cursor_reply, filtered_scan};
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Bson, Document};
+use hourglass_query::filter::Filter;
+use hourglass_query::pipeline::Pipeline;
+
+pub fn aggregate(req: &Request) -> CmdResult {
+    req.check_fields(&[
+        "pipeline", "cursor", "explain", "allowDiskUse", "hint", "collation", "let", "fromMongos",
+        "needsMerge", "isMapReduceCommand", "exchange",
+    ])?;
+    OpCounters::add(&req.state.opcounters.command, 1);
+    let coll = match req.body.iter().next() {
+        Some((_, Bson::Int32(1))) | Some((_, Bson::Int64(1))) | Some((_, Bson::Double(_))) => None,
+        _ => Some(req.collection()?),
+    };
+    let stages = req.documents("pipeline")?;
+    let pipeline = Pipeline::parse(&stages)?;
+    let explain = req.opt_bool("explain")?.unwrap_or(false);
+    let cursor_opts = match req.body.get("cursor") {
+        Some(Bson::Document(d)) => Some(d.clone()),
+        Some(v) => return Err(req.wrong_type("cursor", v, "object")),
+        None if explain => None,
+        None => {
+            return Err(CommandError::failed_to_parse(
+                "The 'cursor' option is required, except for aggregate with the explain argument",
+            ))
+        }
+    };
+    let Some(coll) = coll else {
+        return Err(CommandError::invalid_options(
+            "collectionless aggregate ({aggregate: 1}) is not supported by this server yet",
+        ));
+    };
+    let collection = req.state.catalog.get(&req.db, &coll);
+    let filter = pipeline.leading_match().cloned().unwrap_or_else(Filter::match_all);
+    if explain {
+        return Ok(doc! {
+            "explainVersion": "1",
+            "stages": stages.iter().cloned().map(Bson::Document).collect::<Vec<_>>(),
+            "command": req.body.clone(),
+        });
+    }
+    let input = filtered_scan(collection, filter).collect::<Result<Vec<Document>, _>>()?;
+    let output = pipeline.run(input)?;
+    let batch = match cursor_opts {
+        Some(d) => {
+            let sub = Request {
+                state: req.state.clone(),
+                conn: req.conn.clone(),
+                db: req.db.clone(),
+                body: d,
+            };
+            batch_size(&sub, "batchSize")?
+        }
+        None => None,
+    };
+    cursor_reply(req, format!("{}.{coll}", req.db), Box::new(output.into_iter().map(Ok)), batch, false)
+}

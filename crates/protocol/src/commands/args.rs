@@ -1,0 +1,163 @@
+//! What a handler receives, and helpers to read command arguments with MongoDB's type
+//! errors.
+
+use crate::error::CommandError;
+use crate::state::ServerState;
+use bson::{Bson, Document};
+use std::sync::Arc;
+
+/// Per-connection facts a command may need.
+#[derive(Debug, Default)]
+pub struct ConnInfo {
+    pub id: i64,
+    pub peer: String,
+}
+
+pub struct Request {
+    pub state: Arc<ServerState>,
+    pub conn: Arc<ConnInfo>,
+    pub db: String,
+    pub body: Document,
+}
+
+/// Fields every command may carry that handlers do not interpret.
+pub const GENERIC_FIELDS: &[&str] = &[
+    "$db", "lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "writeConcern",
+    "readConcern", "$readPreference", "comment", "maxTimeMS", "apiVersion", "apiStrict",
+    "apiDeprecationErrors", "$audit", "$client", "mayBypassWriteBlocking", "bypassDocumentValidation",
+];
+
+impl Request {
+    pub fn command_name(&self) -> &str {
+        self.body.keys().next().map(String::as_str).unwrap_or("")
+    }
+
+    /// The collection named by the command's first field.
+    pub fn collection(&self) -> Result<String, CommandError> {
+        match self.body.iter().next() {
+            Some((_, Bson::String(s))) if !s.is_empty() => Ok(s.clone()),
+            Some((_, Bson::String(_))) => Err(CommandError::new(
+                73,
+                "InvalidNamespace",
+                format!("Invalid namespace specified '{}.'", self.db),
+            )),
+            Some((_, v)) => Err(CommandError::new(
+                73,
+                "InvalidNamespace",
+                format!("collection name has invalid type {}", type_name(v)),
+            )),
+            None => Err(CommandError::failed_to_parse("empty command")),
+        }
+    }
+
+    /// `db.coll` for the command's collection.
+    pub fn namespace(&self) -> Result<String, CommandError> {
+        Ok(format!("{}.{}", self.db, self.collection()?))
+    }
+
+    /// Rejects fields other than the command name, `allowed` and the generic ones.
+    pub fn check_fields(&self, allowed: &[&str]) -> Result<(), CommandError> {
+        let name = self.command_name().to_string();
+        for k in self.body.keys().skip(1) {
+            if !allowed.contains(&k.as_str()) && !GENERIC_FIELDS.contains(&k.as_str()) {
+                return Err(CommandError::unknown_field(&name, k));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn opt_document(&self, field: &str) -> Result<Option<&Document>, CommandError> {
+        match self.body.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::Document(d)) => Ok(Some(d)),
+            Some(v) => Err(self.wrong_type(field, v, "object")),
+        }
+    }
+
+    pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, CommandError> {
+        match self.body.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::Boolean(b)) => Ok(Some(*b)),
+            Some(Bson::Int32(i)) => Ok(Some(*i != 0)),
+            Some(Bson::Int64(i)) => Ok(Some(*i != 0)),
+            Some(Bson::Double(d)) => Ok(Some(*d != 0.0)),
+            Some(v) => Err(self.wrong_type(field, v, "bool")),
+        }
+    }
+
+    pub fn opt_i64(&self, field: &str) -> Result<Option<i64>, CommandError> {
+        match self.body.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(v) => as_i64(v)
+                .map(Some)
+                .ok_or_else(|| self.wrong_type(field, v, "long")),
+        }
+    }
+
+    /// An array of documents (e.g. `documents`, `updates`, `deletes`, `pipeline`).
+    pub fn documents(&self, field: &str) -> Result<Vec<Document>, CommandError> {
+        match self.body.get(field) {
+            Some(Bson::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Bson::Document(d) => Ok(d.clone()),
+                    other => Err(self.wrong_type(&format!("{field}.{}", 0), other, "object")),
+                })
+                .collect(),
+            Some(v) => Err(self.wrong_type(field, v, "array")),
+            None => Err(CommandError::new(
+                40414,
+                "Location40414",
+                format!(
+                    "BSON field '{}.{field}' is missing but a required field",
+                    self.command_name()
+                ),
+            )),
+        }
+    }
+
+    pub fn wrong_type(&self, field: &str, v: &Bson, expected: &str) -> CommandError {
+        CommandError::type_mismatch(format!(
+            "BSON field '{}.{field}' is the wrong type '{}', expected type '{expected}'",
+            self.command_name(),
+            type_name(v)
+        ))
+    }
+}
+
+/// A number as i64 when it is integral.
+pub fn as_i64(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(d) if d.fract() == 0.0 && d.is_finite() => Some(*d as i64),
+        _ => None,
+    }
+}
+
+/// MongoDB's name of a BSON type, as used in error messages.
+pub fn type_name(v: &Bson) -> &'static str {
+    match v {
+        Bson::Double(_) => "double",
+        Bson::String(_) => "string",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Binary(_) => "binData",
+        Bson::Undefined => "undefined",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "regex",
+        Bson::DbPointer(_) => "dbPointer",
+        Bson::JavaScriptCode(_) => "javascript",
+        Bson::Symbol(_) => "symbol",
+        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
+        Bson::Int32(_) => "int",
+        Bson::Timestamp(_) => "timestamp",
+        Bson::Int64(_) => "long",
+        Bson::Decimal128(_) => "decimal",
+        Bson::MinKey => "minKey",
+        Bson::MaxKey => "maxKey",
+    }
+}

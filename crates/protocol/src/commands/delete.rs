@@ -1,0 +1,60 @@
+//! `delete`: a list of delete statements (`q`, `limit` 0 = all, 1 = one).
+
+use super::insert::check_batch_len;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Bson, Document};
+use hourglass_query::filter::Filter;
+
+fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, CommandError> {
+    for k in stmt.keys() {
+        if !["q", "limit", "collation", "hint"].contains(&k.as_str()) {
+            return Err(CommandError::unknown_field("delete.deletes", k));
+        }
+    }
+    let q = match stmt.get("q") {
+        Some(Bson::Document(d)) => d,
+        _ => return Err(CommandError::new(40414, "Location40414", "BSON field 'delete.deletes.q' is missing but a required field")),
+    };
+    let limit = match stmt.get("limit").and_then(super::args::as_i64) {
+        Some(0) => false,
+        Some(1) => true,
+        Some(n) => return Err(CommandError::failed_to_parse(format!("The limit field in delete objects must be 0 or 1. Got {n}"))),
+        None => {
+            return Err(CommandError::new(40414, "Location40414", "BSON field 'delete.deletes.limit' is missing but a required field"))
+        }
+    };
+    let filter = Filter::parse(q)?;
+    match req.state.catalog.get(&req.db, coll) {
+        Some(c) => Ok(c.delete(&filter, limit)?),
+        None => Ok(0),
+    }
+}
+
+pub fn delete(req: &Request) -> CmdResult {
+    req.check_fields(&["deletes", "ordered", "let"])?;
+    let coll = req.collection()?;
+    let stmts = req.documents("deletes")?;
+    check_batch_len(stmts.len())?;
+    let ordered = req.opt_bool("ordered")?.unwrap_or(true);
+    let mut n = 0u64;
+    let mut errors = Vec::new();
+    for (i, stmt) in stmts.iter().enumerate() {
+        OpCounters::add(&req.state.opcounters.delete, 1);
+        match run_statement(req, &coll, stmt) {
+            Ok(k) => n += k,
+            Err(e) => {
+                errors.push(doc! {"index": i as i32, "code": e.code, "codeName": e.code_name, "errmsg": e.errmsg});
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! {"n": n as i32};
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(reply)
+}

@@ -1,0 +1,128 @@
+//! Server information and statistics: `buildInfo`, `hostInfo`, `getLog`, `serverStatus`,
+//! `listCommands`.
+
+use super::handshake::MAX_BSON_OBJECT_SIZE;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Bson, Document};
+use std::sync::atomic::Ordering;
+
+/// The MongoDB version whose behaviour (and wire version) Hourglass follows.
+pub const COMPAT_VERSION: &str = "7.0.0";
+
+pub fn build_info(_req: &Request) -> CmdResult {
+    Ok(doc! {
+        "version": COMPAT_VERSION,
+        "gitVersion": "hourglass",
+        "hourglassVersion": env!("CARGO_PKG_VERSION"),
+        "versionArray": [7, 0, 0, 0],
+        "bits": 64,
+        "debug": cfg!(debug_assertions),
+        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
+        "storageEngines": ["hourglass"],
+        "javascriptEngine": "none",
+        "modules": [],
+        "allocator": "system",
+        "openssl": {"running": "disabled"},
+        "buildEnvironment": {"target_arch": std::env::consts::ARCH, "target_os": std::env::consts::OS},
+    })
+}
+
+fn meminfo_mb() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
+        })
+        .map(|kb| kb / 1024)
+        .unwrap_or(0)
+}
+
+pub fn host_info(req: &Request) -> CmdResult {
+    let cores = std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    Ok(doc! {
+        "system": {
+            "currentTime": bson::DateTime::now(),
+            "hostname": &req.state.host,
+            "cpuAddrSize": 64,
+            "memSizeMB": meminfo_mb(),
+            "memLimitMB": meminfo_mb(),
+            "numCores": cores,
+            "cpuArch": std::env::consts::ARCH,
+            "numaEnabled": false,
+        },
+        "os": {"type": "Linux", "name": "Linux", "version": kernel.trim()},
+        "extra": {"pageSize": 4096_i64},
+    })
+}
+
+pub fn get_log(req: &Request) -> CmdResult {
+    match req.body.get("getLog") {
+        Some(Bson::String(s)) if s == "*" => Ok(doc! {"names": ["global", "startupWarnings"]}),
+        Some(Bson::String(s)) if s == "global" => Ok(doc! {
+            "totalLinesWritten": req.state.log.total_written() as i64,
+            "log": req.state.log.lines(),
+        }),
+        Some(Bson::String(s)) if s == "startupWarnings" => Ok(doc! {"totalLinesWritten": 0, "log": []}),
+        Some(Bson::String(s)) => Err(CommandError::invalid_options(format!("No log named '{s}'"))),
+        Some(v) => Err(req.wrong_type("getLog", v, "string")),
+        None => Err(CommandError::failed_to_parse("getLog requires a log name")),
+    }
+}
+
+/// Resident and virtual memory in MiB, from /proc.
+fn memory_mb() -> (i64, i64) {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let mut it = statm.split_whitespace().map(|x| x.parse::<i64>().unwrap_or(0));
+    let virt = it.next().unwrap_or(0);
+    let res = it.next().unwrap_or(0);
+    (res * 4096 / (1024 * 1024), virt * 4096 / (1024 * 1024))
+}
+
+pub fn server_status(req: &Request) -> CmdResult {
+    let s = &req.state;
+    let up = s.started.elapsed();
+    let (resident, virt) = memory_mb();
+    let c = &s.connections;
+    let o = &s.opcounters;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as i64;
+    Ok(doc! {
+        "host": &s.host,
+        "version": COMPAT_VERSION,
+        "process": "hourglass",
+        "pid": i64::from(std::process::id()),
+        "uptime": up.as_secs_f64().floor(),
+        "uptimeMillis": up.as_millis() as i64,
+        "uptimeEstimate": up.as_secs() as i64,
+        "localTime": bson::DateTime::now(),
+        "connections": {
+            "current": c.current.load(Ordering::Relaxed) as i32,
+            "available": 1_000_000 - c.current.load(Ordering::Relaxed) as i32,
+            "totalCreated": c.total_created.load(Ordering::Relaxed) as i64,
+            "active": c.active.load(Ordering::Relaxed) as i32,
+        },
+        "opcounters": {
+            "insert": load(&o.insert),
+            "query": load(&o.query),
+            "update": load(&o.update),
+            "delete": load(&o.delete),
+            "getmore": load(&o.getmore),
+            "command": load(&o.command),
+        },
+        "mem": {"bits": 64, "resident": resident as i32, "virtual": virt as i32, "supported": true},
+        "metrics": {"cursor": {"open": {"total": s.cursors.len() as i64}}},
+        "storageEngine": {"name": "hourglass", "persistent": true, "supportsCommittedReads": true},
+        "hourglass": {
+            "diskBytes": s.catalog.engine().disk_space() as i64,
+            "journalSyncs": s.catalog.engine().sync_count() as i64,
+        },
+    })
+}
+
+pub fn list_commands(_req: &Request) -> CmdResult {
+    Ok(doc! {"commands": super::list_commands_doc()})
+}
+

@@ -1,0 +1,198 @@
+//! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
+//! `aggregate` and the listing commands.
+
+use super::Request;
+use crate::cursor::{take_batch, DocSource};
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Bson, Document};
+use hourglass_catalog::Collection;
+use hourglass_query::filter::Filter;
+use hourglass_query::projection::Projection;
+use hourglass_query::sort::SortSpec;
+
+/// Documents in a first batch when the client gives no batchSize.
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+
+/// A cursor reply whose cursor is already exhausted.
+pub fn single_batch_cursor(ns: &str, docs: Vec<Document>) -> Document {
+    doc! {"cursor": {"firstBatch": docs, "id": 0_i64, "ns": ns}}
+}
+
+/// Sends the first batch of `source` and keeps a server cursor for the rest.
+pub fn cursor_reply(req: &Request, ns: String, mut source: DocSource, batch_size: Option<usize>, single_batch: bool) -> CmdResult {
+    let (docs, more) = take_batch(&mut source, Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)))?;
+    let id = if more && !single_batch {
+        req.state.cursors.open(ns.clone(), source)
+    } else {
+        0
+    };
+    Ok(doc! {"cursor": {"firstBatch": docs, "id": id, "ns": ns}})
+}
+
+/// A non-negative batch size argument.
+pub fn batch_size(req: &Request, field: &str) -> Result<Option<usize>, CommandError> {
+    match req.opt_i64(field)? {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(CommandError::bad_value(format!(
+            "BatchSize value must be non-negative, but received: {n}"
+        ))),
+        Some(n) => Ok(Some(n as usize)),
+    }
+}
+
+/// The documents of `collection` matching `filter` (point lookup when `_id` is pinned).
+pub fn filtered_scan(collection: Option<std::sync::Arc<Collection>>, filter: Filter) -> DocSource {
+    let Some(c) = collection else {
+        return Box::new(std::iter::empty());
+    };
+    if let Some(id) = filter.id_equality() {
+        let one = c.get(&id).transpose();
+        return Box::new(one.into_iter().filter(move |r| match r {
+            Ok(d) => filter.matches(d),
+            Err(_) => true,
+        }));
+    }
+    Box::new(c.scan().filter(move |r| match r {
+        Ok(d) => filter.matches(d),
+        Err(_) => true,
+    }))
+}
+
+/// Applies sort, skip, limit and projection to a stream of documents.
+pub fn shape(
+    source: DocSource,
+    sort: Option<SortSpec>,
+    skip: usize,
+    limit: Option<usize>,
+    projection: Option<Projection>,
+) -> Result<DocSource, CommandError> {
+    let mut source = source;
+    if let Some(sort) = sort.filter(|s| !s.is_empty()) {
+        let mut docs = source.collect::<Result<Vec<_>, _>>()?;
+        docs.sort_by(|a, b| sort.compare(a, b));
+        source = Box::new(docs.into_iter().map(Ok));
+    }
+    let source: DocSource = Box::new(source.skip(skip));
+    let source: DocSource = match limit {
+        Some(l) => Box::new(source.take(l)),
+        None => source,
+    };
+    Ok(match projection {
+        Some(p) => Box::new(source.map(move |r| r.map(|d| p.apply(&d)))),
+        None => source,
+    })
+}
+
+pub fn find(req: &Request) -> CmdResult {
+    req.check_fields(&[
+        "filter", "projection", "sort", "skip", "limit", "batchSize", "singleBatch", "hint",
+        "min", "max", "returnKey", "showRecordId", "tailable", "oplogReplay", "noCursorTimeout",
+        "awaitData", "allowPartialResults", "collation", "let", "readOnce", "allowSpeculativeMajorityRead",
+        "allowDiskUse", "$queryOptions", "ntoreturn",
+    ])?;
+    OpCounters::add(&req.state.opcounters.query, 1);
+    let coll = req.collection()?;
+    let filter = match req.opt_document("filter")? {
+        Some(f) => Filter::parse(f)?,
+        None => Filter::match_all(),
+    };
+    let sort = req.opt_document("sort")?.map(SortSpec::parse).transpose()?;
+    let projection = req
+        .opt_document("projection")?
+        .filter(|p| !p.is_empty())
+        .map(Projection::parse)
+        .transpose()?;
+    let skip = match req.opt_i64("skip")? {
+        Some(s) if s < 0 => return Err(CommandError::bad_value(format!("Skip value must be non-negative, but received: {s}"))),
+        s => s.unwrap_or(0) as usize,
+    };
+    let mut single_batch = req.opt_bool("singleBatch")?.unwrap_or(false);
+    let limit = match req.opt_i64("limit")? {
+        Some(l) if l < 0 => {
+            // Legacy negative limit: one batch of |limit| documents.
+            single_batch = true;
+            Some(l.unsigned_abs() as usize)
+        }
+        Some(0) | None => None,
+        Some(l) => Some(l as usize),
+    };
+    let mut batch = batch_size(req, "batchSize")?;
+    if single_batch && batch.is_none() {
+        batch = limit;
+    }
+    let collection = req.state.catalog.get(&req.db, &coll);
+    let source = shape(filtered_scan(collection, filter), sort, skip, limit, projection)?;
+    cursor_reply(req, format!("{}.{coll}", req.db), source, batch.or(Some(DEFAULT_FIRST_BATCH)), single_batch)
+}
+
+pub fn get_more(req: &Request) -> CmdResult {
+    req.check_fields(&["collection", "batchSize", "term", "lastKnownCommittedOpTime"])?;
+    OpCounters::add(&req.state.opcounters.getmore, 1);
+    let id = match req.body.get("getMore") {
+        Some(Bson::Int64(i)) => *i,
+        Some(v) => return Err(req.wrong_type("getMore", v, "long")),
+        None => return Err(CommandError::failed_to_parse("getMore requires a cursor id")),
+    };
+    let coll = match req.body.get("collection") {
+        Some(Bson::String(s)) => s.clone(),
+        Some(v) => return Err(req.wrong_type("collection", v, "string")),
+        None => {
+            return Err(CommandError::new(
+                40414,
+                "Location40414",
+                "BSON field 'getMore.collection' is missing but a required field",
+            ))
+        }
+    };
+    let ns = format!("{}.{coll}", req.db);
+    let not_found = || CommandError::new(43, "CursorNotFound", format!("cursor id {id} not found"));
+    match req.state.cursors.namespace(id) {
+        None => return Err(not_found()),
+        Some(cursor_ns) if cursor_ns != ns => {
+            return Err(CommandError::new(
+                13,
+                "Unauthorized",
+                format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor_ns}"),
+            ))
+        }
+        Some(_) => {}
+    }
+    let batch = batch_size(req, "batchSize")?;
+    let (ns, docs, open) = req.state.cursors.get_more(id, batch).ok_or_else(not_found)??;
+    Ok(doc! {"cursor": {"nextBatch": docs, "id": if open { id } else { 0 }, "ns": ns}})
+}
+
+pub fn kill_cursors(req: &Request) -> CmdResult {
+    req.check_fields(&["cursors"])?;
+    req.collection()?;
+    let ids = match req.body.get("cursors") {
+        Some(Bson::Array(a)) => a.clone(),
+        Some(v) => return Err(req.wrong_type("cursors", v, "array")),
+        None => {
+            return Err(CommandError::new(
+                40414,
+                "Location40414",
+                "BSON field 'killCursors.cursors' is missing but a required field",
+            ))
+        }
+    };
+    let mut killed = Vec::new();
+    let mut not_found = Vec::new();
+    for id in ids {
+        let Bson::Int64(i) = id else {
+            return Err(req.wrong_type("cursors", &id, "long"));
+        };
+        if req.state.cursors.kill(i) {
+            killed.push(i);
+        } else {
+            not_found.push(i);
+        }
+    }
+    Ok(doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": not_found,
+        "cursorsAlive": Vec::<i64>::new(),
+        "cursorsUnknown": Vec::<i64>::new(),
+    })
+}

@@ -1,0 +1,72 @@
+//! `findAndModify`: atomically update, upsert or remove one document and return it.
+
+use super::update::parse_update;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Bson};
+use hourglass_catalog::writes::FindAndModify;
+use hourglass_query::filter::Filter;
+use hourglass_query::projection::Projection;
+use hourglass_query::sort::SortSpec;
+
+pub fn find_and_modify(req: &Request) -> CmdResult {
+    req.check_fields(&[
+        "query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters", "hint",
+        "collation", "let",
+    ])?;
+    let coll = req.collection()?;
+    let filter = match req.opt_document("query")? {
+        Some(q) => Filter::parse(q)?,
+        None => Filter::match_all(),
+    };
+    let sort = req.opt_document("sort")?.map(SortSpec::parse).transpose()?;
+    let fields = req
+        .opt_document("fields")?
+        .filter(|f| !f.is_empty())
+        .map(Projection::parse)
+        .transpose()?;
+    let remove = req.opt_bool("remove")?.unwrap_or(false);
+    let return_new = req.opt_bool("new")?.unwrap_or(false);
+    let upsert = req.opt_bool("upsert")?.unwrap_or(false);
+    let update = match (remove, req.body.get("update")) {
+        (true, Some(_)) => return Err(CommandError::failed_to_parse("Cannot specify both an update and remove=true")),
+        (true, None) if upsert => return Err(CommandError::failed_to_parse("Cannot specify both upsert=true and remove=true ")),
+        (true, None) if return_new => {
+            return Err(CommandError::failed_to_parse("Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"))
+        }
+        (true, None) => None,
+        (false, None) => return Err(CommandError::failed_to_parse("Either an update or remove=true must be specified")),
+        (false, u) => Some(parse_update(u)?),
+    };
+    if remove {
+        OpCounters::add(&req.state.opcounters.delete, 1);
+    } else {
+        OpCounters::add(&req.state.opcounters.update, 1);
+    }
+    let collection = match req.state.catalog.get(&req.db, &coll) {
+        Some(c) => c,
+        None if upsert => req.state.catalog.get_or_create(&req.db, &coll)?,
+        None => return Ok(doc! {"lastErrorObject": {"n": 0, "updatedExisting": false}, "value": Bson::Null}),
+    };
+    let out = collection.find_and_modify(&FindAndModify {
+        filter: &filter,
+        sort: sort.as_ref(),
+        update: update.as_ref(),
+        return_new,
+        upsert,
+    })?;
+    let mut last = doc! {"n": out.n as i32};
+    if !remove {
+        last.insert("updatedExisting", out.updated_existing);
+    }
+    if let Some(id) = out.upserted {
+        last.insert("upserted", id);
+    }
+    let value = match (out.value, fields) {
+        (Some(d), Some(p)) => Bson::Document(p.apply(&d)),
+        (Some(d), None) => Bson::Document(d),
+        (None, _) => Bson::Null,
+    };
+    Ok(doc! {"lastErrorObject": last, "value": value})
+}

@@ -1,0 +1,67 @@
+//! The connection handshake and session plumbing: `hello`/`isMaster`, `ping`,
+//! `whatsmyuri`, `connectionStatus`, `endSessions`/`refreshSessions`.
+
+use super::Request;
+use crate::error::CmdResult;
+use bson::{doc, Document};
+
+pub const MAX_BSON_OBJECT_SIZE: i32 = 16 * 1024 * 1024;
+pub const MAX_MESSAGE_SIZE_BYTES: i32 = 48_000_000;
+pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
+/// The wire version of MongoDB 7.0.
+pub const MAX_WIRE_VERSION: i32 = 21;
+
+/// The handshake reply; `legacy` selects `ismaster` (isMaster) over `isWritablePrimary`.
+pub fn handshake_reply(req: &Request, legacy: bool) -> Document {
+    let mut reply = Document::new();
+    if req.body.get_bool("helloOk").unwrap_or(false) {
+        reply.insert("helloOk", true);
+    }
+    if legacy {
+        reply.insert("ismaster", true);
+    } else {
+        reply.insert("isWritablePrimary", true);
+    }
+    reply.extend(doc! {
+        "topologyVersion": {"processId": bson::oid::ObjectId::new(), "counter": 0_i64},
+        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
+        "maxMessageSizeBytes": MAX_MESSAGE_SIZE_BYTES,
+        "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
+        "localTime": bson::DateTime::now(),
+        "logicalSessionTimeoutMinutes": 30,
+        "connectionId": req.conn.id,
+        "minWireVersion": 0,
+        "maxWireVersion": MAX_WIRE_VERSION,
+        "readOnly": false,
+    });
+    reply
+}
+
+pub fn hello(req: &Request) -> CmdResult {
+    Ok(handshake_reply(req, false))
+}
+
+pub fn is_master(req: &Request) -> CmdResult {
+    Ok(handshake_reply(req, true))
+}
+
+pub fn ping(_req: &Request) -> CmdResult {
+    Ok(Document::new())
+}
+
+pub fn whats_my_uri(req: &Request) -> CmdResult {
+    Ok(doc! {"you": &req.conn.peer})
+}
+
+pub fn connection_status(req: &Request) -> CmdResult {
+    let mut auth = doc! {"authenticatedUsers": [], "authenticatedUserRoles": []};
+    if req.body.get_bool("showPrivileges").unwrap_or(false) {
+        auth.insert("authenticatedUserPrivileges", bson::Bson::Array(vec![]));
+    }
+    Ok(doc! {"authInfo": auth})
+}
+
+/// Sessions carry no server state yet, so ending or refreshing them is a no-op.
+pub fn end_sessions(_req: &Request) -> CmdResult {
+    Ok(Document::new())
+}

@@ -1,0 +1,53 @@
+//! `insert`: ordered and unordered, with per-document `writeErrors`.
+
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Bson, Document};
+use hourglass_catalog::CatalogError;
+
+/// maxWriteBatchSize advertised by `hello`.
+pub const MAX_WRITE_BATCH: usize = 100_000;
+
+/// Checks the number of statements in a write command.
+pub fn check_batch_len(n: usize) -> Result<(), CommandError> {
+    if n == 0 || n > MAX_WRITE_BATCH {
+        return Err(CommandError::new(
+            16,
+            "InvalidLength",
+            format!("Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} operations."),
+        ));
+    }
+    Ok(())
+}
+
+/// One entry of `writeErrors`.
+pub fn write_error(index: usize, e: &CatalogError) -> Document {
+    let mut d = doc! {"index": index as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()};
+    if let CatalogError::DuplicateKey { key, .. } = e {
+        d.insert("keyPattern", doc! {"_id": 1});
+        d.insert("keyValue", doc! {"_id": key.clone()});
+    }
+    d
+}
+
+pub fn insert(req: &Request) -> CmdResult {
+    req.check_fields(&["documents", "ordered"])?;
+    let coll = req.collection()?;
+    let docs = req.documents("documents")?;
+    check_batch_len(docs.len())?;
+    let ordered = req.opt_bool("ordered")?.unwrap_or(true);
+    let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
+    let out = collection.insert(docs, ordered);
+    OpCounters::add(&req.state.opcounters.insert, (out.inserted + out.errors.len()) as u64);
+    let mut reply = doc! {"n": out.inserted as i32};
+    if !out.errors.is_empty() {
+        let errors: Vec<Bson> = out
+            .errors
+            .iter()
+            .map(|(i, e)| Bson::Document(write_error(*i, e)))
+            .collect();
+        reply.insert("writeErrors", errors);
+    }
+    Ok(reply)
+}

@@ -1,0 +1,137 @@
+//! Command dispatch: one alphabetical table of every command with its handler and its
+//! `listCommands` help (aliases are rows of their own), plus the argument helpers that
+//! handlers share. Each command (or tight family of commands) has its own file.
+
+mod aggregate;
+pub mod args;
+mod collections;
+mod count;
+mod databases;
+mod delete;
+mod diagnostics;
+mod distinct;
+mod find;
+mod find_and_modify;
+mod handshake;
+mod insert;
+mod parameters;
+mod update;
+
+pub use args::Request;
+
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Document};
+
+pub type Handler = fn(&Request) -> CmdResult;
+
+pub struct Command {
+    pub name: &'static str,
+    pub handler: Handler,
+    pub help: &'static str,
+    /// Whether the command is a CRUD operation counted in its own opcounter (else `command`).
+    pub crud: bool,
+}
+
+const fn cmd(name: &'static str, handler: Handler, help: &'static str) -> Command {
+    Command { name, handler, help, crud: false }
+}
+
+const fn crud(name: &'static str, handler: Handler, help: &'static str) -> Command {
+    Command { name, handler, help, crud: true }
+}
+
+/// Every command, in alphabetical order (checked by a test).
+pub static COMMANDS: &[Command] = &[
+    crud("aggregate", aggregate::aggregate, "Runs an aggregation pipeline and returns a cursor."),
+    cmd("buildInfo", diagnostics::build_info, "Returns the server version and build details."),
+    cmd("buildinfo", diagnostics::build_info, "Alias of buildInfo."),
+    crud("count", count::count, "Counts the documents matching a query."),
+    cmd("connectionStatus", handshake::connection_status, "Returns authentication information for this connection."),
+    cmd("create", collections::create, "Creates a collection."),
+    crud("delete", delete::delete, "Deletes documents."),
+    crud("distinct", distinct::distinct, "Returns the distinct values of a field."),
+    cmd("drop", collections::drop, "Drops a collection."),
+    cmd("dropDatabase", databases::drop_database, "Drops the current database."),
+    cmd("endSessions", handshake::end_sessions, "Ends logical sessions."),
+    crud("find", find::find, "Queries a collection and returns a cursor."),
+    crud("findAndModify", find_and_modify::find_and_modify, "Atomically modifies and returns one document."),
+    crud("findandmodify", find_and_modify::find_and_modify, "Alias of findAndModify."),
+    cmd("getCmdLineOpts", parameters::get_cmd_line_opts, "Returns the command line the server was started with."),
+    cmd("getLog", diagnostics::get_log, "Returns recent log lines."),
+    crud("getMore", find::get_more, "Returns the next batch of a cursor."),
+    cmd("getParameter", parameters::get_parameter, "Returns server parameters."),
+    cmd("hello", handshake::hello, "Describes this server (connection handshake)."),
+    cmd("hostInfo", diagnostics::host_info, "Describes the host the server runs on."),
+    crud("insert", insert::insert, "Inserts documents."),
+    cmd("isMaster", handshake::is_master, "Legacy name of hello."),
+    cmd("ismaster", handshake::is_master, "Legacy name of hello."),
+    cmd("killCursors", find::kill_cursors, "Closes cursors."),
+    cmd("listCollections", collections::list_collections, "Lists the collections of a database."),
+    cmd("listCommands", diagnostics::list_commands, "Lists the commands this server supports."),
+    cmd("listDatabases", databases::list_databases, "Lists databases."),
+    cmd("listIndexes", collections::list_indexes, "Lists the indexes of a collection."),
+    cmd("ping", handshake::ping, "Checks that the server answers."),
+    cmd("refreshSessions", handshake::end_sessions, "Keeps logical sessions alive."),
+    cmd("renameCollection", collections::rename_collection, "Renames a collection."),
+    cmd("serverStatus", diagnostics::server_status, "Returns server statistics."),
+    cmd("setParameter", parameters::set_parameter, "Changes server parameters."),
+    crud("update", update::update, "Updates documents."),
+    cmd("whatsmyuri", handshake::whats_my_uri, "Returns the client's address as the server sees it."),
+];
+
+pub fn lookup(name: &str) -> Option<&'static Command> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// Runs the command in `req` and returns its reply document (`ok: 1` or the error shape).
+pub fn dispatch(req: &Request) -> Document {
+    let Some(name) = req.body.keys().next().cloned() else {
+        return CommandError::failed_to_parse("empty command document").to_reply();
+    };
+    let Some(command) = lookup(&name) else {
+        return CommandError::new(59, "CommandNotFound", format!("no such command: '{name}'")).to_reply();
+    };
+    if !command.crud {
+        OpCounters::add(&req.state.opcounters.command, 1);
+    }
+    match (command.handler)(req) {
+        Ok(mut reply) => {
+            if !reply.contains_key("ok") {
+                reply.insert("ok", 1.0);
+            }
+            reply
+        }
+        Err(e) => {
+            tracing::debug!(command = %name, error = %e, "command failed");
+            e.to_reply()
+        }
+    }
+}
+
+/// The `commands` document of `listCommands`.
+pub fn list_commands_doc() -> Document {
+    let mut out = Document::new();
+    for c in COMMANDS {
+        out.insert(c.name, doc! {"help": c.help, "requiresAuth": false, "adminOnly": false, "slaveOk": true});
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_table_is_alphabetical_and_unique() {
+        for w in COMMANDS.windows(2) {
+            assert!(
+                w[0].name.to_lowercase() <= w[1].name.to_lowercase(),
+                "{} must come before {}",
+                w[1].name,
+                w[0].name
+            );
+            assert_ne!(w[0].name, w[1].name);
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! `getParameter`, `setParameter` and `getCmdLineOpts`.
+
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use crate::params::ParamError;
+use bson::{doc, Bson, Document};
+
+fn param_error(e: ParamError) -> CommandError {
+    match e {
+        ParamError::Unknown(_) | ParamError::ReadOnly(_) => CommandError::invalid_options(e.to_string()),
+        ParamError::BadValue { .. } => CommandError::bad_value(e.to_string()),
+    }
+}
+
+pub fn get_parameter(req: &Request) -> CmdResult {
+    let params = &req.state.params;
+    let all = match req.body.get("getParameter") {
+        Some(Bson::String(s)) => s == "*",
+        Some(Bson::Document(d)) => d.get_bool("allParameters").unwrap_or(false),
+        _ => false,
+    };
+    if all {
+        return Ok(params.all());
+    }
+    let mut out = Document::new();
+    for (k, _) in req.body.iter().skip(1) {
+        if super::args::GENERIC_FIELDS.contains(&k.as_str()) {
+            continue;
+        }
+        if let Some(v) = params.get(k) {
+            out.insert(k.clone(), v);
+        }
+    }
+    if out.is_empty() {
+        return Err(CommandError::invalid_options("no option found to get"));
+    }
+    Ok(out)
+}
+
+pub fn set_parameter(req: &Request) -> CmdResult {
+    let mut out = Document::new();
+    for (k, v) in req.body.iter().skip(1) {
+        if super::args::GENERIC_FIELDS.contains(&k.as_str()) {
+            continue;
+        }
+        let was = req.state.params.set(k, v, false).map_err(param_error)?;
+        out.insert("was", was);
+    }
+    if out.is_empty() {
+        return Err(CommandError::invalid_options("no option found to set, use help:true to see options"));
+    }
+    Ok(out)
+}
+
+pub fn get_cmd_line_opts(req: &Request) -> CmdResult {
+    let c = &req.state.cmdline;
+    Ok(doc! {"argv": c.argv.clone(), "parsed": c.parsed.clone()})
+}

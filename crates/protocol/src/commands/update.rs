@@ -1,0 +1,117 @@
+//! `update`: a list of update statements (`q`, `u`, `multi`, `upsert`), ordered or not.
+
+use super::insert::check_batch_len;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use crate::state::OpCounters;
+use bson::{doc, Bson, Document};
+use hourglass_query::filter::Filter;
+use hourglass_query::update::Update;
+
+const STATEMENT_FIELDS: &[&str] = &["q", "u", "multi", "upsert", "arrayFilters", "hint", "collation", "c", "sort"];
+
+/// Parses the `u` of an update statement: operators, replacement, or pipeline.
+pub fn parse_update(u: Option<&Bson>) -> Result<Update, CommandError> {
+    match u {
+        Some(Bson::Document(d)) => Ok(Update::parse(d)?),
+        Some(Bson::Array(stages)) => {
+            let stages = stages
+                .iter()
+                .map(|s| match s {
+                    Bson::Document(d) => Ok(d.clone()),
+                    _ => Err(CommandError::failed_to_parse("each pipeline stage must be an object")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Update::parse_pipeline(&stages)?)
+        }
+        Some(v) => Err(CommandError::type_mismatch(format!(
+            "BSON field 'update.updates.u' is the wrong type '{}', expected type 'object' or 'array'",
+            super::args::type_name(v)
+        ))),
+        None => Err(CommandError::new(40414, "Location40414", "BSON field 'update.updates.u' is missing but a required field")),
+    }
+}
+
+fn flag(stmt: &Document, name: &str) -> bool {
+    match stmt.get(name) {
+        Some(Bson::Boolean(b)) => *b,
+        Some(Bson::Int32(i)) => *i != 0,
+        Some(Bson::Int64(i)) => *i != 0,
+        Some(Bson::Double(d)) => *d != 0.0,
+        _ => false,
+    }
+}
+
+struct StatementResult {
+    matched: u64,
+    modified: u64,
+    upserted: Option<Bson>,
+}
+
+fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<StatementResult, CommandError> {
+    for k in stmt.keys() {
+        if !STATEMENT_FIELDS.contains(&k.as_str()) {
+            return Err(CommandError::unknown_field("update.updates", k));
+        }
+    }
+    let q = match stmt.get("q") {
+        Some(Bson::Document(d)) => d,
+        _ => return Err(CommandError::new(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")),
+    };
+    if stmt.contains_key("arrayFilters") {
+        return Err(CommandError::new(2, "BadValue", "arrayFilters are not supported by this server yet"));
+    }
+    let filter = Filter::parse(q)?;
+    let update = parse_update(stmt.get("u"))?;
+    let multi = flag(stmt, "multi");
+    let upsert = flag(stmt, "upsert");
+    if multi && matches!(update, Update::Replacement(_)) {
+        return Err(CommandError::failed_to_parse("multi update is not supported for replacement-style update"));
+    }
+    let collection = match req.state.catalog.get(&req.db, coll) {
+        Some(c) => c,
+        None if upsert => req.state.catalog.get_or_create(&req.db, coll)?,
+        None => return Ok(StatementResult { matched: 0, modified: 0, upserted: None }),
+    };
+    let out = collection.update(&filter, &update, multi, upsert)?;
+    Ok(StatementResult { matched: out.matched, modified: out.modified, upserted: out.upserted })
+}
+
+pub fn update(req: &Request) -> CmdResult {
+    req.check_fields(&["updates", "ordered", "let"])?;
+    let coll = req.collection()?;
+    let stmts = req.documents("updates")?;
+    check_batch_len(stmts.len())?;
+    let ordered = req.opt_bool("ordered")?.unwrap_or(true);
+    let (mut n, mut modified) = (0u64, 0u64);
+    let mut upserted = Vec::new();
+    let mut errors = Vec::new();
+    for (i, stmt) in stmts.iter().enumerate() {
+        OpCounters::add(&req.state.opcounters.update, 1);
+        match run_statement(req, &coll, stmt) {
+            Ok(r) => {
+                n += r.matched;
+                modified += r.modified;
+                if let Some(id) = r.upserted {
+                    n += 1;
+                    upserted.push(doc! {"index": i as i32, "_id": id});
+                }
+            }
+            Err(e) => {
+                errors.push(doc! {"index": i as i32, "code": e.code, "codeName": e.code_name, "errmsg": e.errmsg});
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! {"n": n as i32, "nModified": modified as i32};
+    if !upserted.is_empty() {
+        reply.insert("upserted", upserted);
+    }
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(reply)
+}
+

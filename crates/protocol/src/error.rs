@@ -1,0 +1,67 @@
+//! Command errors as MongoDB reports them: `{ok: 0, errmsg, code, codeName}`.
+
+use bson::{doc, Document};
+use hourglass_catalog::CatalogError;
+use hourglass_query::QueryError;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{errmsg} (code {code} {code_name})")]
+pub struct CommandError {
+    pub code: i32,
+    pub code_name: String,
+    pub errmsg: String,
+}
+
+impl CommandError {
+    pub fn new(code: i32, code_name: &str, errmsg: impl Into<String>) -> CommandError {
+        CommandError {
+            code,
+            code_name: code_name.to_string(),
+            errmsg: errmsg.into(),
+        }
+    }
+
+    pub fn bad_value(msg: impl Into<String>) -> CommandError {
+        CommandError::new(2, "BadValue", msg)
+    }
+
+    pub fn failed_to_parse(msg: impl Into<String>) -> CommandError {
+        CommandError::new(9, "FailedToParse", msg)
+    }
+
+    pub fn type_mismatch(msg: impl Into<String>) -> CommandError {
+        CommandError::new(14, "TypeMismatch", msg)
+    }
+
+    pub fn invalid_options(msg: impl Into<String>) -> CommandError {
+        CommandError::new(72, "InvalidOptions", msg)
+    }
+
+    /// An IDL-style "unknown field" error (MongoDB's 40415).
+    pub fn unknown_field(command: &str, field: &str) -> CommandError {
+        CommandError::new(
+            40415,
+            "Location40415",
+            format!("BSON field '{command}.{field}' is an unknown field."),
+        )
+    }
+
+    /// The reply document for this error.
+    pub fn to_reply(&self) -> Document {
+        doc! { "ok": 0.0, "errmsg": &self.errmsg, "code": self.code, "codeName": &self.code_name }
+    }
+}
+
+impl From<CatalogError> for CommandError {
+    fn from(e: CatalogError) -> Self {
+        CommandError::new(e.code(), e.code_name(), e.to_string())
+    }
+}
+
+impl From<QueryError> for CommandError {
+    fn from(e: QueryError) -> Self {
+        CommandError::new(e.code(), e.code_name(), e.to_string())
+    }
+}
+
+pub type CmdResult = Result<Document, CommandError>;

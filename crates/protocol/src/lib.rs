@@ -1,0 +1,15 @@
+//! Protocol layer: the MongoDB wire codec, connection handling, command dispatch, cursors
+//! and server parameters. The server binary only binds sockets and hands each accepted
+//! connection to [`connection::serve`].
+
+pub mod commands;
+pub mod connection;
+pub mod cursor;
+pub mod error;
+pub mod params;
+pub mod state;
+pub mod wire;
+
+pub use commands::args::ConnInfo;
+pub use error::CommandError;
+pub use state::{CmdLine, RecentLog, ServerState};

@@ -1,0 +1,131 @@
+//! Server parameters (`--setParameter`, `getParameter`, `setParameter`): a fixed table of
+//! known names with typed defaults; unknown names are rejected as MongoDB does.
+
+use bson::{doc, Bson, Document};
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+
+/// Known parameters and their defaults.
+fn defaults() -> BTreeMap<&'static str, Bson> {
+    BTreeMap::from([
+        ("featureCompatibilityVersion", Bson::Document(doc! {"version": "7.0"})),
+        ("cursorTimeoutMillis", Bson::Int64(600_000)),
+        ("ttlMonitorSleepSecs", Bson::Int32(60)),
+        ("ttlMonitorEnabled", Bson::Boolean(true)),
+        ("timeseriesBucketMaxCount", Bson::Int32(1000)),
+        ("timeseriesBucketMaxSize", Bson::Int32(125 * 1024)),
+        ("timeseriesIdleBucketExpiryMemoryUsageThreshold", Bson::Int64(100 * 1024 * 1024)),
+        ("logLevel", Bson::Int32(0)),
+        ("quiet", Bson::Boolean(false)),
+        ("maxBSONObjectSize", Bson::Int32(16 * 1024 * 1024)),
+        ("internalQueryMaxBlockingSortMemoryUsageBytes", Bson::Int64(100 * 1024 * 1024)),
+        ("internalDocumentSourceGroupMaxMemoryBytes", Bson::Int64(100 * 1024 * 1024)),
+    ])
+}
+
+/// Parameters a client may not change at run time.
+const READ_ONLY: &[&str] = &["featureCompatibilityVersion", "maxBSONObjectSize"];
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ParamError {
+    #[error("attempted to set unrecognized parameter [{0}], use help:true to see options")]
+    Unknown(String),
+    #[error("Invalid value for parameter {name}: {reason}")]
+    BadValue { name: String, reason: String },
+    #[error("not allowed to change [{0}] at runtime")]
+    ReadOnly(String),
+}
+
+pub struct Parameters {
+    values: RwLock<BTreeMap<&'static str, Bson>>,
+}
+
+impl Default for Parameters {
+    fn default() -> Self {
+        Parameters {
+            values: RwLock::new(defaults()),
+        }
+    }
+}
+
+impl Parameters {
+    fn coerce(name: &str, current: &Bson, value: &Bson) -> Result<Bson, ParamError> {
+        let bad = |reason: &str| ParamError::BadValue {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let as_i64 = match value {
+            Bson::Int32(i) => Some(i64::from(*i)),
+            Bson::Int64(i) => Some(*i),
+            Bson::Double(d) if d.fract() == 0.0 => Some(*d as i64),
+            Bson::String(s) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        match current {
+            Bson::Int32(_) => as_i64
+                .and_then(|i| i32::try_from(i).ok())
+                .map(Bson::Int32)
+                .ok_or_else(|| bad("expected a 32-bit integer")),
+            Bson::Int64(_) => as_i64.map(Bson::Int64).ok_or_else(|| bad("expected an integer")),
+            Bson::Boolean(_) => match value {
+                Bson::Boolean(b) => Ok(Bson::Boolean(*b)),
+                Bson::String(s) if s == "true" || s == "1" => Ok(Bson::Boolean(true)),
+                Bson::String(s) if s == "false" || s == "0" => Ok(Bson::Boolean(false)),
+                Bson::Int32(i) => Ok(Bson::Boolean(*i != 0)),
+                _ => Err(bad("expected a boolean")),
+            },
+            _ => Ok(value.clone()),
+        }
+    }
+
+    /// Sets `name` (from the command line or `setParameter`); returns the previous value.
+    pub fn set(&self, name: &str, value: &Bson, at_startup: bool) -> Result<Bson, ParamError> {
+        let mut values = self.values.write();
+        let Some((key, current)) = values.get_key_value(name).map(|(k, v)| (*k, v.clone())) else {
+            return Err(ParamError::Unknown(name.to_string()));
+        };
+        if !at_startup && READ_ONLY.contains(&key) {
+            return Err(ParamError::ReadOnly(name.to_string()));
+        }
+        let new = Self::coerce(name, &current, value)?;
+        values.insert(key, new);
+        Ok(current)
+    }
+
+    pub fn get(&self, name: &str) -> Option<Bson> {
+        self.values.read().get(name).cloned()
+    }
+
+    /// The parameter as an integer (for numeric settings), or `default`.
+    pub fn get_i64(&self, name: &str, default: i64) -> i64 {
+        match self.get(name) {
+            Some(Bson::Int32(i)) => i64::from(i),
+            Some(Bson::Int64(i)) => i,
+            _ => default,
+        }
+    }
+
+    /// Every parameter, for `getParameter: "*"`.
+    pub fn all(&self) -> Document {
+        self.values
+            .read()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_coerces_to_the_parameter_type_and_rejects_unknown_names() {
+        let p = Parameters::default();
+        p.set("ttlMonitorSleepSecs", &Bson::String("1".into()), true).unwrap();
+        assert_eq!(p.get("ttlMonitorSleepSecs"), Some(Bson::Int32(1)));
+        assert!(matches!(p.set("nope", &Bson::Int32(1), true), Err(ParamError::Unknown(_))));
+        assert!(p.set("ttlMonitorSleepSecs", &Bson::String("x".into()), false).is_err());
+        assert!(p.set("featureCompatibilityVersion", &Bson::Int32(1), false).is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! State shared by all connections: the catalog, cursors, server parameters, counters,
+//! the command line, and the recent log lines served by `getLog`.
+
+use crate::cursor::CursorRegistry;
+use crate::params::Parameters;
+use bson::Document;
+use hourglass_catalog::Catalog;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// MongoDB's opcounters.
+#[derive(Default)]
+pub struct OpCounters {
+    pub insert: AtomicU64,
+    pub query: AtomicU64,
+    pub update: AtomicU64,
+    pub delete: AtomicU64,
+    pub getmore: AtomicU64,
+    pub command: AtomicU64,
+}
+
+impl OpCounters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Connection counts for `serverStatus`.
+#[derive(Default)]
+pub struct ConnectionCounters {
+    pub current: AtomicI64,
+    pub total_created: AtomicU64,
+    pub active: AtomicI64,
+}
+
+/// The last log lines (as MongoDB's structured JSON lines), for `getLog`.
+pub struct RecentLog {
+    lines: Mutex<VecDeque<String>>,
+    total: AtomicU64,
+    capacity: usize,
+}
+
+impl Default for RecentLog {
+    fn default() -> Self {
+        RecentLog {
+            lines: Mutex::new(VecDeque::new()),
+            total: AtomicU64::new(0),
+            capacity: 1024,
+        }
+    }
+}
+
+impl RecentLog {
+    pub fn push(&self, line: String) {
+        let mut l = self.lines.lock();
+        if l.len() == self.capacity {
+            l.pop_front();
+        }
+        l.push_back(line);
+        self.total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().iter().cloned().collect()
+    }
+
+    pub fn total_written(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+}
+
+/// How the server was started, for `getCmdLineOpts`.
+#[derive(Debug, Clone, Default)]
+pub struct CmdLine {
+    pub argv: Vec<String>,
+    pub parsed: Document,
+}
+
+pub struct ServerState {
+    pub catalog: Catalog,
+    pub cursors: CursorRegistry,
+    pub params: Parameters,
+    pub opcounters: OpCounters,
+    pub connections: ConnectionCounters,
+    pub log: Arc<RecentLog>,
+    pub cmdline: CmdLine,
+    pub started: Instant,
+    pub host: String,
+}
+
+impl ServerState {
+    pub fn new(catalog: Catalog, params: Parameters, cmdline: CmdLine, log: Arc<RecentLog>) -> ServerState {
+        ServerState {
+            catalog,
+            cursors: CursorRegistry::default(),
+            params,
+            opcounters: OpCounters::default(),
+            connections: ConnectionCounters::default(),
+            log,
+            cmdline,
+            started: Instant::now(),
+            host: hostname(),
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}

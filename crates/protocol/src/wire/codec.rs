@@ -1,0 +1,371 @@
+//! Byte-level codec of MongoDB wire messages.
+
+use bson::Document;
+
+pub const HEADER_LEN: usize = 16;
+/// maxMessageSizeBytes advertised by `hello`.
+pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
+pub const OP_REPLY: i32 = 1;
+pub const OP_QUERY: i32 = 2004;
+pub const OP_COMPRESSED: i32 = 2012;
+pub const OP_MSG: i32 = 2013;
+
+const FLAG_CHECKSUM_PRESENT: u32 = 1;
+const FLAG_MORE_TO_COME: u32 = 1 << 1;
+const FLAG_EXHAUST_ALLOWED: u32 = 1 << 16;
+/// Flag bits a client may set on OP_MSG; any other *required* bit (0..15) is an error.
+const KNOWN_FLAGS: u32 = FLAG_CHECKSUM_PRESENT | FLAG_MORE_TO_COME | FLAG_EXHAUST_ALLOWED;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum WireError {
+    #[error("message length {0} is invalid (must be between 16 and {MAX_MESSAGE_SIZE})")]
+    BadLength(i64),
+    #[error("message truncated: {0}")]
+    Truncated(&'static str),
+    #[error("invalid BSON in message: {0}")]
+    InvalidBson(String),
+    #[error("OP_MSG checksum mismatch: computed {computed:#010x}, message says {claimed:#010x}")]
+    ChecksumMismatch { computed: u32, claimed: u32 },
+    #[error("unsupported opcode {0}")]
+    UnsupportedOpcode(i32),
+    #[error("OP_MSG has unknown required flag bits {0:#x}")]
+    UnknownFlags(u32),
+    #[error("OP_MSG section kind {0} is not supported")]
+    BadSectionKind(u8),
+    #[error("OP_MSG must have exactly one body section, found {0}")]
+    BodyCount(usize),
+}
+
+impl WireError {
+    /// MongoDB's error code for this failure, used when the connection can still answer.
+    pub fn code(&self) -> (i32, &'static str) {
+        match self {
+            WireError::InvalidBson(_) => (22, "InvalidBSON"),
+            WireError::ChecksumMismatch { .. } => (9, "FailedToParse"),
+            WireError::BadLength(_) => (10334, "BSONObjectTooLarge"),
+            _ => (9, "FailedToParse"),
+        }
+    }
+}
+
+/// The 16-byte header every message starts with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Header {
+    pub message_length: i32,
+    pub request_id: i32,
+    pub response_to: i32,
+    pub op_code: i32,
+}
+
+impl Header {
+    /// Parses a header and checks the length it announces.
+    pub fn parse(b: &[u8; HEADER_LEN]) -> Result<Header, WireError> {
+        let h = Header {
+            message_length: i32_at(b, 0),
+            request_id: i32_at(b, 4),
+            response_to: i32_at(b, 8),
+            op_code: i32_at(b, 12),
+        };
+        let len = i64::from(h.message_length);
+        if len < HEADER_LEN as i64 || len > MAX_MESSAGE_SIZE as i64 {
+            return Err(WireError::BadLength(len));
+        }
+        Ok(h)
+    }
+}
+
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    let mut x = [0u8; 4];
+    x.copy_from_slice(&b[at..at + 4]);
+    i32::from_le_bytes(x)
+}
+
+/// An OP_MSG: flags, the body document, and kind-1 document sequences.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpMsg {
+    pub flags: u32,
+    pub body: Document,
+    pub sequences: Vec<(String, Vec<Document>)>,
+}
+
+impl OpMsg {
+    pub fn more_to_come(&self) -> bool {
+        self.flags & FLAG_MORE_TO_COME != 0
+    }
+
+    /// The body with each document sequence added as an array field of that name, which
+    /// is how commands see them.
+    pub fn into_command(self) -> Document {
+        let mut body = self.body;
+        for (name, docs) in self.sequences {
+            body.insert(name, docs.into_iter().map(bson::Bson::Document).collect::<Vec<_>>());
+        }
+        body
+    }
+}
+
+/// A legacy OP_QUERY (accepted only for the connection handshake).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpQuery {
+    pub flags: i32,
+    pub full_collection_name: String,
+    pub number_to_skip: i32,
+    pub number_to_return: i32,
+    pub query: Document,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Msg(OpMsg),
+    Query(OpQuery),
+}
+
+/// Reads one BSON document at the start of `b`, returning it and its length.
+fn read_document(b: &[u8]) -> Result<(Document, usize), WireError> {
+    if b.len() < 5 {
+        return Err(WireError::Truncated("document length"));
+    }
+    let len = i32_at(b, 0);
+    if len < 5 || len as usize > b.len() {
+        return Err(WireError::InvalidBson(format!(
+            "document length {len} does not fit in the {} bytes left",
+            b.len()
+        )));
+    }
+    let len = len as usize;
+    let doc = bson::from_slice::<Document>(&b[..len])
+        .map_err(|e| WireError::InvalidBson(e.to_string()))?;
+    Ok((doc, len))
+}
+
+fn read_cstring(b: &[u8]) -> Result<(String, usize), WireError> {
+    let end = b
+        .iter()
+        .position(|&c| c == 0)
+        .ok_or(WireError::Truncated("cstring"))?;
+    let s = std::str::from_utf8(&b[..end])
+        .map_err(|_| WireError::InvalidBson("cstring is not UTF-8".into()))?;
+    Ok((s.to_string(), end + 1))
+}
+
+/// Parses the message body (everything after the header) for `header.op_code`.
+pub fn parse_message(header: &Header, whole: &[u8]) -> Result<Message, WireError> {
+    let body = &whole[HEADER_LEN.min(whole.len())..];
+    match header.op_code {
+        OP_MSG => parse_op_msg(whole, body).map(Message::Msg),
+        OP_QUERY => parse_op_query(body).map(Message::Query),
+        other => Err(WireError::UnsupportedOpcode(other)),
+    }
+}
+
+fn parse_op_msg(whole: &[u8], body: &[u8]) -> Result<OpMsg, WireError> {
+    if body.len() < 4 {
+        return Err(WireError::Truncated("OP_MSG flags"));
+    }
+    let flags = i32_at(body, 0) as u32;
+    let required = flags & 0xFFFF;
+    if required & !KNOWN_FLAGS != 0 {
+        return Err(WireError::UnknownFlags(required & !KNOWN_FLAGS));
+    }
+    let mut sections = &body[4..];
+    if flags & FLAG_CHECKSUM_PRESENT != 0 {
+        if sections.len() < 4 {
+            return Err(WireError::Truncated("OP_MSG checksum"));
+        }
+        let claimed = u32::from_le_bytes([
+            whole[whole.len() - 4],
+            whole[whole.len() - 3],
+            whole[whole.len() - 2],
+            whole[whole.len() - 1],
+        ]);
+        let computed = crc32c::crc32c(&whole[..whole.len() - 4]);
+        if claimed != computed {
+            return Err(WireError::ChecksumMismatch { computed, claimed });
+        }
+        sections = &sections[..sections.len() - 4];
+    }
+    let mut bodies = Vec::new();
+    let mut sequences = Vec::new();
+    while !sections.is_empty() {
+        let kind = sections[0];
+        sections = &sections[1..];
+        match kind {
+            0 => {
+                let (doc, used) = read_document(sections)?;
+                bodies.push(doc);
+                sections = &sections[used..];
+            }
+            1 => {
+                if sections.len() < 4 {
+                    return Err(WireError::Truncated("document sequence size"));
+                }
+                let size = i32_at(sections, 0);
+                if size < 4 || size as usize > sections.len() {
+                    return Err(WireError::Truncated("document sequence"));
+                }
+                let mut seq = &sections[4..size as usize];
+                let (name, used) = read_cstring(seq)?;
+                seq = &seq[used..];
+                let mut docs = Vec::new();
+                while !seq.is_empty() {
+                    let (doc, used) = read_document(seq)?;
+                    docs.push(doc);
+                    seq = &seq[used..];
+                }
+                sequences.push((name, docs));
+                sections = &sections[size as usize..];
+            }
+            k => return Err(WireError::BadSectionKind(k)),
+        }
+    }
+    if bodies.len() != 1 {
+        return Err(WireError::BodyCount(bodies.len()));
+    }
+    let body = bodies.pop().unwrap_or_default();
+    Ok(OpMsg {
+        flags,
+        body,
+        sequences,
+    })
+}
+
+fn parse_op_query(b: &[u8]) -> Result<OpQuery, WireError> {
+    if b.len() < 4 {
+        return Err(WireError::Truncated("OP_QUERY flags"));
+    }
+    let flags = i32_at(b, 0);
+    let (full_collection_name, used) = read_cstring(&b[4..])?;
+    let rest = &b[4 + used..];
+    if rest.len() < 8 {
+        return Err(WireError::Truncated("OP_QUERY skip/return"));
+    }
+    let number_to_skip = i32_at(rest, 0);
+    let number_to_return = i32_at(rest, 4);
+    let (query, _) = read_document(&rest[8..])?;
+    Ok(OpQuery {
+        flags,
+        full_collection_name,
+        number_to_skip,
+        number_to_return,
+        query,
+    })
+}
+
+fn header_bytes(len: usize, request_id: i32, response_to: i32, op: i32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&(len as i32).to_le_bytes());
+    out.extend_from_slice(&request_id.to_le_bytes());
+    out.extend_from_slice(&response_to.to_le_bytes());
+    out.extend_from_slice(&op.to_le_bytes());
+    out
+}
+
+/// Encodes an OP_MSG reply with one body section.
+pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Result<Vec<u8>, WireError> {
+    let doc = bson::to_vec(body).map_err(|e| WireError::InvalidBson(e.to_string()))?;
+    let len = HEADER_LEN + 4 + 1 + doc.len();
+    let mut out = header_bytes(len, request_id, response_to, OP_MSG);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.push(0);
+    out.extend_from_slice(&doc);
+    Ok(out)
+}
+
+/// Encodes an OP_REPLY carrying one document (the answer to an OP_QUERY handshake).
+pub fn encode_op_reply(request_id: i32, response_to: i32, flags: i32, doc: &Document) -> Result<Vec<u8>, WireError> {
+    let d = bson::to_vec(doc).map_err(|e| WireError::InvalidBson(e.to_string()))?;
+    let len = HEADER_LEN + 4 + 8 + 4 + 4 + d.len();
+    let mut out = header_bytes(len, request_id, response_to, OP_REPLY);
+    out.extend_from_slice(&flags.to_le_bytes());
+    out.extend_from_slice(&0i64.to_le_bytes());
+    out.extend_from_slice(&0i32.to_le_bytes());
+    out.extend_from_slice(&1i32.to_le_bytes());
+    out.extend_from_slice(&d);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+    use proptest::prelude::*;
+
+    fn op_msg_bytes(flags: u32, sections: &[u8], checksum: bool) -> Vec<u8> {
+        let mut len = HEADER_LEN + 4 + sections.len();
+        if checksum {
+            len += 4;
+        }
+        let mut out = header_bytes(len, 7, 0, OP_MSG);
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(sections);
+        if checksum {
+            let crc = crc32c::crc32c(&out);
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
+        out
+    }
+
+    fn parse(bytes: &[u8]) -> Result<Message, WireError> {
+        let mut h = [0u8; HEADER_LEN];
+        h.copy_from_slice(&bytes[..HEADER_LEN]);
+        let header = Header::parse(&h)?;
+        parse_message(&header, bytes)
+    }
+
+    #[test]
+    fn op_msg_with_body_and_document_sequence() {
+        let mut sections = vec![0u8];
+        sections.extend(bson::to_vec(&doc! {"insert": "c", "$db": "test"}).unwrap());
+        let mut seq = b"documents\0".to_vec();
+        seq.extend(bson::to_vec(&doc! {"a": 1}).unwrap());
+        seq.extend(bson::to_vec(&doc! {"a": 2}).unwrap());
+        sections.push(1);
+        sections.extend(((seq.len() + 4) as i32).to_le_bytes());
+        sections.extend(seq);
+        let Message::Msg(m) = parse(&op_msg_bytes(0, &sections, false)).unwrap() else {
+            panic!("not OP_MSG")
+        };
+        let cmd = m.into_command();
+        assert_eq!(cmd.get_array("documents").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn checksum_is_verified() {
+        let mut sections = vec![0u8];
+        sections.extend(bson::to_vec(&doc! {"ping": 1}).unwrap());
+        let good = op_msg_bytes(FLAG_CHECKSUM_PRESENT, &sections, true);
+        assert!(parse(&good).is_ok());
+        let mut bad = good.clone();
+        let n = bad.len();
+        bad[n - 1] ^= 0xFF;
+        assert!(matches!(parse(&bad), Err(WireError::ChecksumMismatch { .. })));
+    }
+
+    #[test]
+    fn bad_lengths_and_bson_are_errors() {
+        let mut h = [0u8; HEADER_LEN];
+        h[..4].copy_from_slice(&(MAX_MESSAGE_SIZE as i32 + 1).to_le_bytes());
+        assert!(Header::parse(&h).is_err());
+        h[..4].copy_from_slice(&3i32.to_le_bytes());
+        assert!(Header::parse(&h).is_err());
+        let sections = [0u8, 0xFF, 0xFF, 0, 0, 1];
+        assert!(parse(&op_msg_bytes(0, &sections, false)).is_err());
+    }
+
+    #[test]
+    fn op_reply_round_trip_shape() {
+        let r = encode_op_reply(1, 9, 8, &doc! {"ok": 1.0}).unwrap();
+        assert_eq!(i32_at(&r, 0) as usize, r.len());
+        assert_eq!(i32_at(&r, 12), OP_REPLY);
+        assert_eq!(i32_at(&r, 8), 9);
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_arbitrary_bytes_never_panics(op in prop_oneof![Just(OP_MSG), Just(OP_QUERY), any::<i32>()], body in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut bytes = header_bytes(HEADER_LEN + body.len(), 1, 0, op);
+            bytes.extend(body);
+            let _ = parse(&bytes);
+        }
+    }
+}

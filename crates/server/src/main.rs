@@ -1,0 +1,216 @@
+//! The `hourglass` binary: parses the command line, sets up logging, opens storage, serves
+//! MongoDB clients over TCP, and shuts down cleanly on SIGINT/SIGTERM.
+
+mod logging;
+
+use anyhow::Context;
+use bson::{doc, Bson, Document};
+use clap::Parser;
+use hourglass_catalog::Catalog;
+use hourglass_protocol::params::Parameters;
+use hourglass_protocol::{connection, CmdLine, ConnInfo, RecentLog, ServerState};
+use hourglass_storage::Engine;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// Hourglass: a time-series database that speaks the MongoDB wire protocol.
+#[derive(Parser, Debug)]
+#[command(name = "hourglass", version, about)]
+struct Args {
+    /// Directory for the data files (created if missing).
+    #[arg(long, default_value = "./data")]
+    dbpath: PathBuf,
+    /// TCP port to listen on.
+    #[arg(long, default_value_t = 27017)]
+    port: u16,
+    /// Comma-separated addresses to listen on.
+    #[arg(long = "bind_ip", default_value = "127.0.0.1")]
+    bind_ip: String,
+    /// Server parameter as name=value (repeatable).
+    #[arg(long = "setParameter", value_name = "NAME=VALUE")]
+    set_parameter: Vec<String>,
+    /// Log only warnings and errors.
+    #[arg(long)]
+    quiet: bool,
+    /// Write the log to this file instead of standard output.
+    #[arg(long)]
+    logpath: Option<PathBuf>,
+}
+
+impl Args {
+    fn parsed(&self, params: &Document) -> Document {
+        let mut system_log = doc! {"quiet": self.quiet};
+        if let Some(p) = &self.logpath {
+            system_log.insert("destination", "file");
+            system_log.insert("path", p.display().to_string());
+        }
+        doc! {
+            "net": {"bindIp": &self.bind_ip, "port": i32::from(self.port)},
+            "storage": {"dbPath": self.dbpath.display().to_string()},
+            "setParameter": params.clone(),
+            "systemLog": system_log,
+        }
+    }
+}
+
+fn apply_parameters(args: &Args, params: &Parameters) -> anyhow::Result<Document> {
+    let mut given = Document::new();
+    for p in &args.set_parameter {
+        let (name, value) = p
+            .split_once('=')
+            .with_context(|| format!("--setParameter expects name=value, got '{p}'"))?;
+        params
+            .set(name, &Bson::String(value.to_string()), true)
+            .map_err(|e| anyhow::anyhow!("Bad --setParameter '{p}': {e}"))?;
+        given.insert(name, value);
+    }
+    Ok(given)
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hourglass: {e:#}");
+            tracing::error!("fatal: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.dbpath)
+        .with_context(|| format!("cannot create --dbpath {}", args.dbpath.display()))?;
+    let recent = Arc::new(RecentLog::default());
+    logging::init(args.quiet, args.logpath.as_deref(), recent.clone())?;
+    let params = Parameters::default();
+    let given = apply_parameters(&args, &params)?;
+    let engine = Engine::open(&args.dbpath)
+        .with_context(|| format!("cannot open storage in {}", args.dbpath.display()))?;
+    let catalog = Catalog::open(engine).context("cannot load the catalog")?;
+    let cmdline = CmdLine {
+        argv: std::env::args().collect(),
+        parsed: args.parsed(&given),
+    };
+    let state = Arc::new(ServerState::new(catalog, params, cmdline, recent));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(args, state.clone()))?;
+    state.catalog.flush().context("final flush failed")?;
+    tracing::info!("shutdown complete");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT"),
+        _ = term => tracing::info!("received SIGTERM"),
+    }
+}
+
+async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
+    let mut listeners = Vec::new();
+    for ip in args.bind_ip.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let addr = format!("{ip}:{}", args.port);
+        let l = TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        tracing::info!(address = %addr, "Waiting for connections");
+        listeners.push(l);
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let reaper = tokio::spawn(reap_cursors(state.clone(), stop_rx.clone()));
+    let mut conns = JoinSet::new();
+    let mut accepts = JoinSet::new();
+    for l in listeners {
+        let state = state.clone();
+        let stop = stop_rx.clone();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        accepts.spawn(accept_loop(l, state, stop, tx));
+        conns.spawn(track_connections(rx));
+    }
+    shutdown_signal().await;
+    tracing::info!("shutting down: no new connections, finishing requests in flight");
+    let _ = stop_tx.send(true);
+    accepts.shutdown().await;
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(15), drain).await.is_err() {
+        tracing::warn!("some requests did not finish within 15 s");
+    }
+    reaper.abort();
+    Ok(())
+}
+
+/// Owns the per-connection tasks so shutdown can wait for them.
+async fn track_connections(mut rx: tokio::sync::mpsc::UnboundedReceiver<tokio::task::JoinHandle<()>>) {
+    while let Some(h) = rx.recv().await {
+        let _ = h.await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<ServerState>,
+    stop: watch::Receiver<bool>,
+    tx: tokio::sync::mpsc::UnboundedSender<tokio::task::JoinHandle<()>>,
+) {
+    let mut next_id: i64 = 0;
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        next_id += 1;
+        let conn = ConnInfo {
+            id: next_id,
+            peer: peer.to_string(),
+        };
+        tracing::info!(conn = next_id, peer = %peer, "connection accepted");
+        let state = state.clone();
+        let stop = stop.clone();
+        let handle = tokio::spawn(async move {
+            state.connections.current.fetch_add(1, Ordering::Relaxed);
+            state.connections.total_created.fetch_add(1, Ordering::Relaxed);
+            connection::serve(state.clone(), stream, conn, stop).await;
+            state.connections.current.fetch_sub(1, Ordering::Relaxed);
+        });
+        if tx.send(handle).is_err() {
+            return;
+        }
+    }
+}
+
+/// Closes cursors idle for longer than `cursorTimeoutMillis`.
+async fn reap_cursors(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = stop.changed() => return,
+        }
+        let timeout = state.params.get_i64("cursorTimeoutMillis", 600_000).max(0) as u64;
+        let n = state.cursors.reap(Duration::from_millis(timeout));
+        if n > 0 {
+            tracing::info!(count = n, "closed idle cursors");
+        }
+    }
+}
