@@ -16,7 +16,9 @@ fn free_port() -> u16 {
 }
 
 async fn run(client: &Client, clients: usize, secs: f64, batch: usize) -> f64 {
-    let coll = client.database("bench").collection::<bson::Document>(&format!("ins{clients}_{batch}"));
+    let coll = client
+        .database("bench")
+        .collection::<bson::Document>(&format!("ins{clients}_{batch}"));
     let start = Instant::now();
     let deadline = Duration::from_secs_f64(secs);
     let mut tasks = Vec::new();
@@ -47,21 +49,36 @@ async fn run(client: &Client, clients: usize, secs: f64, batch: usize) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    let secs: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let secs: f64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
     let bin = std::env::var("HOURGLASS_BIN").unwrap_or_else(|_| "target/release/hourglass".into());
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
     let mut child = std::process::Command::new(&bin)
-        .args(["--dbpath", &dir.path().display().to_string(), "--port", &port.to_string(), "--quiet"])
+        .args([
+            "--dbpath",
+            &dir.path().display().to_string(),
+            "--port",
+            &port.to_string(),
+            "--quiet",
+        ])
         .spawn()
         .expect("start hourglass (build it with cargo build --release)");
-    let mut opts = ClientOptions::parse(format!("mongodb://127.0.0.1:{port}/?directConnection=true"))
-        .await
-        .expect("uri");
+    let mut opts =
+        ClientOptions::parse(format!("mongodb://127.0.0.1:{port}/?directConnection=true"))
+            .await
+            .expect("uri");
     opts.max_pool_size = Some(16);
     let client = Client::with_options(opts).expect("client");
     for _ in 0..100 {
-        if client.database("admin").run_command(doc! {"ping": 1}).await.is_ok() {
+        if client
+            .database("admin")
+            .run_command(doc! {"ping": 1})
+            .await
+            .is_ok()
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -115,7 +115,13 @@ impl Catalog {
         Ok((c, true))
     }
 
-    fn write_meta(&self, ns: &Namespace, id: u64, uuid: bson::Uuid, options: &Document) -> Result<()> {
+    fn write_meta(
+        &self,
+        ns: &Namespace,
+        id: u64,
+        uuid: bson::Uuid,
+        options: &Document,
+    ) -> Result<()> {
         let meta = doc! {
             "db": &ns.db, "name": &ns.coll, "id": id as i64, "uuid": uuid, "options": options.clone(),
         };
@@ -193,9 +199,10 @@ impl Catalog {
         b.delete(&self.meta, &meta_key(from));
         b.put(&self.meta, &meta_key(to), &bytes);
         self.engine.commit(b)?;
+        c.set_namespace(to.clone());
+        drop(_w);
         let mut colls = self.colls.write();
         colls.remove(from);
-        c.set_namespace(to.clone());
         colls.insert(to.clone(), c);
         Ok(())
     }
@@ -232,9 +239,9 @@ fn parse_meta(d: &Document) -> Result<(Namespace, u64, bson::Uuid, Document)> {
     let name = d.get_str("name").map_err(|_| bad())?;
     let id = d.get_i64("id").map_err(|_| bad())?;
     let uuid = match d.get("uuid") {
-        Some(bson::Bson::Binary(b)) => bson::Uuid::from_bytes(
-            b.bytes.clone().try_into().map_err(|_| bad())?,
-        ),
+        Some(bson::Bson::Binary(b)) => {
+            bson::Uuid::from_bytes(b.bytes.clone().try_into().map_err(|_| bad())?)
+        }
         _ => return Err(bad()),
     };
     let options = d.get_document("options").cloned().unwrap_or_default();
@@ -254,8 +261,12 @@ mod tests {
             cat.create("db", "b", doc! {}).unwrap();
             let a = cat.get("db", "a").unwrap();
             a.insert(vec![doc! {"_id": 1}], true);
-            cat.rename(&Namespace::new("db", "a"), &Namespace::new("db2", "z"), false)
-                .unwrap();
+            cat.rename(
+                &Namespace::new("db", "a"),
+                &Namespace::new("db2", "z"),
+                false,
+            )
+            .unwrap();
             cat.drop_collection("db", "b").unwrap();
         }
         let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
@@ -274,7 +285,8 @@ mod tests {
         assert!(!cat.create("db", "a", doc! {}).unwrap().1);
         let err = cat
             .create("db", "a", doc! {"validator": {"a": 1}})
-            .unwrap_err();
+            .err()
+            .unwrap();
         assert_eq!(err.code(), 48);
     }
 }

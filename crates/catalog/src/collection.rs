@@ -175,7 +175,7 @@ impl Collection {
     pub(crate) fn duplicate(&self, id: &Bson) -> CatalogError {
         CatalogError::DuplicateKey {
             ns: self.namespace().to_string(),
-            key: id.clone(),
+            key: Box::new(id.clone()),
         }
     }
 
@@ -244,7 +244,10 @@ mod tests {
     #[test]
     fn insert_assigns_object_id_first_and_detects_duplicates() {
         let (_d, c) = collection();
-        let out = c.insert(vec![doc! {"a": 1}, doc! {"_id": 1}, doc! {"_id": 1.0}], false);
+        let out = c.insert(
+            vec![doc! {"a": 1}, doc! {"_id": 1}, doc! {"_id": 1.0}],
+            false,
+        );
         assert_eq!(out.inserted, 2);
         assert_eq!(out.errors.len(), 1);
         assert_eq!(out.errors[0].0, 2);
@@ -258,7 +261,10 @@ mod tests {
     #[test]
     fn ordered_insert_stops_at_first_error() {
         let (_d, c) = collection();
-        let out = c.insert(vec![doc! {"_id": 1}, doc! {"_id": 1}, doc! {"_id": 2}], true);
+        let out = c.insert(
+            vec![doc! {"_id": 1}, doc! {"_id": 1}, doc! {"_id": 2}],
+            true,
+        );
         assert_eq!(out.inserted, 1);
         assert_eq!(c.count().unwrap(), 1);
         assert!(c.get(&Bson::Int32(2)).unwrap().is_none());

@@ -12,7 +12,7 @@ pub enum CatalogError {
     #[error("{0}")]
     InvalidNamespace(String),
     #[error("E11000 duplicate key error collection: {ns} index: _id_ dup key: {{ _id: {} }}", format_key(.key))]
-    DuplicateKey { ns: String, key: bson::Bson },
+    DuplicateKey { ns: String, key: Box<bson::Bson> },
     #[error("{0}")]
     BadValue(String),
     #[error("{0}")]

@@ -5,7 +5,7 @@
 //! key is usable both for uniqueness (`_id`) and for ordered range scans.
 //!
 //! Layout: one type-bracket byte (MongoDB's canonical type order), then a body:
-//! numbers as an order-preserving f64 (plus an exact i64 tail when the f64 is lossy);
+//! numbers as an order-preserving f64 and a tail byte placing a lossy i64 around it;
 //! strings as bytes with 0x00 escaped as 0x00 0xFF and terminated by 0x00 0x00;
 //! objects as (name, value) pairs ended by 0x00; arrays as values ended by 0x00;
 //! ObjectId as its 12 bytes; booleans as one byte; dates and timestamps as sign-flipped
@@ -48,11 +48,21 @@ fn ordered_f64(f: f64) -> [u8; 8] {
 
 fn put_number(f: f64, exact: Option<i64>, out: &mut Vec<u8>) {
     out.extend_from_slice(&ordered_f64(f));
-    // i64 values beyond 2^53 are not exact in f64: append the exact value as a tiebreak.
-    if let Some(i) = exact {
-        if f as i64 != i || (i as f64) != f {
-            out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
-        }
+    // i64 values beyond 2^53 may not be exact as f64: a tail byte orders the values that
+    // share one f64 (0x00 below it, 0x01 exactly it, 0x02 above it), followed by the
+    // distance to it when inexact (always below 2^12 for an i64).
+    let diff = match exact {
+        Some(i) if f.is_finite() => i128::from(i) - f as i128,
+        _ => 0,
+    };
+    match diff.cmp(&0) {
+        std::cmp::Ordering::Equal => out.push(1),
+        std::cmp::Ordering::Less => out.push(0),
+        std::cmp::Ordering::Greater => out.push(2),
+    }
+    if diff != 0 {
+        let biased = (diff + 32768).clamp(0, 65535) as u16;
+        out.extend_from_slice(&biased.to_be_bytes());
     }
 }
 
@@ -129,6 +139,10 @@ mod tests {
             Bson::Int64(-5),
             Bson::Int32(0),
             Bson::Double(0.5),
+            Bson::Int64((1 << 53) + 1),
+            Bson::Int64((1 << 53) + 3),
+            Bson::Double(((1_i64 << 53) + 4) as f64),
+            Bson::Int64((1 << 53) + 5),
             Bson::Int64(i64::MAX - 1),
             Bson::Int64(i64::MAX),
             Bson::String(String::new()),

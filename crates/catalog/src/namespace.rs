@@ -31,10 +31,12 @@ pub fn validate_db_name(db: &str) -> Result<()> {
             "Invalid database name: '{db}'"
         )));
     }
-    if db
-        .chars()
-        .any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?' | '\0'))
-    {
+    if db.chars().any(|c| {
+        matches!(
+            c,
+            '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?' | '\0'
+        )
+    }) {
         return Err(CatalogError::InvalidNamespace(format!(
             "Invalid database name: '{db}'"
         )));
@@ -75,9 +77,6 @@ mod tests {
         assert!(validate_collection_name("test", "c").is_ok());
         assert!(validate_collection_name("test", "a$b").is_err());
         assert!(validate_collection_name("test", "").is_err());
-        assert_eq!(
-            validate_collection_name("test", "").unwrap_err().code(),
-            73
-        );
+        assert_eq!(validate_collection_name("test", "").unwrap_err().code(), 73);
     }
 }

@@ -39,7 +39,12 @@ pub struct FindAndModifyOutcome {
 
 impl Collection {
     /// Documents matching `filter` in the snapshot, stopping after `limit` when given.
-    fn matching(&self, snap: &Snapshot, filter: &Filter, limit: Option<usize>) -> Result<Vec<Document>> {
+    fn matching(
+        &self,
+        snap: &Snapshot,
+        filter: &Filter,
+        limit: Option<usize>,
+    ) -> Result<Vec<Document>> {
         if let Some(id) = filter.id_equality() {
             return Ok(self
                 .get_in(snap, &id)?
@@ -83,7 +88,13 @@ impl Collection {
 
     /// Applies `update` to the first (or, with `multi`, every) document matching `filter`;
     /// with `upsert` and no match, inserts one.
-    pub fn update(&self, filter: &Filter, update: &Update, multi: bool, upsert: bool) -> Result<UpdateOutcome> {
+    pub fn update(
+        &self,
+        filter: &Filter,
+        update: &Update,
+        multi: bool,
+        upsert: bool,
+    ) -> Result<UpdateOutcome> {
         let guard = self.lock_writes();
         let snap = self.snapshot();
         let docs = self.matching(&snap, filter, if multi { None } else { Some(1) })?;
@@ -138,7 +149,10 @@ impl Collection {
                 docs.sort_by(|a, b| sort.compare(a, b));
                 docs.into_iter().next()
             }
-            None => self.matching(&snap, req.filter, Some(1))?.into_iter().next(),
+            None => self
+                .matching(&snap, req.filter, Some(1))?
+                .into_iter()
+                .next(),
         };
         let mut out = FindAndModifyOutcome::default();
         let mut batch = self.engine().batch();

@@ -4,8 +4,8 @@
 //! and close only this connection; a well-framed message with malformed BSON gets an error
 //! reply. Commands run on the blocking pool because storage calls block.
 
-use crate::commands::{self, Request};
 use crate::commands::args::ConnInfo;
+use crate::commands::{self, Request};
 use crate::error::CommandError;
 use crate::state::ServerState;
 use crate::wire::{self, Header, Message, WireError, HEADER_LEN};
@@ -27,7 +27,12 @@ const OP_QUERY_COMMANDS: &[&str] = &["isMaster", "ismaster", "hello"];
 
 /// Serves `stream` until the client leaves, a framing error occurs, or shutdown begins
 /// (checked between requests, so in-flight requests finish).
-pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, conn: ConnInfo, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    state: Arc<ServerState>,
+    mut stream: TcpStream,
+    conn: ConnInfo,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let conn = Arc::new(conn);
     let _ = stream.set_nodelay(true);
     loop {
@@ -73,7 +78,11 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, conn: ConnInf
             Err(e @ WireError::InvalidBson(_)) if header.op_code == wire::OP_MSG => {
                 tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "malformed BSON in OP_MSG");
                 let (code, name) = e.code();
-                wire::encode_op_msg(next_request_id(), header.request_id, &CommandError::new(code, name, e.to_string()).to_reply())
+                wire::encode_op_msg(
+                    next_request_id(),
+                    header.request_id,
+                    &CommandError::new(code, name, e.to_string()).to_reply(),
+                )
             }
             Err(e) => {
                 tracing::warn!(conn = conn.id, peer = %conn.peer, op_code = header.op_code, error = %e, "closing connection: unusable message");
@@ -84,7 +93,11 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, conn: ConnInf
             Ok(b) => b,
             Err(e) => {
                 tracing::error!(conn = conn.id, error = %e, "could not encode reply");
-                match wire::encode_op_msg(next_request_id(), header.request_id, &CommandError::new(10334, "BSONObjectTooLarge", e.to_string()).to_reply()) {
+                match wire::encode_op_msg(
+                    next_request_id(),
+                    header.request_id,
+                    &CommandError::new(10334, "BSONObjectTooLarge", e.to_string()).to_reply(),
+                ) {
                     Ok(b) => b,
                     Err(_) => return,
                 }
@@ -102,7 +115,12 @@ async fn run(state: &Arc<ServerState>, conn: &Arc<ConnInfo>, body: Document) -> 
     let db = match body.get("$db") {
         Some(bson::Bson::String(s)) => s.clone(),
         _ => {
-            return CommandError::new(40571, "Location40571", "OP_MSG requests require a $db argument").to_reply();
+            return CommandError::new(
+                40571,
+                "Location40571",
+                "OP_MSG requests require a $db argument",
+            )
+            .to_reply();
         }
     };
     let req = Request {
@@ -118,13 +136,22 @@ async fn run(state: &Arc<ServerState>, conn: &Arc<ConnInfo>, body: Document) -> 
         Ok(reply) => reply,
         Err(e) => {
             tracing::error!(error = %e, "command panicked");
-            CommandError::new(1, "InternalError", "internal error while running the command").to_reply()
+            CommandError::new(
+                1,
+                "InternalError",
+                "internal error while running the command",
+            )
+            .to_reply()
         }
     }
 }
 
 /// Answers a legacy OP_QUERY: only the handshake on `<db>.$cmd` is accepted.
-async fn answer_op_query(state: &Arc<ServerState>, conn: &Arc<ConnInfo>, q: wire::OpQuery) -> Document {
+async fn answer_op_query(
+    state: &Arc<ServerState>,
+    conn: &Arc<ConnInfo>,
+    q: wire::OpQuery,
+) -> Document {
     let Some(db) = q.full_collection_name.strip_suffix(".$cmd") else {
         return doc! {"$err": "OP_QUERY is only supported for the connection handshake", "code": 352, "ok": 0.0};
     };

@@ -21,6 +21,9 @@ pub struct Cursor {
     last_used: Instant,
 }
 
+/// One `getMore` answer: the cursor's namespace, its documents, and whether it stays open.
+pub type Batch = (String, Vec<Document>, bool);
+
 #[derive(Default)]
 pub struct CursorRegistry {
     cursors: Mutex<HashMap<i64, Arc<Mutex<Cursor>>>>,
@@ -29,7 +32,10 @@ pub struct CursorRegistry {
 
 /// Takes up to `batch_size` documents (0 = no count limit) and at most ~16 MiB from
 /// `source`. Returns the batch and whether the source may have more.
-pub fn take_batch(source: &mut DocSource, batch_size: Option<usize>) -> Result<(Vec<Document>, bool), CatalogError> {
+pub fn take_batch(
+    source: &mut DocSource,
+    batch_size: Option<usize>,
+) -> Result<(Vec<Document>, bool), CatalogError> {
     let mut out = Vec::new();
     let mut bytes = 0usize;
     let limit = batch_size.filter(|&n| n > 0).unwrap_or(usize::MAX);
@@ -52,7 +58,9 @@ pub fn take_batch(source: &mut DocSource, batch_size: Option<usize>) -> Result<(
 impl CursorRegistry {
     /// Registers `source` and returns its new id (never 0).
     pub fn open(&self, ns: String, source: DocSource) -> i64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1 + (std::process::id() as i64) * (1 << 32);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed)
+            + 1
+            + (std::process::id() as i64) * (1 << 32);
         let cursor = Cursor {
             ns,
             source,
@@ -63,7 +71,11 @@ impl CursorRegistry {
     }
 
     /// Fetches the next batch of cursor `id`; returns (namespace, docs, cursor still open).
-    pub fn get_more(&self, id: i64, batch_size: Option<usize>) -> Option<Result<(String, Vec<Document>, bool), CatalogError>> {
+    pub fn get_more(
+        &self,
+        id: i64,
+        batch_size: Option<usize>,
+    ) -> Option<Result<Batch, CatalogError>> {
         let cursor = self.cursors.lock().get(&id).cloned()?;
         let mut c = cursor.lock();
         c.last_used = Instant::now();

@@ -8,18 +8,30 @@ use std::collections::BTreeMap;
 /// Known parameters and their defaults.
 fn defaults() -> BTreeMap<&'static str, Bson> {
     BTreeMap::from([
-        ("featureCompatibilityVersion", Bson::Document(doc! {"version": "7.0"})),
+        (
+            "featureCompatibilityVersion",
+            Bson::Document(doc! {"version": "7.0"}),
+        ),
         ("cursorTimeoutMillis", Bson::Int64(600_000)),
         ("ttlMonitorSleepSecs", Bson::Int32(60)),
         ("ttlMonitorEnabled", Bson::Boolean(true)),
         ("timeseriesBucketMaxCount", Bson::Int32(1000)),
         ("timeseriesBucketMaxSize", Bson::Int32(125 * 1024)),
-        ("timeseriesIdleBucketExpiryMemoryUsageThreshold", Bson::Int64(100 * 1024 * 1024)),
+        (
+            "timeseriesIdleBucketExpiryMemoryUsageThreshold",
+            Bson::Int64(100 * 1024 * 1024),
+        ),
         ("logLevel", Bson::Int32(0)),
         ("quiet", Bson::Boolean(false)),
         ("maxBSONObjectSize", Bson::Int32(16 * 1024 * 1024)),
-        ("internalQueryMaxBlockingSortMemoryUsageBytes", Bson::Int64(100 * 1024 * 1024)),
-        ("internalDocumentSourceGroupMaxMemoryBytes", Bson::Int64(100 * 1024 * 1024)),
+        (
+            "internalQueryMaxBlockingSortMemoryUsageBytes",
+            Bson::Int64(100 * 1024 * 1024),
+        ),
+        (
+            "internalDocumentSourceGroupMaxMemoryBytes",
+            Bson::Int64(100 * 1024 * 1024),
+        ),
     ])
 }
 
@@ -66,7 +78,9 @@ impl Parameters {
                 .and_then(|i| i32::try_from(i).ok())
                 .map(Bson::Int32)
                 .ok_or_else(|| bad("expected a 32-bit integer")),
-            Bson::Int64(_) => as_i64.map(Bson::Int64).ok_or_else(|| bad("expected an integer")),
+            Bson::Int64(_) => as_i64
+                .map(Bson::Int64)
+                .ok_or_else(|| bad("expected an integer")),
             Bson::Boolean(_) => match value {
                 Bson::Boolean(b) => Ok(Bson::Boolean(*b)),
                 Bson::String(s) if s == "true" || s == "1" => Ok(Bson::Boolean(true)),
@@ -122,10 +136,18 @@ mod tests {
     #[test]
     fn set_coerces_to_the_parameter_type_and_rejects_unknown_names() {
         let p = Parameters::default();
-        p.set("ttlMonitorSleepSecs", &Bson::String("1".into()), true).unwrap();
+        p.set("ttlMonitorSleepSecs", &Bson::String("1".into()), true)
+            .unwrap();
         assert_eq!(p.get("ttlMonitorSleepSecs"), Some(Bson::Int32(1)));
-        assert!(matches!(p.set("nope", &Bson::Int32(1), true), Err(ParamError::Unknown(_))));
-        assert!(p.set("ttlMonitorSleepSecs", &Bson::String("x".into()), false).is_err());
-        assert!(p.set("featureCompatibilityVersion", &Bson::Int32(1), false).is_err());
+        assert!(matches!(
+            p.set("nope", &Bson::Int32(1), true),
+            Err(ParamError::Unknown(_))
+        ));
+        assert!(p
+            .set("ttlMonitorSleepSecs", &Bson::String("x".into()), false)
+            .is_err());
+        assert!(p
+            .set("featureCompatibilityVersion", &Bson::Int32(1), false)
+            .is_err());
     }
 }

@@ -92,7 +92,12 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    pub fn new(catalog: Catalog, params: Parameters, cmdline: CmdLine, log: Arc<RecentLog>) -> ServerState {
+    pub fn new(
+        catalog: Catalog,
+        params: Parameters,
+        cmdline: CmdLine,
+        log: Arc<RecentLog>,
+    ) -> ServerState {
         ServerState {
             catalog,
             cursors: CursorRegistry::default(),

@@ -1,1 +1,22 @@
-//! placeholder
+//! Hourglass query layer: BSON comparison order, filter matching, projection,
+//! sorting, update operators, aggregation expressions and pipelines.
+//!
+//! Everything works one document at a time on `bson::Document` values. User
+//! supplied specifications (filters, updates, pipelines) are parsed once into
+//! validated structures; parse errors are returned as [`QueryError`] values that
+//! carry MongoDB's numeric error codes and code names.
+
+#![forbid(unsafe_code)]
+
+pub mod compare;
+pub mod error;
+pub mod expr;
+pub mod filter;
+pub mod num;
+pub mod path;
+pub mod pipeline;
+pub mod projection;
+pub mod sort;
+pub mod update;
+
+pub use error::QueryError;

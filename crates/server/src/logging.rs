@@ -28,7 +28,12 @@ impl Visit for Fields {
                 self.attrs.push(',');
             }
             let v = format!("{value:?}");
-            let _ = write!(self.attrs, "{}:{}", json_str(field.name()), json_str(v.trim_matches('"')));
+            let _ = write!(
+                self.attrs,
+                "{}:{}",
+                json_str(field.name()),
+                json_str(v.trim_matches('"'))
+            );
         }
     }
 }
@@ -61,7 +66,9 @@ impl<S: tracing::Subscriber> Layer<S> for RecentLogLayer {
             tracing::Level::WARN => "W",
             _ => "I",
         };
-        let t = bson::DateTime::now().try_to_rfc3339_string().unwrap_or_default();
+        let t = bson::DateTime::now()
+            .try_to_rfc3339_string()
+            .unwrap_or_default();
         self.0.push(format!(
             "{{\"t\":{{\"$date\":\"{t}\"}},\"s\":\"{severity}\",\"c\":{},\"msg\":{},\"attr\":{{{}}}}}",
             json_str(event.metadata().target()),
@@ -74,14 +81,23 @@ impl<S: tracing::Subscriber> Layer<S> for RecentLogLayer {
 /// Installs the global subscriber.
 pub fn init(quiet: bool, logpath: Option<&Path>, recent: Arc<RecentLog>) -> anyhow::Result<()> {
     let default = if quiet { "warn" } else { "info" };
-    let filter = || EnvFilter::try_from_env("HOURGLASS_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let filter =
+        || EnvFilter::try_from_env("HOURGLASS_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let recent_layer = RecentLogLayer(recent).with_filter(filter());
     let registry = tracing_subscriber::registry().with(recent_layer);
     match logpath {
         Some(p) => {
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(p)?;
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)?;
             registry
-                .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::sync::Mutex::new(file)).with_filter(filter()))
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(std::sync::Mutex::new(file))
+                        .with_filter(filter()),
+                )
                 .try_init()?;
         }
         None => {

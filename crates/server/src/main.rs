@@ -126,7 +126,12 @@ async fn shutdown_signal() {
 
 async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
     let mut listeners = Vec::new();
-    for ip in args.bind_ip.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for ip in args
+        .bind_ip
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         let addr = format!("{ip}:{}", args.port);
         let l = TcpListener::bind(&addr)
             .await
@@ -150,7 +155,10 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     accepts.shutdown().await;
     let drain = async { while conns.join_next().await.is_some() {} };
-    if tokio::time::timeout(Duration::from_secs(15), drain).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(15), drain)
+        .await
+        .is_err()
+    {
         tracing::warn!("some requests did not finish within 15 s");
     }
     reaper.abort();
@@ -158,7 +166,9 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
 }
 
 /// Owns the per-connection tasks so shutdown can wait for them.
-async fn track_connections(mut rx: tokio::sync::mpsc::UnboundedReceiver<tokio::task::JoinHandle<()>>) {
+async fn track_connections(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<tokio::task::JoinHandle<()>>,
+) {
     while let Some(h) = rx.recv().await {
         let _ = h.await;
     }
@@ -190,7 +200,10 @@ async fn accept_loop(
         let stop = stop.clone();
         let handle = tokio::spawn(async move {
             state.connections.current.fetch_add(1, Ordering::Relaxed);
-            state.connections.total_created.fetch_add(1, Ordering::Relaxed);
+            state
+                .connections
+                .total_created
+                .fetch_add(1, Ordering::Relaxed);
             connection::serve(state.clone(), stream, conn, stop).await;
             state.connections.current.fetch_sub(1, Ordering::Relaxed);
         });

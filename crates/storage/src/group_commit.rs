@@ -35,11 +35,7 @@ impl GroupCommit {
     }
 
     /// Blocks until `ticket` is durable, running `sync` if nobody else is.
-    pub fn wait_durable<E>(
-        &self,
-        ticket: u64,
-        sync: impl Fn() -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn wait_durable<E>(&self, ticket: u64, sync: impl Fn() -> Result<(), E>) -> Result<(), E> {
         let mut st = self.state.lock();
         loop {
             if st.synced >= ticket {

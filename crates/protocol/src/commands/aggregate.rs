@@ -11,8 +11,17 @@ use hourglass_query::pipeline::Pipeline;
 
 pub fn aggregate(req: &Request) -> CmdResult {
     req.check_fields(&[
-        "pipeline", "cursor", "explain", "allowDiskUse", "hint", "collation", "let", "fromMongos",
-        "needsMerge", "isMapReduceCommand", "exchange",
+        "pipeline",
+        "cursor",
+        "explain",
+        "allowDiskUse",
+        "hint",
+        "collation",
+        "let",
+        "fromMongos",
+        "needsMerge",
+        "isMapReduceCommand",
+        "exchange",
     ])?;
     OpCounters::add(&req.state.opcounters.command, 1);
     let coll = match req.body.iter().next() {
@@ -22,23 +31,25 @@ pub fn aggregate(req: &Request) -> CmdResult {
     let stages = req.documents("pipeline")?;
     let pipeline = Pipeline::parse(&stages)?;
     let explain = req.opt_bool("explain")?.unwrap_or(false);
-    let cursor_opts = match req.body.get("cursor") {
-        Some(Bson::Document(d)) => Some(d.clone()),
-        Some(v) => return Err(req.wrong_type("cursor", v, "object")),
-        None if explain => None,
-        None => {
-            return Err(CommandError::failed_to_parse(
+    let cursor_opts =
+        match req.body.get("cursor") {
+            Some(Bson::Document(d)) => Some(d.clone()),
+            Some(v) => return Err(req.wrong_type("cursor", v, "object")),
+            None if explain => None,
+            None => return Err(CommandError::failed_to_parse(
                 "The 'cursor' option is required, except for aggregate with the explain argument",
-            ))
-        }
-    };
+            )),
+        };
     let Some(coll) = coll else {
         return Err(CommandError::invalid_options(
             "collectionless aggregate ({aggregate: 1}) is not supported by this server yet",
         ));
     };
     let collection = req.state.catalog.get(&req.db, &coll);
-    let filter = pipeline.leading_match().cloned().unwrap_or_else(Filter::match_all);
+    let filter = pipeline
+        .leading_match()
+        .cloned()
+        .unwrap_or_else(Filter::match_all);
     if explain {
         return Ok(doc! {
             "explainVersion": "1",
@@ -60,5 +71,11 @@ pub fn aggregate(req: &Request) -> CmdResult {
         }
         None => None,
     };
-    cursor_reply(req, format!("{}.{coll}", req.db), Box::new(output.into_iter().map(Ok)), batch, false)
+    cursor_reply(
+        req,
+        format!("{}.{coll}", req.db),
+        Box::new(output.into_iter().map(Ok)),
+        batch,
+        false,
+    )
 }

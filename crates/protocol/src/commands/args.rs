@@ -22,9 +22,24 @@ pub struct Request {
 
 /// Fields every command may carry that handlers do not interpret.
 pub const GENERIC_FIELDS: &[&str] = &[
-    "$db", "lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "writeConcern",
-    "readConcern", "$readPreference", "comment", "maxTimeMS", "apiVersion", "apiStrict",
-    "apiDeprecationErrors", "$audit", "$client", "mayBypassWriteBlocking", "bypassDocumentValidation",
+    "$db",
+    "lsid",
+    "$clusterTime",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
+    "writeConcern",
+    "readConcern",
+    "$readPreference",
+    "comment",
+    "maxTimeMS",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "$audit",
+    "$client",
+    "mayBypassWriteBlocking",
+    "bypassDocumentValidation",
 ];
 
 impl Request {
@@ -135,29 +150,4 @@ pub fn as_i64(v: &Bson) -> Option<i64> {
     }
 }
 
-/// MongoDB's name of a BSON type, as used in error messages.
-pub fn type_name(v: &Bson) -> &'static str {
-    match v {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::DbPointer(_) => "dbPointer",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::Symbol(_) => "symbol",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
-    }
-}
+pub use hourglass_query::compare::type_name;

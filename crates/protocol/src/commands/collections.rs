@@ -10,13 +10,30 @@ use hourglass_query::filter::Filter;
 
 /// Options `create` accepts and stores for a regular collection.
 const CREATE_OPTIONS: &[&str] = &[
-    "validator", "validationLevel", "validationAction", "storageEngine", "indexOptionDefaults",
-    "collation", "idIndex", "changeStreamPreAndPostImages", "autoIndexId", "flags", "temp",
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "storageEngine",
+    "indexOptionDefaults",
+    "collation",
+    "idIndex",
+    "changeStreamPreAndPostImages",
+    "autoIndexId",
+    "flags",
+    "temp",
 ];
 /// Options MongoDB knows that Hourglass does not implement yet: rejected clearly.
 const UNSUPPORTED_OPTIONS: &[&str] = &[
-    "capped", "size", "max", "timeseries", "expireAfterSeconds", "viewOn", "pipeline",
-    "clusteredIndex", "encryptedFields", "recordPreImages",
+    "capped",
+    "size",
+    "max",
+    "timeseries",
+    "expireAfterSeconds",
+    "viewOn",
+    "pipeline",
+    "clusteredIndex",
+    "encryptedFields",
+    "recordPreImages",
 ];
 
 pub fn create(req: &Request) -> CmdResult {
@@ -61,7 +78,11 @@ fn split_ns(req: &Request, field: &str) -> Result<Namespace, CommandError> {
     match req.body.get(field) {
         Some(Bson::String(s)) => match s.split_once('.') {
             Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok(Namespace::new(db, coll)),
-            _ => Err(CommandError::new(73, "InvalidNamespace", format!("Invalid namespace specified '{s}'"))),
+            _ => Err(CommandError::new(
+                73,
+                "InvalidNamespace",
+                format!("Invalid namespace specified '{s}'"),
+            )),
         },
         Some(v) => Err(req.wrong_type(field, v, "string")),
         None => Err(CommandError::new(
@@ -117,7 +138,10 @@ pub fn list_collections(req: &Request) -> CmdResult {
             }
         })
         .collect();
-    Ok(single_batch_cursor(&format!("{}.$cmd.listCollections", req.db), docs))
+    Ok(single_batch_cursor(
+        &format!("{}.$cmd.listCollections", req.db),
+        docs,
+    ))
 }
 
 pub fn list_indexes(req: &Request) -> CmdResult {
@@ -129,5 +153,8 @@ pub fn list_indexes(req: &Request) -> CmdResult {
             format!("ns does not exist: {}.{coll}", req.db),
         ));
     }
-    Ok(single_batch_cursor(&format!("{}.$cmd.listIndexes.{coll}", req.db), vec![id_index()]))
+    Ok(single_batch_cursor(
+        &format!("{}.$cmd.listIndexes.{coll}", req.db),
+        vec![id_index()],
+    ))
 }

@@ -8,7 +8,15 @@ use bson::doc;
 use hourglass_query::filter::Filter;
 
 pub fn count(req: &Request) -> CmdResult {
-    req.check_fields(&["query", "limit", "skip", "hint", "collation", "fields", "readConcern"])?;
+    req.check_fields(&[
+        "query",
+        "limit",
+        "skip",
+        "hint",
+        "collation",
+        "fields",
+        "readConcern",
+    ])?;
     OpCounters::add(&req.state.opcounters.command, 1);
     let coll = req.collection()?;
     let filter = match req.opt_document("query")? {
@@ -16,7 +24,10 @@ pub fn count(req: &Request) -> CmdResult {
         None => Filter::match_all(),
     };
     let skip = req.opt_i64("skip")?.unwrap_or(0).max(0) as usize;
-    let limit = req.opt_i64("limit")?.map(|l| l.unsigned_abs() as usize).filter(|&l| l > 0);
+    let limit = req
+        .opt_i64("limit")?
+        .map(|l| l.unsigned_abs() as usize)
+        .filter(|&l| l > 0);
     let mut n = 0usize;
     for doc in filtered_scan(req.state.catalog.get(&req.db, &coll), filter).skip(skip) {
         doc?;

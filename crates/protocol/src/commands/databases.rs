@@ -20,7 +20,11 @@ pub fn list_databases(req: &Request) -> CmdResult {
             continue;
         }
         total += size as i64;
-        out.push(Bson::Document(if name_only { doc! {"name": name} } else { entry }));
+        out.push(Bson::Document(if name_only {
+            doc! {"name": name}
+        } else {
+            entry
+        }));
     }
     if name_only {
         return Ok(doc! {"databases": out});

@@ -15,14 +15,28 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
     }
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
-        _ => return Err(CommandError::new(40414, "Location40414", "BSON field 'delete.deletes.q' is missing but a required field")),
+        _ => {
+            return Err(CommandError::new(
+                40414,
+                "Location40414",
+                "BSON field 'delete.deletes.q' is missing but a required field",
+            ))
+        }
     };
     let limit = match stmt.get("limit").and_then(super::args::as_i64) {
         Some(0) => false,
         Some(1) => true,
-        Some(n) => return Err(CommandError::failed_to_parse(format!("The limit field in delete objects must be 0 or 1. Got {n}"))),
+        Some(n) => {
+            return Err(CommandError::failed_to_parse(format!(
+                "The limit field in delete objects must be 0 or 1. Got {n}"
+            )))
+        }
         None => {
-            return Err(CommandError::new(40414, "Location40414", "BSON field 'delete.deletes.limit' is missing but a required field"))
+            return Err(CommandError::new(
+                40414,
+                "Location40414",
+                "BSON field 'delete.deletes.limit' is missing but a required field",
+            ))
         }
     };
     let filter = Filter::parse(q)?;

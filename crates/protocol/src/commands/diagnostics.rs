@@ -4,7 +4,7 @@
 use super::handshake::MAX_BSON_OBJECT_SIZE;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson};
 use std::sync::atomic::Ordering;
 
 /// The MongoDB version whose behaviour (and wire version) Hourglass follows.
@@ -41,7 +41,9 @@ fn meminfo_mb() -> i64 {
 }
 
 pub fn host_info(req: &Request) -> CmdResult {
-    let cores = std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as i32)
+        .unwrap_or(1);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     Ok(doc! {
         "system": {
@@ -66,7 +68,9 @@ pub fn get_log(req: &Request) -> CmdResult {
             "totalLinesWritten": req.state.log.total_written() as i64,
             "log": req.state.log.lines(),
         }),
-        Some(Bson::String(s)) if s == "startupWarnings" => Ok(doc! {"totalLinesWritten": 0, "log": []}),
+        Some(Bson::String(s)) if s == "startupWarnings" => {
+            Ok(doc! {"totalLinesWritten": 0, "log": []})
+        }
         Some(Bson::String(s)) => Err(CommandError::invalid_options(format!("No log named '{s}'"))),
         Some(v) => Err(req.wrong_type("getLog", v, "string")),
         None => Err(CommandError::failed_to_parse("getLog requires a log name")),
@@ -76,7 +80,9 @@ pub fn get_log(req: &Request) -> CmdResult {
 /// Resident and virtual memory in MiB, from /proc.
 fn memory_mb() -> (i64, i64) {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let mut it = statm.split_whitespace().map(|x| x.parse::<i64>().unwrap_or(0));
+    let mut it = statm
+        .split_whitespace()
+        .map(|x| x.parse::<i64>().unwrap_or(0));
     let virt = it.next().unwrap_or(0);
     let res = it.next().unwrap_or(0);
     (res * 4096 / (1024 * 1024), virt * 4096 / (1024 * 1024))
@@ -125,4 +131,3 @@ pub fn server_status(req: &Request) -> CmdResult {
 pub fn list_commands(_req: &Request) -> CmdResult {
     Ok(doc! {"commands": super::list_commands_doc()})
 }
-

@@ -20,7 +20,13 @@ pub fn single_batch_cursor(ns: &str, docs: Vec<Document>) -> Document {
 }
 
 /// Sends the first batch of `source` and keeps a server cursor for the rest.
-pub fn cursor_reply(req: &Request, ns: String, mut source: DocSource, batch_size: Option<usize>, single_batch: bool) -> CmdResult {
+pub fn cursor_reply(
+    req: &Request,
+    ns: String,
+    mut source: DocSource,
+    batch_size: Option<usize>,
+    single_batch: bool,
+) -> CmdResult {
     let (docs, more) = take_batch(&mut source, Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)))?;
     let id = if more && !single_batch {
         req.state.cursors.open(ns.clone(), source)
@@ -86,10 +92,30 @@ pub fn shape(
 
 pub fn find(req: &Request) -> CmdResult {
     req.check_fields(&[
-        "filter", "projection", "sort", "skip", "limit", "batchSize", "singleBatch", "hint",
-        "min", "max", "returnKey", "showRecordId", "tailable", "oplogReplay", "noCursorTimeout",
-        "awaitData", "allowPartialResults", "collation", "let", "readOnce", "allowSpeculativeMajorityRead",
-        "allowDiskUse", "$queryOptions", "ntoreturn",
+        "filter",
+        "projection",
+        "sort",
+        "skip",
+        "limit",
+        "batchSize",
+        "singleBatch",
+        "hint",
+        "min",
+        "max",
+        "returnKey",
+        "showRecordId",
+        "tailable",
+        "oplogReplay",
+        "noCursorTimeout",
+        "awaitData",
+        "allowPartialResults",
+        "collation",
+        "let",
+        "readOnce",
+        "allowSpeculativeMajorityRead",
+        "allowDiskUse",
+        "$queryOptions",
+        "ntoreturn",
     ])?;
     OpCounters::add(&req.state.opcounters.query, 1);
     let coll = req.collection()?;
@@ -104,7 +130,11 @@ pub fn find(req: &Request) -> CmdResult {
         .map(Projection::parse)
         .transpose()?;
     let skip = match req.opt_i64("skip")? {
-        Some(s) if s < 0 => return Err(CommandError::bad_value(format!("Skip value must be non-negative, but received: {s}"))),
+        Some(s) if s < 0 => {
+            return Err(CommandError::bad_value(format!(
+                "Skip value must be non-negative, but received: {s}"
+            )))
+        }
         s => s.unwrap_or(0) as usize,
     };
     let mut single_batch = req.opt_bool("singleBatch")?.unwrap_or(false);
@@ -122,17 +152,38 @@ pub fn find(req: &Request) -> CmdResult {
         batch = limit;
     }
     let collection = req.state.catalog.get(&req.db, &coll);
-    let source = shape(filtered_scan(collection, filter), sort, skip, limit, projection)?;
-    cursor_reply(req, format!("{}.{coll}", req.db), source, batch.or(Some(DEFAULT_FIRST_BATCH)), single_batch)
+    let source = shape(
+        filtered_scan(collection, filter),
+        sort,
+        skip,
+        limit,
+        projection,
+    )?;
+    cursor_reply(
+        req,
+        format!("{}.{coll}", req.db),
+        source,
+        batch.or(Some(DEFAULT_FIRST_BATCH)),
+        single_batch,
+    )
 }
 
 pub fn get_more(req: &Request) -> CmdResult {
-    req.check_fields(&["collection", "batchSize", "term", "lastKnownCommittedOpTime"])?;
+    req.check_fields(&[
+        "collection",
+        "batchSize",
+        "term",
+        "lastKnownCommittedOpTime",
+    ])?;
     OpCounters::add(&req.state.opcounters.getmore, 1);
     let id = match req.body.get("getMore") {
         Some(Bson::Int64(i)) => *i,
         Some(v) => return Err(req.wrong_type("getMore", v, "long")),
-        None => return Err(CommandError::failed_to_parse("getMore requires a cursor id")),
+        None => {
+            return Err(CommandError::failed_to_parse(
+                "getMore requires a cursor id",
+            ))
+        }
     };
     let coll = match req.body.get("collection") {
         Some(Bson::String(s)) => s.clone(),
@@ -159,7 +210,11 @@ pub fn get_more(req: &Request) -> CmdResult {
         Some(_) => {}
     }
     let batch = batch_size(req, "batchSize")?;
-    let (ns, docs, open) = req.state.cursors.get_more(id, batch).ok_or_else(not_found)??;
+    let (ns, docs, open) = req
+        .state
+        .cursors
+        .get_more(id, batch)
+        .ok_or_else(not_found)??;
     Ok(doc! {"cursor": {"nextBatch": docs, "id": if open { id } else { 0 }, "ns": ns}})
 }
 

@@ -12,8 +12,17 @@ use hourglass_query::sort::SortSpec;
 
 pub fn find_and_modify(req: &Request) -> CmdResult {
     req.check_fields(&[
-        "query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters", "hint",
-        "collation", "let",
+        "query",
+        "sort",
+        "remove",
+        "update",
+        "new",
+        "fields",
+        "upsert",
+        "arrayFilters",
+        "hint",
+        "collation",
+        "let",
     ])?;
     let coll = req.collection()?;
     let filter = match req.opt_document("query")? {
@@ -47,7 +56,11 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
     let collection = match req.state.catalog.get(&req.db, &coll) {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, &coll)?,
-        None => return Ok(doc! {"lastErrorObject": {"n": 0, "updatedExisting": false}, "value": Bson::Null}),
+        None => {
+            return Ok(
+                doc! {"lastErrorObject": {"n": 0, "updatedExisting": false}, "value": Bson::Null},
+            )
+        }
     };
     let out = collection.find_and_modify(&FindAndModify {
         filter: &filter,

@@ -15,7 +15,9 @@ pub fn check_batch_len(n: usize) -> Result<(), CommandError> {
         return Err(CommandError::new(
             16,
             "InvalidLength",
-            format!("Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} operations."),
+            format!(
+                "Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} operations."
+            ),
         ));
     }
     Ok(())
@@ -26,7 +28,7 @@ pub fn write_error(index: usize, e: &CatalogError) -> Document {
     let mut d = doc! {"index": index as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()};
     if let CatalogError::DuplicateKey { key, .. } = e {
         d.insert("keyPattern", doc! {"_id": 1});
-        d.insert("keyValue", doc! {"_id": key.clone()});
+        d.insert("keyValue", doc! {"_id": key.as_ref().clone()});
     }
     d
 }
@@ -39,7 +41,10 @@ pub fn insert(req: &Request) -> CmdResult {
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
     let out = collection.insert(docs, ordered);
-    OpCounters::add(&req.state.opcounters.insert, (out.inserted + out.errors.len()) as u64);
+    OpCounters::add(
+        &req.state.opcounters.insert,
+        (out.inserted + out.errors.len()) as u64,
+    );
     let mut reply = doc! {"n": out.inserted as i32};
     if !out.errors.is_empty() {
         let errors: Vec<Bson> = out

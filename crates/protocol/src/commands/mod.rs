@@ -34,50 +34,156 @@ pub struct Command {
 }
 
 const fn cmd(name: &'static str, handler: Handler, help: &'static str) -> Command {
-    Command { name, handler, help, crud: false }
+    Command {
+        name,
+        handler,
+        help,
+        crud: false,
+    }
 }
 
 const fn crud(name: &'static str, handler: Handler, help: &'static str) -> Command {
-    Command { name, handler, help, crud: true }
+    Command {
+        name,
+        handler,
+        help,
+        crud: true,
+    }
 }
 
 /// Every command, in alphabetical order (checked by a test).
 pub static COMMANDS: &[Command] = &[
-    crud("aggregate", aggregate::aggregate, "Runs an aggregation pipeline and returns a cursor."),
-    cmd("buildInfo", diagnostics::build_info, "Returns the server version and build details."),
+    crud(
+        "aggregate",
+        aggregate::aggregate,
+        "Runs an aggregation pipeline and returns a cursor.",
+    ),
+    cmd(
+        "buildInfo",
+        diagnostics::build_info,
+        "Returns the server version and build details.",
+    ),
     cmd("buildinfo", diagnostics::build_info, "Alias of buildInfo."),
-    crud("count", count::count, "Counts the documents matching a query."),
-    cmd("connectionStatus", handshake::connection_status, "Returns authentication information for this connection."),
+    crud(
+        "count",
+        count::count,
+        "Counts the documents matching a query.",
+    ),
+    cmd(
+        "connectionStatus",
+        handshake::connection_status,
+        "Returns authentication information for this connection.",
+    ),
     cmd("create", collections::create, "Creates a collection."),
     crud("delete", delete::delete, "Deletes documents."),
-    crud("distinct", distinct::distinct, "Returns the distinct values of a field."),
+    crud(
+        "distinct",
+        distinct::distinct,
+        "Returns the distinct values of a field.",
+    ),
     cmd("drop", collections::drop, "Drops a collection."),
-    cmd("dropDatabase", databases::drop_database, "Drops the current database."),
-    cmd("endSessions", handshake::end_sessions, "Ends logical sessions."),
-    crud("find", find::find, "Queries a collection and returns a cursor."),
-    crud("findAndModify", find_and_modify::find_and_modify, "Atomically modifies and returns one document."),
-    crud("findandmodify", find_and_modify::find_and_modify, "Alias of findAndModify."),
-    cmd("getCmdLineOpts", parameters::get_cmd_line_opts, "Returns the command line the server was started with."),
+    cmd(
+        "dropDatabase",
+        databases::drop_database,
+        "Drops the current database.",
+    ),
+    cmd(
+        "endSessions",
+        handshake::end_sessions,
+        "Ends logical sessions.",
+    ),
+    crud(
+        "find",
+        find::find,
+        "Queries a collection and returns a cursor.",
+    ),
+    crud(
+        "findAndModify",
+        find_and_modify::find_and_modify,
+        "Atomically modifies and returns one document.",
+    ),
+    crud(
+        "findandmodify",
+        find_and_modify::find_and_modify,
+        "Alias of findAndModify.",
+    ),
+    cmd(
+        "getCmdLineOpts",
+        parameters::get_cmd_line_opts,
+        "Returns the command line the server was started with.",
+    ),
     cmd("getLog", diagnostics::get_log, "Returns recent log lines."),
-    crud("getMore", find::get_more, "Returns the next batch of a cursor."),
-    cmd("getParameter", parameters::get_parameter, "Returns server parameters."),
-    cmd("hello", handshake::hello, "Describes this server (connection handshake)."),
-    cmd("hostInfo", diagnostics::host_info, "Describes the host the server runs on."),
+    crud(
+        "getMore",
+        find::get_more,
+        "Returns the next batch of a cursor.",
+    ),
+    cmd(
+        "getParameter",
+        parameters::get_parameter,
+        "Returns server parameters.",
+    ),
+    cmd(
+        "hello",
+        handshake::hello,
+        "Describes this server (connection handshake).",
+    ),
+    cmd(
+        "hostInfo",
+        diagnostics::host_info,
+        "Describes the host the server runs on.",
+    ),
     crud("insert", insert::insert, "Inserts documents."),
     cmd("isMaster", handshake::is_master, "Legacy name of hello."),
     cmd("ismaster", handshake::is_master, "Legacy name of hello."),
     cmd("killCursors", find::kill_cursors, "Closes cursors."),
-    cmd("listCollections", collections::list_collections, "Lists the collections of a database."),
-    cmd("listCommands", diagnostics::list_commands, "Lists the commands this server supports."),
-    cmd("listDatabases", databases::list_databases, "Lists databases."),
-    cmd("listIndexes", collections::list_indexes, "Lists the indexes of a collection."),
+    cmd(
+        "listCollections",
+        collections::list_collections,
+        "Lists the collections of a database.",
+    ),
+    cmd(
+        "listCommands",
+        diagnostics::list_commands,
+        "Lists the commands this server supports.",
+    ),
+    cmd(
+        "listDatabases",
+        databases::list_databases,
+        "Lists databases.",
+    ),
+    cmd(
+        "listIndexes",
+        collections::list_indexes,
+        "Lists the indexes of a collection.",
+    ),
     cmd("ping", handshake::ping, "Checks that the server answers."),
-    cmd("refreshSessions", handshake::end_sessions, "Keeps logical sessions alive."),
-    cmd("renameCollection", collections::rename_collection, "Renames a collection."),
-    cmd("serverStatus", diagnostics::server_status, "Returns server statistics."),
-    cmd("setParameter", parameters::set_parameter, "Changes server parameters."),
+    cmd(
+        "refreshSessions",
+        handshake::end_sessions,
+        "Keeps logical sessions alive.",
+    ),
+    cmd(
+        "renameCollection",
+        collections::rename_collection,
+        "Renames a collection.",
+    ),
+    cmd(
+        "serverStatus",
+        diagnostics::server_status,
+        "Returns server statistics.",
+    ),
+    cmd(
+        "setParameter",
+        parameters::set_parameter,
+        "Changes server parameters.",
+    ),
     crud("update", update::update, "Updates documents."),
-    cmd("whatsmyuri", handshake::whats_my_uri, "Returns the client's address as the server sees it."),
+    cmd(
+        "whatsmyuri",
+        handshake::whats_my_uri,
+        "Returns the client's address as the server sees it.",
+    ),
 ];
 
 pub fn lookup(name: &str) -> Option<&'static Command> {
@@ -90,7 +196,8 @@ pub fn dispatch(req: &Request) -> Document {
         return CommandError::failed_to_parse("empty command document").to_reply();
     };
     let Some(command) = lookup(&name) else {
-        return CommandError::new(59, "CommandNotFound", format!("no such command: '{name}'")).to_reply();
+        return CommandError::new(59, "CommandNotFound", format!("no such command: '{name}'"))
+            .to_reply();
     };
     if !command.crud {
         OpCounters::add(&req.state.opcounters.command, 1);
@@ -113,7 +220,10 @@ pub fn dispatch(req: &Request) -> Document {
 pub fn list_commands_doc() -> Document {
     let mut out = Document::new();
     for c in COMMANDS {
-        out.insert(c.name, doc! {"help": c.help, "requiresAuth": false, "adminOnly": false, "slaveOk": true});
+        out.insert(
+            c.name,
+            doc! {"help": c.help, "requiresAuth": false, "adminOnly": false, "slaveOk": true},
+        );
     }
     out
 }

@@ -7,7 +7,9 @@ use bson::{doc, Bson, Document};
 
 fn param_error(e: ParamError) -> CommandError {
     match e {
-        ParamError::Unknown(_) | ParamError::ReadOnly(_) => CommandError::invalid_options(e.to_string()),
+        ParamError::Unknown(_) | ParamError::ReadOnly(_) => {
+            CommandError::invalid_options(e.to_string())
+        }
         ParamError::BadValue { .. } => CommandError::bad_value(e.to_string()),
     }
 }
@@ -47,7 +49,9 @@ pub fn set_parameter(req: &Request) -> CmdResult {
         out.insert("was", was);
     }
     if out.is_empty() {
-        return Err(CommandError::invalid_options("no option found to set, use help:true to see options"));
+        return Err(CommandError::invalid_options(
+            "no option found to set, use help:true to see options",
+        ));
     }
     Ok(out)
 }

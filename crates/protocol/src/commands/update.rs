@@ -8,7 +8,17 @@ use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
 
-const STATEMENT_FIELDS: &[&str] = &["q", "u", "multi", "upsert", "arrayFilters", "hint", "collation", "c", "sort"];
+const STATEMENT_FIELDS: &[&str] = &[
+    "q",
+    "u",
+    "multi",
+    "upsert",
+    "arrayFilters",
+    "hint",
+    "collation",
+    "c",
+    "sort",
+];
 
 /// Parses the `u` of an update statement: operators, replacement, or pipeline.
 pub fn parse_update(u: Option<&Bson>) -> Result<Update, CommandError> {
@@ -48,7 +58,11 @@ struct StatementResult {
     upserted: Option<Bson>,
 }
 
-fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<StatementResult, CommandError> {
+fn run_statement(
+    req: &Request,
+    coll: &str,
+    stmt: &Document,
+) -> Result<StatementResult, CommandError> {
     for k in stmt.keys() {
         if !STATEMENT_FIELDS.contains(&k.as_str()) {
             return Err(CommandError::unknown_field("update.updates", k));
@@ -56,25 +70,47 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<Statement
     }
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
-        _ => return Err(CommandError::new(40414, "Location40414", "BSON field 'update.updates.q' is missing but a required field")),
+        _ => {
+            return Err(CommandError::new(
+                40414,
+                "Location40414",
+                "BSON field 'update.updates.q' is missing but a required field",
+            ))
+        }
     };
     if stmt.contains_key("arrayFilters") {
-        return Err(CommandError::new(2, "BadValue", "arrayFilters are not supported by this server yet"));
+        return Err(CommandError::new(
+            2,
+            "BadValue",
+            "arrayFilters are not supported by this server yet",
+        ));
     }
     let filter = Filter::parse(q)?;
     let update = parse_update(stmt.get("u"))?;
     let multi = flag(stmt, "multi");
     let upsert = flag(stmt, "upsert");
     if multi && matches!(update, Update::Replacement(_)) {
-        return Err(CommandError::failed_to_parse("multi update is not supported for replacement-style update"));
+        return Err(CommandError::failed_to_parse(
+            "multi update is not supported for replacement-style update",
+        ));
     }
     let collection = match req.state.catalog.get(&req.db, coll) {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, coll)?,
-        None => return Ok(StatementResult { matched: 0, modified: 0, upserted: None }),
+        None => {
+            return Ok(StatementResult {
+                matched: 0,
+                modified: 0,
+                upserted: None,
+            })
+        }
     };
     let out = collection.update(&filter, &update, multi, upsert)?;
-    Ok(StatementResult { matched: out.matched, modified: out.modified, upserted: out.upserted })
+    Ok(StatementResult {
+        matched: out.matched,
+        modified: out.modified,
+        upserted: out.upserted,
+    })
 }
 
 pub fn update(req: &Request) -> CmdResult {
@@ -114,4 +150,3 @@ pub fn update(req: &Request) -> CmdResult {
     }
     Ok(reply)
 }
-

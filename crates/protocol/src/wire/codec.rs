@@ -98,7 +98,12 @@ impl OpMsg {
     pub fn into_command(self) -> Document {
         let mut body = self.body;
         for (name, docs) in self.sequences {
-            body.insert(name, docs.into_iter().map(bson::Bson::Document).collect::<Vec<_>>());
+            body.insert(
+                name,
+                docs.into_iter()
+                    .map(bson::Bson::Document)
+                    .collect::<Vec<_>>(),
+            );
         }
         body
     }
@@ -261,7 +266,11 @@ fn header_bytes(len: usize, request_id: i32, response_to: i32, op: i32) -> Vec<u
 }
 
 /// Encodes an OP_MSG reply with one body section.
-pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Result<Vec<u8>, WireError> {
+pub fn encode_op_msg(
+    request_id: i32,
+    response_to: i32,
+    body: &Document,
+) -> Result<Vec<u8>, WireError> {
     let doc = bson::to_vec(body).map_err(|e| WireError::InvalidBson(e.to_string()))?;
     let len = HEADER_LEN + 4 + 1 + doc.len();
     let mut out = header_bytes(len, request_id, response_to, OP_MSG);
@@ -272,7 +281,12 @@ pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Resu
 }
 
 /// Encodes an OP_REPLY carrying one document (the answer to an OP_QUERY handshake).
-pub fn encode_op_reply(request_id: i32, response_to: i32, flags: i32, doc: &Document) -> Result<Vec<u8>, WireError> {
+pub fn encode_op_reply(
+    request_id: i32,
+    response_to: i32,
+    flags: i32,
+    doc: &Document,
+) -> Result<Vec<u8>, WireError> {
     let d = bson::to_vec(doc).map_err(|e| WireError::InvalidBson(e.to_string()))?;
     let len = HEADER_LEN + 4 + 8 + 4 + 4 + d.len();
     let mut out = header_bytes(len, request_id, response_to, OP_REPLY);
@@ -338,7 +352,10 @@ mod tests {
         let mut bad = good.clone();
         let n = bad.len();
         bad[n - 1] ^= 0xFF;
-        assert!(matches!(parse(&bad), Err(WireError::ChecksumMismatch { .. })));
+        assert!(matches!(
+            parse(&bad),
+            Err(WireError::ChecksumMismatch { .. })
+        ));
     }
 
     #[test]

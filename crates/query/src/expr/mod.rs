@@ -1,0 +1,542 @@
+//! Aggregation expressions: parsing (`Expr::parse`) and evaluation against a
+//! document (`Expr::eval`). Field paths, system variables (`$$ROOT`,
+//! `$$CURRENT`, `$$REMOVE`, `$$NOW`), literals, expression objects/arrays and
+//! operator calls. Operator implementations live in the sub-modules; adding an
+//! operator means adding its name to [`ops::arity`] and a match arm in
+//! [`ops::eval_op`].
+
+mod convert;
+mod ops;
+
+use bson::{Bson, Document};
+
+use crate::compare::compare_values;
+use crate::error::QueryError;
+
+/// A parsed aggregation expression.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    node: E,
+}
+
+#[derive(Debug, Clone)]
+enum E {
+    Lit(Bson),
+    Field(Vec<String>),
+    Var(String, Vec<String>),
+    Doc(Vec<(String, E)>),
+    Arr(Vec<E>),
+    Op(&'static str, Vec<E>),
+    And(Vec<E>),
+    Or(Vec<E>),
+    Cond(Box<E>, Box<E>, Box<E>),
+    IfNull(Vec<E>),
+    Switch(Vec<(E, E)>, Option<Box<E>>),
+    Let(Vec<(String, E)>, Box<E>),
+    Map(Box<E>, String, Box<E>),
+    Filter(Box<E>, String, Box<E>),
+}
+
+/// Evaluation context: the root document and bound variables.
+struct Ctx<'a> {
+    root: &'a Document,
+    vars: Vec<(String, Bson)>,
+}
+
+/// MongoDB truthiness: false, null, undefined, missing and numeric zero are false.
+pub fn truthy(v: &Bson) -> bool {
+    match v {
+        Bson::Boolean(b) => *b,
+        Bson::Null | Bson::Undefined => false,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+            crate::num::Num::from_bson(v).is_some_and(|n| !n.is_zero())
+        }
+        _ => true,
+    }
+}
+
+fn opt_truthy(v: &Option<Bson>) -> bool {
+    v.as_ref().is_some_and(truthy)
+}
+
+impl Expr {
+    /// Parses an expression.
+    pub fn parse(v: &Bson) -> Result<Expr, QueryError> {
+        Ok(Expr { node: parse(v)? })
+    }
+
+    /// A constant expression.
+    pub fn literal(v: Bson) -> Expr {
+        Expr { node: E::Lit(v) }
+    }
+
+    /// A field-path expression for a dotted path (without the leading `$`).
+    pub fn field(path: &str) -> Expr {
+        Expr {
+            node: E::Field(path.split('.').map(String::from).collect()),
+        }
+    }
+
+    /// Evaluates against `doc`; a missing result is returned as `Null`.
+    pub fn eval(&self, doc: &Document) -> Result<Bson, QueryError> {
+        Ok(self.eval_optional(doc)?.unwrap_or(Bson::Null))
+    }
+
+    /// Evaluates against `doc`; `None` means the result is missing.
+    pub fn eval_optional(&self, doc: &Document) -> Result<Option<Bson>, QueryError> {
+        let mut ctx = Ctx {
+            root: doc,
+            vars: Vec::new(),
+        };
+        eval(&self.node, &mut ctx)
+    }
+
+    /// True if this is a plain field path expression like `"$a.b"`.
+    pub fn as_field_path(&self) -> Option<String> {
+        match &self.node {
+            E::Field(parts) => Some(parts.join(".")),
+            _ => None,
+        }
+    }
+}
+
+fn parse_field_path(s: &str) -> Result<Vec<String>, QueryError> {
+    if s.is_empty() {
+        return Err(QueryError::loc(
+            16872,
+            "'$' by itself is not a valid FieldPath",
+        ));
+    }
+    let parts: Vec<String> = s.split('.').map(String::from).collect();
+    if parts.iter().any(String::is_empty) {
+        return Err(QueryError::loc(
+            15998,
+            "FieldPath field names may not be empty strings.",
+        ));
+    }
+    if parts.iter().skip(1).any(|p| p.starts_with('$')) {
+        return Err(QueryError::loc(
+            16410,
+            "FieldPath field names may not start with '$'.",
+        ));
+    }
+    Ok(parts)
+}
+
+fn parse(v: &Bson) -> Result<E, QueryError> {
+    match v {
+        Bson::String(s) => {
+            if let Some(var) = s.strip_prefix("$$") {
+                let mut parts = parse_field_path(var)?;
+                let name = parts.remove(0);
+                Ok(E::Var(name, parts))
+            } else if let Some(path) = s.strip_prefix('$') {
+                Ok(E::Field(parse_field_path(path)?))
+            } else {
+                Ok(E::Lit(v.clone()))
+            }
+        }
+        Bson::Array(items) => Ok(E::Arr(items.iter().map(parse).collect::<Result<_, _>>()?)),
+        Bson::Document(d) => parse_doc(d),
+        other => Ok(E::Lit(other.clone())),
+    }
+}
+
+fn parse_doc(d: &Document) -> Result<E, QueryError> {
+    let Some(first) = d.keys().next() else {
+        return Ok(E::Doc(Vec::new()));
+    };
+    if !first.starts_with('$') {
+        let mut fields = Vec::new();
+        for (k, v) in d {
+            if k.starts_with('$') {
+                return Err(QueryError::loc(
+                    16404,
+                    format!("FieldPath field names may not start with '$'. Consider using $getField or $setField. Field: {k}"),
+                ));
+            }
+            if k.contains('.') {
+                return Err(QueryError::loc(
+                    16412,
+                    format!("FieldPath field names may not contain '.'. Field: {k}"),
+                ));
+            }
+            fields.push((k.clone(), parse(v)?));
+        }
+        return Ok(E::Doc(fields));
+    }
+    if d.len() != 1 {
+        return Err(QueryError::loc(
+            15983,
+            format!(
+                "an expression specification must contain exactly one field, the name of the expression. Found {} fields in {}",
+                d.len(),
+                crate::error::render_doc(d)
+            ),
+        ));
+    }
+    let arg = d.get(first).unwrap_or(&Bson::Null);
+    parse_op(first, arg)
+}
+
+fn args_of(arg: &Bson) -> Result<Vec<E>, QueryError> {
+    match arg {
+        Bson::Array(items) => items.iter().map(parse).collect(),
+        other => Ok(vec![parse(other)?]),
+    }
+}
+
+fn obj_arg<'a>(op: &str, arg: &'a Bson) -> Result<&'a Document, QueryError> {
+    match arg {
+        Bson::Document(d) => Ok(d),
+        _ => Err(QueryError::bad(format!(
+            "{op} requires an object as an argument"
+        ))),
+    }
+}
+
+fn var_name(op: &str, d: &Document) -> Result<String, QueryError> {
+    match d.get("as") {
+        None => Ok("this".into()),
+        Some(Bson::String(s)) if !s.is_empty() && !s.starts_with('$') => Ok(s.clone()),
+        Some(_) => Err(QueryError::bad(format!("{op}: invalid 'as' variable name"))),
+    }
+}
+
+fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
+    match name {
+        "$literal" | "$const" => return Ok(E::Lit(arg.clone())),
+        "$and" => return Ok(E::And(args_of(arg)?)),
+        "$or" => return Ok(E::Or(args_of(arg)?)),
+        "$ifNull" => {
+            let args = args_of(arg)?;
+            if args.len() < 2 {
+                return Err(QueryError::loc(
+                    1257300,
+                    "$ifNull needs at least two arguments",
+                ));
+            }
+            return Ok(E::IfNull(args));
+        }
+        "$cond" => return parse_cond(arg),
+        "$switch" => return parse_switch(arg),
+        "$let" => {
+            let d = obj_arg(name, arg)?;
+            let Some(Bson::Document(vars)) = d.get("vars") else {
+                return Err(QueryError::loc(16876, "Missing 'vars' parameter to $let"));
+            };
+            let body = d
+                .get("in")
+                .ok_or_else(|| QueryError::loc(16877, "Missing 'in' parameter to $let"))?;
+            let vars = vars
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), parse(v)?)))
+                .collect::<Result<_, QueryError>>()?;
+            return Ok(E::Let(vars, Box::new(parse(body)?)));
+        }
+        "$map" | "$filter" => {
+            let d = obj_arg(name, arg)?;
+            let input = d
+                .get("input")
+                .ok_or_else(|| QueryError::bad(format!("Missing 'input' parameter to {name}")))?;
+            let body_key = if name == "$map" { "in" } else { "cond" };
+            let body = d.get(body_key).ok_or_else(|| {
+                QueryError::bad(format!("Missing '{body_key}' parameter to {name}"))
+            })?;
+            let var = var_name(name, d)?;
+            let (input, body) = (Box::new(parse(input)?), Box::new(parse(body)?));
+            return Ok(if name == "$map" {
+                E::Map(input, var, body)
+            } else {
+                E::Filter(input, var, body)
+            });
+        }
+        _ => {}
+    }
+    let Some((static_name, min, max)) = ops::arity(name) else {
+        return Err(QueryError::InvalidPipelineOperator(format!(
+            "Unrecognized expression '{name}'"
+        )));
+    };
+    let args = args_of(arg)?;
+    if args.len() < min || args.len() > max {
+        let msg = if min == max {
+            format!(
+                "Expression {name} takes exactly {min} arguments. {} were passed in.",
+                args.len()
+            )
+        } else {
+            format!("Expression {name} takes at least {min} arguments, and at most {max}. {} were passed in.", args.len())
+        };
+        return Err(QueryError::loc(16020, msg));
+    }
+    Ok(E::Op(static_name, args))
+}
+
+fn parse_cond(arg: &Bson) -> Result<E, QueryError> {
+    match arg {
+        Bson::Document(d) => {
+            for k in d.keys() {
+                if !matches!(k.as_str(), "if" | "then" | "else") {
+                    return Err(QueryError::loc(
+                        17083,
+                        format!("Unrecognized parameter to $cond: {k}"),
+                    ));
+                }
+            }
+            let get = |k: &str, code: i32| {
+                d.get(k)
+                    .ok_or_else(|| {
+                        QueryError::loc(code, format!("Missing '{k}' parameter to $cond"))
+                    })
+                    .and_then(parse)
+            };
+            Ok(E::Cond(
+                Box::new(get("if", 17080)?),
+                Box::new(get("then", 17081)?),
+                Box::new(get("else", 17082)?),
+            ))
+        }
+        _ => {
+            let mut args = args_of(arg)?;
+            if args.len() != 3 {
+                return Err(QueryError::loc(
+                    16020,
+                    format!(
+                        "Expression $cond takes exactly 3 arguments. {} were passed in.",
+                        args.len()
+                    ),
+                ));
+            }
+            let e = args.pop().unwrap_or(E::Lit(Bson::Null));
+            let t = args.pop().unwrap_or(E::Lit(Bson::Null));
+            let i = args.pop().unwrap_or(E::Lit(Bson::Null));
+            Ok(E::Cond(Box::new(i), Box::new(t), Box::new(e)))
+        }
+    }
+}
+
+fn parse_switch(arg: &Bson) -> Result<E, QueryError> {
+    let d = match arg {
+        Bson::Document(d) => d,
+        _ => {
+            return Err(QueryError::loc(
+                40060,
+                "$switch requires an object as an argument",
+            ))
+        }
+    };
+    let mut branches = Vec::new();
+    let mut default = None;
+    for (k, v) in d {
+        match k.as_str() {
+            "branches" => {
+                let Bson::Array(items) = v else {
+                    return Err(QueryError::loc(
+                        40061,
+                        "$switch expected an array for 'branches'",
+                    ));
+                };
+                for item in items {
+                    let Bson::Document(b) = item else {
+                        return Err(QueryError::loc(
+                            40062,
+                            "$switch expected each branch to be an object",
+                        ));
+                    };
+                    let case = b.get("case").ok_or_else(|| {
+                        QueryError::loc(
+                            40064,
+                            "$switch requires each branch have a 'case' expression",
+                        )
+                    })?;
+                    let then = b.get("then").ok_or_else(|| {
+                        QueryError::loc(
+                            40065,
+                            "$switch requires each branch have a 'then' expression.",
+                        )
+                    })?;
+                    branches.push((parse(case)?, parse(then)?));
+                }
+            }
+            "default" => default = Some(Box::new(parse(v)?)),
+            other => {
+                return Err(QueryError::loc(
+                    40067,
+                    format!("$switch found an unknown argument: {other}"),
+                ))
+            }
+        }
+    }
+    if branches.is_empty() {
+        return Err(QueryError::loc(
+            40068,
+            "$switch requires at least one branch.",
+        ));
+    }
+    Ok(E::Switch(branches, default))
+}
+
+fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
+    match e {
+        E::Lit(v) => Ok(Some(v.clone())),
+        E::Field(parts) => Ok(crate::path::get_agg_path(ctx.root, parts)),
+        E::Var(name, parts) => eval_var(name, parts, ctx),
+        E::Doc(fields) => {
+            let mut out = Document::new();
+            for (k, fe) in fields {
+                if let Some(v) = eval(fe, ctx)? {
+                    out.insert(k.clone(), v);
+                }
+            }
+            Ok(Some(Bson::Document(out)))
+        }
+        E::Arr(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.push(eval(item, ctx)?.unwrap_or(Bson::Null));
+            }
+            Ok(Some(Bson::Array(out)))
+        }
+        E::And(items) => {
+            for item in items {
+                if !opt_truthy(&eval(item, ctx)?) {
+                    return Ok(Some(Bson::Boolean(false)));
+                }
+            }
+            Ok(Some(Bson::Boolean(true)))
+        }
+        E::Or(items) => {
+            for item in items {
+                if opt_truthy(&eval(item, ctx)?) {
+                    return Ok(Some(Bson::Boolean(true)));
+                }
+            }
+            Ok(Some(Bson::Boolean(false)))
+        }
+        E::Cond(i, t, f) => {
+            if opt_truthy(&eval(i, ctx)?) {
+                eval(t, ctx)
+            } else {
+                eval(f, ctx)
+            }
+        }
+        E::IfNull(items) => {
+            let (last, init) = items
+                .split_last()
+                .ok_or_else(|| QueryError::bad("$ifNull"))?;
+            for item in init {
+                match eval(item, ctx)? {
+                    None | Some(Bson::Null) | Some(Bson::Undefined) => {}
+                    Some(v) => return Ok(Some(v)),
+                }
+            }
+            eval(last, ctx)
+        }
+        E::Switch(branches, default) => {
+            for (case, then) in branches {
+                if opt_truthy(&eval(case, ctx)?) {
+                    return eval(then, ctx);
+                }
+            }
+            match default {
+                Some(d) => eval(d, ctx),
+                None => Err(QueryError::loc(
+                    40066,
+                    "$switch could not find a matching branch for an input, and no default was specified.",
+                )),
+            }
+        }
+        E::Let(vars, body) => {
+            let mut bound = Vec::new();
+            for (k, ve) in vars {
+                bound.push((k.clone(), eval(ve, ctx)?.unwrap_or(Bson::Null)));
+            }
+            let depth = ctx.vars.len();
+            ctx.vars.extend(bound);
+            let r = eval(body, ctx);
+            ctx.vars.truncate(depth);
+            r
+        }
+        E::Map(input, var, body) | E::Filter(input, var, body) => {
+            let items = match eval(input, ctx)? {
+                None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+                Some(Bson::Array(items)) => items,
+                Some(other) => {
+                    return Err(QueryError::loc(
+                        16883,
+                        format!(
+                            "input to $map/$filter must be an array not {}",
+                            crate::compare::type_name(&other)
+                        ),
+                    ))
+                }
+            };
+            let is_map = matches!(e, E::Map(..));
+            let mut out = Vec::new();
+            for item in items {
+                ctx.vars.push((var.clone(), item.clone()));
+                let r = eval(body, ctx);
+                ctx.vars.pop();
+                let r = r?;
+                if is_map {
+                    out.push(r.unwrap_or(Bson::Null));
+                } else if opt_truthy(&r) {
+                    out.push(item);
+                }
+            }
+            Ok(Some(Bson::Array(out)))
+        }
+        E::Op(name, args) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args {
+                vals.push(eval(a, ctx)?);
+            }
+            ops::eval_op(name, vals)
+        }
+    }
+}
+
+fn eval_var(name: &str, parts: &[String], ctx: &Ctx<'_>) -> Result<Option<Bson>, QueryError> {
+    let base = match name {
+        "ROOT" | "CURRENT" => {
+            if parts.is_empty() {
+                return Ok(Some(Bson::Document(ctx.root.clone())));
+            }
+            return Ok(crate::path::get_agg_path(ctx.root, parts));
+        }
+        "REMOVE" => return Ok(None),
+        "NOW" => Bson::DateTime(bson::DateTime::now()),
+        _ => match ctx.vars.iter().rev().find(|(k, _)| k == name) {
+            Some((_, v)) => v.clone(),
+            None => {
+                return Err(QueryError::loc(
+                    17276,
+                    format!("Use of undefined variable: {name}"),
+                ))
+            }
+        },
+    };
+    if parts.is_empty() {
+        return Ok(Some(base));
+    }
+    let mut wrapper = Document::new();
+    wrapper.insert("v", base);
+    let mut full = vec!["v".to_string()];
+    full.extend(parts.iter().cloned());
+    Ok(crate::path::get_agg_path(&wrapper, &full))
+}
+
+/// Compares two possibly-missing values (missing sorts before null).
+pub(crate) fn cmp_opt(a: &Option<Bson>, b: &Option<Bson>) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(x), Some(y)) => compare_values(x, y),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,594 @@
+//! Implementations of eagerly evaluated expression operators (arithmetic,
+//! comparison, string, array, type conversion). Each operator receives its
+//! already evaluated arguments; `None` means "missing".
+
+use bson::{Bson, Document};
+
+use super::cmp_opt;
+use crate::compare::type_name;
+use crate::error::QueryError;
+use crate::num::Num;
+
+type R = Result<Option<Bson>, QueryError>;
+
+const OPS: &[(&str, usize, usize)] = &[
+    ("$add", 0, usize::MAX),
+    ("$subtract", 2, 2),
+    ("$multiply", 0, usize::MAX),
+    ("$divide", 2, 2),
+    ("$mod", 2, 2),
+    ("$abs", 1, 1),
+    ("$ceil", 1, 1),
+    ("$floor", 1, 1),
+    ("$round", 1, 2),
+    ("$trunc", 1, 2),
+    ("$sqrt", 1, 1),
+    ("$pow", 2, 2),
+    ("$exp", 1, 1),
+    ("$ln", 1, 1),
+    ("$log10", 1, 1),
+    ("$log", 2, 2),
+    ("$eq", 2, 2),
+    ("$ne", 2, 2),
+    ("$gt", 2, 2),
+    ("$gte", 2, 2),
+    ("$lt", 2, 2),
+    ("$lte", 2, 2),
+    ("$cmp", 2, 2),
+    ("$not", 1, 1),
+    ("$concat", 0, usize::MAX),
+    ("$toUpper", 1, 1),
+    ("$toLower", 1, 1),
+    ("$substr", 3, 3),
+    ("$substrBytes", 3, 3),
+    ("$substrCP", 3, 3),
+    ("$strLenBytes", 1, 1),
+    ("$strLenCP", 1, 1),
+    ("$strcasecmp", 2, 2),
+    ("$split", 2, 2),
+    ("$size", 1, 1),
+    ("$arrayElemAt", 2, 2),
+    ("$first", 1, 1),
+    ("$last", 1, 1),
+    ("$in", 2, 2),
+    ("$isArray", 1, 1),
+    ("$concatArrays", 0, usize::MAX),
+    ("$reverseArray", 1, 1),
+    ("$mergeObjects", 0, usize::MAX),
+    ("$toString", 1, 1),
+    ("$toInt", 1, 1),
+    ("$toLong", 1, 1),
+    ("$toDouble", 1, 1),
+    ("$toDecimal", 1, 1),
+    ("$toDate", 1, 1),
+    ("$toBool", 1, 1),
+    ("$toObjectId", 1, 1),
+    ("$type", 1, 1),
+    ("$isNumber", 1, 1),
+    ("$year", 1, 1),
+    ("$month", 1, 1),
+    ("$dayOfMonth", 1, 1),
+    ("$hour", 1, 1),
+    ("$minute", 1, 1),
+    ("$second", 1, 1),
+    ("$millisecond", 1, 1),
+    ("$dayOfWeek", 1, 1),
+    ("$dayOfYear", 1, 1),
+];
+
+/// Looks up an operator: its static name and (min, max) argument count.
+pub(super) fn arity(name: &str) -> Option<(&'static str, usize, usize)> {
+    OPS.iter().find(|(n, _, _)| *n == name).copied()
+}
+
+fn is_nullish(v: &Option<Bson>) -> bool {
+    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
+}
+
+fn tname(v: &Option<Bson>) -> &'static str {
+    v.as_ref().map(type_name).unwrap_or("missing")
+}
+
+fn first(args: &[Option<Bson>]) -> &Option<Bson> {
+    args.first().unwrap_or(&None)
+}
+
+fn num_of(v: &Option<Bson>) -> Option<Num> {
+    v.as_ref().and_then(Num::from_bson)
+}
+
+pub(super) fn eval_op(name: &str, args: Vec<Option<Bson>>) -> R {
+    let a0 = first(&args);
+    let a1 = args.get(1).unwrap_or(&None);
+    match name {
+        "$add" => add(&args),
+        "$subtract" => subtract(a0, a1),
+        "$multiply" => multiply(&args),
+        "$divide" => divide(a0, a1),
+        "$mod" => modulo(a0, a1),
+        "$abs" | "$ceil" | "$floor" | "$sqrt" | "$exp" | "$ln" | "$log10" => unary_math(name, a0),
+        "$round" | "$trunc" => round(name, a0, a1),
+        "$pow" | "$log" => binary_math(name, a0, a1),
+        "$eq" => Ok(Some(Bson::Boolean(cmp_opt(a0, a1).is_eq()))),
+        "$ne" => Ok(Some(Bson::Boolean(!cmp_opt(a0, a1).is_eq()))),
+        "$gt" => Ok(Some(Bson::Boolean(cmp_opt(a0, a1).is_gt()))),
+        "$gte" => Ok(Some(Bson::Boolean(cmp_opt(a0, a1).is_ge()))),
+        "$lt" => Ok(Some(Bson::Boolean(cmp_opt(a0, a1).is_lt()))),
+        "$lte" => Ok(Some(Bson::Boolean(cmp_opt(a0, a1).is_le()))),
+        "$cmp" => Ok(Some(Bson::Int32(cmp_opt(a0, a1) as i32))),
+        "$not" => Ok(Some(Bson::Boolean(!a0.as_ref().is_some_and(super::truthy)))),
+        "$concat" => concat(&args),
+        "$toUpper" | "$toLower" => {
+            let s = string_like(name, a0)?;
+            Ok(Some(Bson::String(if name == "$toUpper" {
+                s.to_uppercase()
+            } else {
+                s.to_lowercase()
+            })))
+        }
+        "$substr" | "$substrBytes" | "$substrCP" => substr(name, &args),
+        "$strLenBytes" | "$strLenCP" => match a0 {
+            Some(Bson::String(s)) => {
+                let n = if name == "$strLenBytes" {
+                    s.len()
+                } else {
+                    s.chars().count()
+                };
+                Ok(Some(Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX))))
+            }
+            other => Err(QueryError::loc(
+                if name == "$strLenBytes" { 34473 } else { 34471 },
+                format!("{name} requires a string argument, found: {}", tname(other)),
+            )),
+        },
+        "$strcasecmp" => {
+            let x = string_like(name, a0)?.to_lowercase();
+            let y = string_like(name, a1)?.to_lowercase();
+            Ok(Some(Bson::Int32(x.cmp(&y) as i32)))
+        }
+        "$split" => split(a0, a1),
+        _ => super::convert::eval_more(name, &args),
+    }
+}
+
+fn add(args: &[Option<Bson>]) -> R {
+    let mut total = Num::I32(0);
+    let mut date: Option<i64> = None;
+    for a in args {
+        if is_nullish(a) {
+            return Ok(Some(Bson::Null));
+        }
+        match a {
+            Some(Bson::DateTime(d)) => {
+                if date.is_some() {
+                    return Err(QueryError::loc(
+                        16612,
+                        "only one date allowed in an $add expression",
+                    ));
+                }
+                date = Some(d.timestamp_millis());
+            }
+            other => match num_of(other) {
+                Some(n) => total = total.plus(n),
+                None => {
+                    return Err(QueryError::loc(
+                        16554,
+                        format!(
+                            "$add only supports numeric or date types, not {}",
+                            tname(other)
+                        ),
+                    ))
+                }
+            },
+        }
+    }
+    match date {
+        Some(ms) => {
+            let delta = match total {
+                Num::I32(i) => i64::from(i),
+                Num::I64(i) => i,
+                other => other.as_f64().round() as i64,
+            };
+            Ok(Some(Bson::DateTime(bson::DateTime::from_millis(
+                ms.wrapping_add(delta),
+            ))))
+        }
+        None => Ok(Some(total.to_bson())),
+    }
+}
+
+fn subtract(a: &Option<Bson>, b: &Option<Bson>) -> R {
+    if is_nullish(a) || is_nullish(b) {
+        return Ok(Some(Bson::Null));
+    }
+    match (a, b) {
+        (Some(Bson::DateTime(x)), Some(Bson::DateTime(y))) => Ok(Some(Bson::Int64(
+            x.timestamp_millis().wrapping_sub(y.timestamp_millis()),
+        ))),
+        (Some(Bson::DateTime(x)), other) if num_of(other).is_some() => {
+            let n = num_of(other)
+                .map(|n| n.as_f64().round() as i64)
+                .unwrap_or(0);
+            Ok(Some(Bson::DateTime(bson::DateTime::from_millis(
+                x.timestamp_millis().wrapping_sub(n),
+            ))))
+        }
+        _ => match (num_of(a), num_of(b)) {
+            (Some(x), Some(y)) => Ok(Some(x.minus(y).to_bson())),
+            _ => Err(QueryError::loc(
+                16556,
+                format!("can't $subtract {} from {}", tname(b), tname(a)),
+            )),
+        },
+    }
+}
+
+fn multiply(args: &[Option<Bson>]) -> R {
+    let mut total = Num::I32(1);
+    for a in args {
+        if is_nullish(a) {
+            return Ok(Some(Bson::Null));
+        }
+        match num_of(a) {
+            Some(n) => total = total.times(n),
+            None => {
+                return Err(QueryError::loc(
+                    16555,
+                    format!("$multiply only supports numeric types, not {}", tname(a)),
+                ))
+            }
+        }
+    }
+    Ok(Some(total.to_bson()))
+}
+
+fn divide(a: &Option<Bson>, b: &Option<Bson>) -> R {
+    if is_nullish(a) || is_nullish(b) {
+        return Ok(Some(Bson::Null));
+    }
+    match (num_of(a), num_of(b)) {
+        (Some(x), Some(y)) => {
+            if y.is_zero() {
+                return Err(QueryError::bad("can't $divide by zero"));
+            }
+            let r = x.as_f64() / y.as_f64();
+            Ok(Some(
+                if matches!(x, Num::Dec(_)) || matches!(y, Num::Dec(_)) {
+                    Num::Dec(r).to_bson()
+                } else {
+                    Bson::Double(r)
+                },
+            ))
+        }
+        _ => Err(QueryError::loc(
+            16609,
+            format!(
+                "$divide only supports numeric types, not {} and {}",
+                tname(a),
+                tname(b)
+            ),
+        )),
+    }
+}
+
+fn modulo(a: &Option<Bson>, b: &Option<Bson>) -> R {
+    if is_nullish(a) || is_nullish(b) {
+        return Ok(Some(Bson::Null));
+    }
+    match (num_of(a), num_of(b)) {
+        (Some(x), Some(y)) => {
+            if y.is_zero() {
+                return Err(QueryError::loc(16610, "can't $mod by zero"));
+            }
+            let r = x.checked_arith(y, i64::checked_rem, |p, q| p % q);
+            Ok(Some(r.unwrap_or(Num::I64(0)).to_bson()))
+        }
+        _ => Err(QueryError::loc(
+            16611,
+            format!(
+                "$mod only supports numeric types, not {} and {}",
+                tname(a),
+                tname(b)
+            ),
+        )),
+    }
+}
+
+fn unary_math(name: &str, a: &Option<Bson>) -> R {
+    if is_nullish(a) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(n) = num_of(a) else {
+        return Err(QueryError::loc(
+            28765,
+            format!("{name} only supports numeric types, not {}", tname(a)),
+        ));
+    };
+    let f = n.as_f64();
+    let float = |v: f64| -> Num {
+        if matches!(n, Num::Dec(_)) {
+            Num::Dec(v)
+        } else {
+            Num::F64(v)
+        }
+    };
+    let out = match name {
+        "$abs" => match n {
+            Num::I32(i) => i
+                .checked_abs()
+                .map(Num::I32)
+                .unwrap_or(Num::I64(-i64::from(i))),
+            Num::I64(i) => match i.checked_abs() {
+                Some(v) => Num::I64(v),
+                None => return Err(QueryError::loc(28680, "can't take $abs of long long min")),
+            },
+            _ => float(f.abs()),
+        },
+        "$ceil" | "$floor" => match n {
+            Num::I32(_) | Num::I64(_) => n,
+            _ => float(if name == "$ceil" { f.ceil() } else { f.floor() }),
+        },
+        "$sqrt" => {
+            if f < 0.0 {
+                return Err(QueryError::loc(
+                    28714,
+                    "$sqrt's argument must be greater than or equal to 0",
+                ));
+            }
+            float(f.sqrt())
+        }
+        "$exp" => float(f.exp()),
+        _ => {
+            if f <= 0.0 {
+                let code = if name == "$ln" { 28766 } else { 28761 };
+                return Err(QueryError::loc(
+                    code,
+                    format!("{name}'s argument must be a positive number, but is {f}"),
+                ));
+            }
+            float(if name == "$ln" { f.ln() } else { f.log10() })
+        }
+    };
+    Ok(Some(out.to_bson()))
+}
+
+fn round(name: &str, a: &Option<Bson>, places: &Option<Bson>) -> R {
+    if is_nullish(a) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(n) = num_of(a) else {
+        return Err(QueryError::loc(
+            51081,
+            format!("{name} only supports numeric types, not {}", tname(a)),
+        ));
+    };
+    let p = match places {
+        None => 0,
+        Some(v) => match Num::from_bson(v).and_then(|n| n.as_exact_i64()) {
+            Some(p) if (-20..100).contains(&p) => p,
+            _ => {
+                return Err(QueryError::loc(
+                    51083,
+                    format!("{name} requires an integral 'place' argument between -20 and 100"),
+                ))
+            }
+        },
+    };
+    let apply = |f: f64| -> f64 {
+        let m = 10f64.powi(p as i32);
+        let x = f * m;
+        let r = if name == "$trunc" {
+            x.trunc()
+        } else {
+            let r = x.round();
+            if (x - x.trunc()).abs() == 0.5 {
+                2.0 * (x / 2.0).round()
+            } else {
+                r
+            }
+        };
+        r / m
+    };
+    let out = match n {
+        Num::I32(_) | Num::I64(_) if p >= 0 => n,
+        Num::I32(i) => Num::I32(apply(f64::from(i)) as i32),
+        Num::I64(i) => Num::I64(apply(i as f64) as i64),
+        Num::F64(f) => Num::F64(apply(f)),
+        Num::Dec(f) => Num::Dec(apply(f)),
+    };
+    Ok(Some(out.to_bson()))
+}
+
+fn binary_math(name: &str, a: &Option<Bson>, b: &Option<Bson>) -> R {
+    if is_nullish(a) || is_nullish(b) {
+        return Ok(Some(Bson::Null));
+    }
+    let (Some(x), Some(y)) = (num_of(a), num_of(b)) else {
+        return Err(QueryError::loc(
+            28762,
+            format!(
+                "{name} only supports numeric types, not {} and {}",
+                tname(a),
+                tname(b)
+            ),
+        ));
+    };
+    if name == "$log" {
+        if x.as_f64() <= 0.0 || y.as_f64() <= 0.0 || y.as_f64() == 1.0 {
+            return Err(QueryError::loc(
+                28758,
+                "$log's argument must be a positive number and base must be positive and not 1",
+            ));
+        }
+        return Ok(Some(Bson::Double(x.as_f64().ln() / y.as_f64().ln())));
+    }
+    if x.is_zero() && y.as_f64() < 0.0 {
+        return Err(QueryError::loc(
+            28764,
+            "$pow cannot take a base of 0 and a negative exponent",
+        ));
+    }
+    if let (Some(bi), Some(ei)) = (int_of(x), int_of(y)) {
+        if ei >= 0 {
+            let both32 = matches!(x, Num::I32(_)) && matches!(y, Num::I32(_));
+            if let Some(r) = u32::try_from(ei).ok().and_then(|e| bi.checked_pow(e)) {
+                return Ok(Some(match i32::try_from(r) {
+                    Ok(v) if both32 => Bson::Int32(v),
+                    _ => Bson::Int64(r),
+                }));
+            }
+        }
+    }
+    let r = x.as_f64().powf(y.as_f64());
+    Ok(Some(
+        if matches!(x, Num::Dec(_)) || matches!(y, Num::Dec(_)) {
+            Num::Dec(r).to_bson()
+        } else {
+            Bson::Double(r)
+        },
+    ))
+}
+
+fn int_of(n: Num) -> Option<i64> {
+    match n {
+        Num::I32(i) => Some(i64::from(i)),
+        Num::I64(i) => Some(i),
+        _ => None,
+    }
+}
+
+fn concat(args: &[Option<Bson>]) -> R {
+    let mut out = String::new();
+    for a in args {
+        match a {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+            Some(Bson::String(s)) => out.push_str(s),
+            other => {
+                return Err(QueryError::loc(
+                    16702,
+                    format!("$concat only supports strings, not {}", tname(other)),
+                ))
+            }
+        }
+    }
+    Ok(Some(Bson::String(out)))
+}
+
+/// Coerces a value to a string as `$toUpper`/`$toLower`/`$strcasecmp` do.
+fn string_like(name: &str, v: &Option<Bson>) -> Result<String, QueryError> {
+    Ok(match v {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => String::new(),
+        Some(Bson::String(s)) | Some(Bson::Symbol(s)) => s.clone(),
+        Some(Bson::DateTime(d)) => super::convert::date_to_iso(*d),
+        Some(other) if Num::from_bson(other).is_some() => super::convert::to_string_value(other),
+        Some(other) => {
+            return Err(QueryError::loc(
+                16007,
+                format!(
+                    "can't convert from BSON type {} to String in {name}",
+                    type_name(other)
+                ),
+            ))
+        }
+    })
+}
+
+fn substr(name: &str, args: &[Option<Bson>]) -> R {
+    let s = string_like(name, first(args))?;
+    let start = num_of(args.get(1).unwrap_or(&None));
+    let len = num_of(args.get(2).unwrap_or(&None));
+    let (Some(start), Some(len)) = (start, len) else {
+        return Err(QueryError::loc(
+            16034,
+            format!("{name}: starting index and length must be numeric"),
+        ));
+    };
+    let start_f = start.as_f64();
+    if start_f < 0.0 && name == "$substrCP" {
+        return Err(QueryError::loc(
+            34455,
+            "$substrCP: starting index must be non-negative",
+        ));
+    }
+    let start = if start_f < 0.0 {
+        usize::MAX
+    } else {
+        start_f as usize
+    };
+    let len_f = len.as_f64();
+    if name == "$substrCP" {
+        if len_f < 0.0 {
+            return Err(QueryError::loc(
+                34456,
+                "$substrCP: length must be a nonnegative integer.",
+            ));
+        }
+        let out: String = s.chars().skip(start).take(len_f as usize).collect();
+        return Ok(Some(Bson::String(out)));
+    }
+    if start >= s.len() {
+        return Ok(Some(Bson::String(String::new())));
+    }
+    let end = if len_f < 0.0 {
+        s.len()
+    } else {
+        start.saturating_add(len_f as usize).min(s.len())
+    };
+    if !s.is_char_boundary(start) {
+        return Err(QueryError::loc(
+            28656,
+            "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.",
+        ));
+    }
+    if !s.is_char_boundary(end) {
+        return Err(QueryError::loc(
+            28657,
+            "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.",
+        ));
+    }
+    Ok(Some(Bson::String(
+        s.get(start..end).unwrap_or("").to_string(),
+    )))
+}
+
+fn split(a: &Option<Bson>, b: &Option<Bson>) -> R {
+    if is_nullish(a) {
+        return Ok(Some(Bson::Null));
+    }
+    match (a, b) {
+        (Some(Bson::String(s)), Some(Bson::String(sep))) => {
+            if sep.is_empty() {
+                return Err(QueryError::loc(40087, "$split requires a non-empty separator"));
+            }
+            Ok(Some(Bson::Array(s.split(sep.as_str()).map(|p| Bson::String(p.into())).collect())))
+        }
+        (Some(Bson::String(_)), _) => Err(QueryError::loc(40086, format!("$split requires a string as the second argument, found: {}", tname(b)))),
+        _ => Err(QueryError::loc(40085, format!("$split requires an expression that evaluates to a string as a first argument, found: {}", tname(a)))),
+    }
+}
+
+/// Merges documents left to right (`$mergeObjects`).
+pub(super) fn merge_objects(args: &[Option<Bson>]) -> R {
+    let mut out = Document::new();
+    for a in args {
+        match a {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => {}
+            Some(Bson::Document(d)) => {
+                for (k, v) in d {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            other => {
+                return Err(QueryError::loc(
+                    40400,
+                    format!(
+                        "$mergeObjects requires object inputs, but input {} is of type {}",
+                        other.as_ref().map(crate::error::render).unwrap_or_default(),
+                        tname(other)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(Some(Bson::Document(out)))
+}

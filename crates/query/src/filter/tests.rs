@@ -1,0 +1,240 @@
+use super::*;
+use bson::{doc, Regex};
+
+fn m(filter: Document, d: Document) -> bool {
+    Filter::parse(&filter).unwrap().matches(&d)
+}
+
+fn err(filter: Document) -> QueryError {
+    Filter::parse(&filter).unwrap_err()
+}
+
+#[test]
+fn equality_matches_scalars_and_array_elements_and_whole_arrays() {
+    assert!(m(doc! {"a": 1}, doc! {"a": 1.0}));
+    assert!(m(doc! {"a": 1}, doc! {"a": [3, 1]}));
+    assert!(m(doc! {"a": [3, 1]}, doc! {"a": [3, 1]}));
+    assert!(m(doc! {"a": [3, 1]}, doc! {"a": [[3, 1], 2]}));
+    assert!(!m(doc! {"a": [1, 3]}, doc! {"a": [3, 1]}));
+    assert!(!m(doc! {"a": 1}, doc! {"a": "1"}));
+}
+
+#[test]
+fn null_matches_missing_and_null_but_not_other_values() {
+    assert!(m(doc! {"a": null}, doc! {"b": 1}));
+    assert!(m(doc! {"a": null}, doc! {"a": null}));
+    assert!(m(doc! {"a": null}, doc! {"a": [1, null]}));
+    assert!(!m(doc! {"a": null}, doc! {"a": 0}));
+    assert!(!m(doc! {"a": {"$ne": null}}, doc! {"b": 1}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": [{"b": 1}, {"c": 1}]}));
+}
+
+#[test]
+fn comparisons_stay_within_type_bracket() {
+    assert!(m(doc! {"a": {"$gt": 5}}, doc! {"a": 6i64}));
+    assert!(!m(doc! {"a": {"$gt": 5}}, doc! {"a": "z"}));
+    assert!(m(doc! {"a": {"$lt": "b"}}, doc! {"a": "a"}));
+    assert!(!m(doc! {"a": {"$lt": "b"}}, doc! {"a": 1}));
+    assert!(m(
+        doc! {"a": {"$gte": 2, "$lte": 3}},
+        doc! {"a": [1, 5, 2.5]}
+    ));
+    assert!(m(doc! {"a": {"$gt": 2, "$lt": 3}}, doc! {"a": [1, 5]}));
+    assert!(m(doc! {"a": {"$gt": Bson::MinKey}}, doc! {"a": "x"}));
+    assert!(!m(doc! {"a": {"$gt": 1}}, doc! {"b": 2}));
+}
+
+#[test]
+fn in_and_nin_follow_equality_semantics() {
+    assert!(m(doc! {"a": {"$in": [1, 2]}}, doc! {"a": [5, 2]}));
+    assert!(m(doc! {"a": {"$in": [null]}}, doc! {}));
+    assert!(m(
+        doc! {"a": {"$in": [Regex { pattern: "^x".into(), options: String::new() }]}},
+        doc! {"a": "xy"}
+    ));
+    assert!(m(doc! {"a": {"$nin": [1, 2]}}, doc! {"a": 3}));
+    assert!(m(doc! {"a": {"$nin": [1, 2]}}, doc! {}));
+    assert!(!m(doc! {"a": {"$nin": [1, 2]}}, doc! {"a": [3, 1]}));
+    assert_eq!(err(doc! {"a": {"$in": 1}}).code(), 2);
+}
+
+#[test]
+fn ne_is_negation_of_eq_over_arrays() {
+    assert!(!m(doc! {"a": {"$ne": 1}}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a": {"$ne": 1}}, doc! {"a": [3, 2]}));
+    assert!(m(doc! {"a": {"$ne": 1}}, doc! {}));
+}
+
+#[test]
+fn logical_operators_combine_clauses() {
+    let d = doc! {"a": 1, "b": 2};
+    assert!(m(doc! {"$or": [{"a": 2}, {"b": 2}]}, d.clone()));
+    assert!(!m(doc! {"$and": [{"a": 1}, {"b": 3}]}, d.clone()));
+    assert!(m(doc! {"$nor": [{"a": 2}, {"b": 3}]}, d.clone()));
+    assert!(m(doc! {"a": {"$not": {"$gt": 5}}}, d.clone()));
+    assert!(m(doc! {"c": {"$not": {"$gt": 5}}}, d));
+    assert_eq!(err(doc! {"$or": []}).code(), 2);
+    assert_eq!(err(doc! {"$and": [1]}).code(), 2);
+    assert_eq!(err(doc! {"a": {"$not": 1}}).code(), 2);
+}
+
+#[test]
+fn unknown_operators_report_mongodb_messages() {
+    let e = err(doc! {"$foo": 1});
+    assert_eq!(
+        (e.code(), e.to_string()),
+        (2, "unknown top level operator: $foo".to_string())
+    );
+    let e = err(doc! {"a": {"$foo": 1}});
+    assert_eq!(
+        (e.code(), e.to_string()),
+        (2, "unknown operator: $foo".to_string())
+    );
+    assert_eq!(err(doc! {"$where": "1"}).code(), 2);
+    assert!(m(doc! {"$comment": "hi", "a": 1}, doc! {"a": 1}));
+}
+
+#[test]
+fn exists_checks_presence_including_null() {
+    assert!(m(doc! {"a": {"$exists": true}}, doc! {"a": null}));
+    assert!(!m(doc! {"a": {"$exists": true}}, doc! {}));
+    assert!(m(doc! {"a": {"$exists": 0}}, doc! {}));
+    assert!(m(
+        doc! {"a.b": {"$exists": true}},
+        doc! {"a": [{"c": 1}, {"b": 2}]}
+    ));
+}
+
+#[test]
+fn type_matches_names_codes_number_alias_and_arrays() {
+    assert!(m(doc! {"a": {"$type": "string"}}, doc! {"a": "x"}));
+    assert!(m(doc! {"a": {"$type": 16}}, doc! {"a": 1}));
+    assert!(!m(doc! {"a": {"$type": "long"}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$type": "number"}}, doc! {"a": 1.5}));
+    assert!(m(
+        doc! {"a": {"$type": ["string", "bool"]}},
+        doc! {"a": true}
+    ));
+    assert!(m(doc! {"a": {"$type": "array"}}, doc! {"a": []}));
+    assert!(m(doc! {"a": {"$type": "int"}}, doc! {"a": ["x", 1]}));
+    assert!(m(doc! {"a": {"$type": "null"}}, doc! {"a": null}));
+    assert!(!m(doc! {"a": {"$type": "null"}}, doc! {}));
+    assert_eq!(err(doc! {"a": {"$type": "nope"}}).code(), 2);
+}
+
+#[test]
+fn regex_matches_strings_with_options() {
+    assert!(m(
+        doc! {"a": {"$regex": "^ab", "$options": "i"}},
+        doc! {"a": "ABC"}
+    ));
+    assert!(m(
+        doc! {"a": Regex { pattern: "b$".into(), options: String::new() }},
+        doc! {"a": ["x", "ab"]}
+    ));
+    assert!(!m(doc! {"a": {"$regex": "^ab"}}, doc! {"a": 1}));
+    assert!(m(
+        doc! {"a": {"$not": Regex { pattern: "^a".into(), options: String::new() }}},
+        doc! {"a": "b"}
+    ));
+    assert_eq!(err(doc! {"a": {"$options": "i"}}).code(), 2);
+}
+
+#[test]
+fn elem_match_object_and_value_forms() {
+    let d = doc! {"a": [{"b": 1, "c": 2}, {"b": 2, "c": 1}]};
+    assert!(m(doc! {"a": {"$elemMatch": {"b": 1, "c": 2}}}, d.clone()));
+    assert!(!m(doc! {"a": {"$elemMatch": {"b": 1, "c": 1}}}, d.clone()));
+    assert!(m(doc! {"a.b": 1, "a.c": 1}, d));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$gt": 2, "$lt": 4}}},
+        doc! {"a": [1, 3]}
+    ));
+    assert!(!m(
+        doc! {"a": {"$elemMatch": {"$gt": 2, "$lt": 3}}},
+        doc! {"a": [1, 5]}
+    ));
+    assert!(!m(doc! {"a": {"$elemMatch": {"$gt": 0}}}, doc! {"a": 5}));
+}
+
+#[test]
+fn size_all_and_mod() {
+    assert!(m(doc! {"a": {"$size": 2}}, doc! {"a": [1, [2, 3]]}));
+    assert!(!m(doc! {"a": {"$size": 1}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$all": [1, 3]}}, doc! {"a": [3, 2, 1]}));
+    assert!(!m(doc! {"a": {"$all": [1, 4]}}, doc! {"a": [3, 2, 1]}));
+    assert!(!m(doc! {"a": {"$all": []}}, doc! {"a": [1]}));
+    assert!(m(
+        doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}]}},
+        doc! {"a": [{"b": 1}]}
+    ));
+    assert!(m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": 9}));
+    assert!(m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": 9.7}));
+    assert!(!m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": 8}));
+    assert_eq!(err(doc! {"a": {"$mod": [0, 1]}}).code(), 2);
+    assert_eq!(err(doc! {"a": {"$mod": [1]}}).code(), 2);
+    assert_eq!(err(doc! {"a": {"$size": -1}}).code(), 2);
+}
+
+#[test]
+fn dotted_paths_traverse_documents_arrays_and_indexes() {
+    assert!(m(doc! {"a.b": 2}, doc! {"a": [{"b": 1}, {"b": 2}]}));
+    assert!(m(doc! {"a.b.c": 1}, doc! {"a": {"b": {"c": 1}}}));
+    assert!(m(doc! {"a.1": 5}, doc! {"a": [4, 5]}));
+    assert!(m(doc! {"a.0.b": 1}, doc! {"a": [{"b": 1}]}));
+    assert!(!m(doc! {"a.b": 1}, doc! {"a": [[{"b": 1}]]}));
+}
+
+#[test]
+fn embedded_document_equality_is_exact_and_ordered() {
+    assert!(m(
+        doc! {"a": {"x": 1, "y": 2}},
+        doc! {"a": {"x": 1, "y": 2}}
+    ));
+    assert!(!m(
+        doc! {"a": {"x": 1, "y": 2}},
+        doc! {"a": {"y": 2, "x": 1}}
+    ));
+    assert!(!m(doc! {"a": {"x": 1}}, doc! {"a": {"x": 1, "y": 2}}));
+}
+
+#[test]
+fn expr_compares_fields_of_the_same_document() {
+    assert!(m(
+        doc! {"$expr": {"$gt": ["$a", "$b"]}},
+        doc! {"a": 3, "b": 2}
+    ));
+    assert!(!m(
+        doc! {"$expr": {"$gt": ["$a", "$b"]}},
+        doc! {"a": 1, "b": 2}
+    ));
+}
+
+#[test]
+fn id_equality_finds_pinned_ids() {
+    let f = |d: Document| Filter::parse(&d).unwrap().id_equality();
+    assert_eq!(f(doc! {"_id": 5}), Some(Bson::Int32(5)));
+    assert_eq!(f(doc! {"_id": {"$eq": "x"}, "a": 1}), Some(Bson::from("x")));
+    assert_eq!(
+        f(doc! {"$and": [{"a": 1}, {"_id": 7}]}),
+        Some(Bson::Int32(7))
+    );
+    assert_eq!(f(doc! {"_id": {"$gt": 5}}), None);
+    assert_eq!(f(doc! {"$or": [{"_id": 1}]}), None);
+    assert_eq!(Filter::match_all().id_equality(), None);
+}
+
+#[test]
+fn equality_seed_collects_equalities_into_nested_documents() {
+    let f = Filter::parse(&doc! {"_id": 1, "a.b": 2, "c": {"$eq": 3}, "d": {"$gt": 1}, "$and": [{"e": 4}], "f": {"$in": [5]}}).unwrap();
+    assert_eq!(
+        f.equality_seed(),
+        doc! {"_id": 1, "a": {"b": 2}, "c": 3, "e": 4, "f": 5}
+    );
+}
+
+#[test]
+fn match_all_matches_everything() {
+    assert!(Filter::match_all().matches(&doc! {"x": 1}));
+    assert!(Filter::parse(&doc! {}).unwrap().matches(&doc! {}));
+}

@@ -1,0 +1,251 @@
+//! Numeric helpers shared by comparison, update operators and expressions:
+//! exact comparison across int32/int64/double/decimal and MongoDB's type
+//! promotion rules for arithmetic (int32 -> int64 -> double on overflow).
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Decimal128};
+
+/// A numeric BSON value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Num {
+    /// Int32.
+    I32(i32),
+    /// Int64.
+    I64(i64),
+    /// Double.
+    F64(f64),
+    /// Decimal128 approximated by a double.
+    Dec(f64),
+}
+
+/// Converts a Decimal128 to its (approximate) double value.
+pub fn decimal_to_f64(d: &Decimal128) -> f64 {
+    let s = d.to_string();
+    s.parse::<f64>().unwrap_or_else(|_| {
+        let l = s.to_ascii_lowercase();
+        if l.contains("nan") {
+            f64::NAN
+        } else if l.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }
+    })
+}
+
+/// Converts a double to a Decimal128 (via its shortest decimal string).
+pub fn f64_to_decimal(f: f64) -> Bson {
+    let s = if f.is_nan() {
+        "NaN".to_string()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity" } else { "-Infinity" }.to_string()
+    } else {
+        format!("{f:?}")
+    };
+    match s.parse::<Decimal128>() {
+        Ok(d) => Bson::Decimal128(d),
+        Err(_) => Bson::Double(f),
+    }
+}
+
+fn cmp_i64_f64(i: i64, f: f64) -> Ordering {
+    if f.is_nan() {
+        return Ordering::Greater;
+    }
+    if f >= 9.223_372_036_854_776e18 {
+        return Ordering::Less;
+    }
+    if f < -9.223_372_036_854_776e18 {
+        return Ordering::Greater;
+    }
+    let fl = f.floor();
+    let fi = fl as i64;
+    match i.cmp(&fi) {
+        Ordering::Equal if f > fl => Ordering::Less,
+        o => o,
+    }
+}
+
+fn cmp_f64(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+impl Num {
+    /// Extracts a number from a BSON value.
+    pub fn from_bson(v: &Bson) -> Option<Num> {
+        match v {
+            Bson::Int32(i) => Some(Num::I32(*i)),
+            Bson::Int64(i) => Some(Num::I64(*i)),
+            Bson::Double(f) => Some(Num::F64(*f)),
+            Bson::Decimal128(d) => Some(Num::Dec(decimal_to_f64(d))),
+            _ => None,
+        }
+    }
+
+    /// Converts back to BSON.
+    pub fn to_bson(self) -> Bson {
+        match self {
+            Num::I32(i) => Bson::Int32(i),
+            Num::I64(i) => Bson::Int64(i),
+            Num::F64(f) => Bson::Double(f),
+            Num::Dec(f) => f64_to_decimal(f),
+        }
+    }
+
+    /// The value as a double.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::I32(i) => f64::from(i),
+            Num::I64(i) => i as f64,
+            Num::F64(f) | Num::Dec(f) => f,
+        }
+    }
+
+    /// The value as an i64 if it is integral (or an exactly integral double).
+    pub fn as_exact_i64(self) -> Option<i64> {
+        match self {
+            Num::I32(i) => Some(i64::from(i)),
+            Num::I64(i) => Some(i),
+            Num::F64(f) | Num::Dec(f) => {
+                if f.fract() == 0.0 && (-9.2e18..=9.2e18).contains(&f) {
+                    Some(f as i64)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// True for zero of any type.
+    pub fn is_zero(self) -> bool {
+        self.as_f64() == 0.0
+    }
+
+    /// Exact numeric comparison; NaN is lowest.
+    pub fn compare(&self, other: &Num) -> Ordering {
+        use Num::*;
+        match (*self, *other) {
+            (I32(a), I32(b)) => a.cmp(&b),
+            (I32(a), I64(b)) => i64::from(a).cmp(&b),
+            (I64(a), I32(b)) => a.cmp(&i64::from(b)),
+            (I64(a), I64(b)) => a.cmp(&b),
+            (I32(a), F64(b) | Dec(b)) => cmp_i64_f64(i64::from(a), b),
+            (I64(a), F64(b) | Dec(b)) => cmp_i64_f64(a, b),
+            (F64(a) | Dec(a), I32(b)) => cmp_i64_f64(i64::from(b), a).reverse(),
+            (F64(a) | Dec(a), I64(b)) => cmp_i64_f64(b, a).reverse(),
+            (F64(a) | Dec(a), F64(b) | Dec(b)) => cmp_f64(a, b),
+        }
+    }
+
+    fn is_dec(self) -> bool {
+        matches!(self, Num::Dec(_))
+    }
+
+    fn is_f64(self) -> bool {
+        matches!(self, Num::F64(_))
+    }
+
+    fn int_pair(self, other: Num) -> Option<(i64, i64, bool)> {
+        let as_int = |n: Num| match n {
+            Num::I32(i) => Some((i64::from(i), true)),
+            Num::I64(i) => Some((i, false)),
+            _ => None,
+        };
+        let (a, a32) = as_int(self)?;
+        let (b, b32) = as_int(other)?;
+        Some((a, b, a32 && b32))
+    }
+
+    fn float_result(self, other: Num, f: f64) -> Num {
+        if self.is_dec() || other.is_dec() {
+            Num::Dec(f)
+        } else {
+            Num::F64(f)
+        }
+    }
+
+    fn int_result(v: i64, both32: bool) -> Num {
+        match i32::try_from(v) {
+            Ok(i) if both32 => Num::I32(i),
+            _ => Num::I64(v),
+        }
+    }
+
+    /// Addition with MongoDB's promotion rules. `None` on int64 overflow
+    /// when the caller wants an error; here int64 overflow falls back to double.
+    pub fn plus(self, other: Num) -> Num {
+        self.arith(other, i64::checked_add, |a, b| a + b)
+    }
+
+    /// Subtraction with promotion.
+    pub fn minus(self, other: Num) -> Num {
+        self.arith(other, i64::checked_sub, |a, b| a - b)
+    }
+
+    /// Multiplication with promotion.
+    pub fn times(self, other: Num) -> Num {
+        self.arith(other, i64::checked_mul, |a, b| a * b)
+    }
+
+    /// Integer-preserving arithmetic; int64 overflow yields `None`.
+    pub fn checked_arith(
+        self,
+        other: Num,
+        int_op: fn(i64, i64) -> Option<i64>,
+        float_op: fn(f64, f64) -> f64,
+    ) -> Option<Num> {
+        if let Some((a, b, both32)) = self.int_pair(other) {
+            return int_op(a, b).map(|v| Num::int_result(v, both32));
+        }
+        Some(self.float_result(other, float_op(self.as_f64(), other.as_f64())))
+    }
+
+    fn arith(self, other: Num, int_op: fn(i64, i64) -> Option<i64>, f: fn(f64, f64) -> f64) -> Num {
+        match self.checked_arith(other, int_op, f) {
+            Some(n) => n,
+            None => Num::F64(f(self.as_f64(), other.as_f64())),
+        }
+    }
+
+    /// True if either operand is floating point (double or decimal).
+    pub fn any_float(self, other: Num) -> bool {
+        self.is_f64() || other.is_f64() || self.is_dec() || other.is_dec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int32_addition_overflow_promotes_to_int64() {
+        assert_eq!(
+            Num::I32(i32::MAX).plus(Num::I32(1)),
+            Num::I64(i64::from(i32::MAX) + 1)
+        );
+        assert_eq!(Num::I32(1).plus(Num::I32(2)), Num::I32(3));
+        assert_eq!(Num::I32(1).plus(Num::I64(2)), Num::I64(3));
+        assert_eq!(Num::I32(1).plus(Num::F64(0.5)), Num::F64(1.5));
+    }
+
+    #[test]
+    fn int64_overflow_is_reported_by_checked_arith() {
+        assert_eq!(
+            Num::I64(i64::MAX).checked_arith(Num::I32(1), i64::checked_add, |a, b| a + b),
+            None
+        );
+    }
+
+    #[test]
+    fn decimal_round_trips_through_strings() {
+        let d: Decimal128 = "1.25".parse().unwrap();
+        assert_eq!(decimal_to_f64(&d), 1.25);
+        assert!(matches!(f64_to_decimal(2.5), Bson::Decimal128(_)));
+    }
+}

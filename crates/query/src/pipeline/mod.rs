@@ -1,0 +1,367 @@
+//! Aggregation pipelines: stage parsing with MongoDB's error codes and
+//! in-memory execution over a vector of documents. Stages: `$match`,
+//! `$project`, `$addFields`/`$set`, `$unset`, `$sort`, `$limit`, `$skip`,
+//! `$count`, `$group`, `$unwind`, `$replaceRoot`/`$replaceWith`,
+//! `$sortByCount`.
+
+mod group;
+mod unwind;
+
+use bson::{Bson, Document};
+
+use crate::error::QueryError;
+use crate::expr::Expr;
+use crate::filter::Filter;
+use crate::projection::Projection;
+use crate::sort::SortSpec;
+pub use group::Group;
+pub use unwind::Unwind;
+
+/// A parsed pipeline.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    stages: Vec<Stage>,
+}
+
+/// One pipeline stage.
+#[derive(Debug, Clone)]
+pub enum Stage {
+    /// `$match`
+    Match(Filter),
+    /// `$project` / `$unset`
+    Project(Projection),
+    /// `$addFields` / `$set`
+    AddFields(Vec<(Vec<String>, Expr)>),
+    /// `$sort`
+    Sort(SortSpec),
+    /// `$limit`
+    Limit(u64),
+    /// `$skip`
+    Skip(u64),
+    /// `$count`
+    Count(String),
+    /// `$group`
+    Group(Group),
+    /// `$unwind`
+    Unwind(Unwind),
+    /// `$replaceRoot` / `$replaceWith`
+    ReplaceRoot(Expr),
+    /// `$sortByCount`
+    SortByCount(Group),
+}
+
+const UPDATE_STAGES: &[&str] = &[
+    "$addFields",
+    "$set",
+    "$project",
+    "$unset",
+    "$replaceRoot",
+    "$replaceWith",
+];
+
+impl Pipeline {
+    /// Parses a list of stage documents.
+    pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        Ok(Pipeline {
+            stages: stages.iter().map(parse_stage).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Parses a pipeline used as an update (only document-shaping stages).
+    pub fn parse_for_update(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        for s in stages {
+            if let Some(name) = s.keys().next() {
+                if s.len() == 1 && !UPDATE_STAGES.contains(&name.as_str()) {
+                    return Err(QueryError::InvalidOptions(format!(
+                        "{name} is not allowed to be used within an update"
+                    )));
+                }
+            }
+        }
+        Pipeline::parse(stages)
+    }
+
+    /// The parsed stages.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
+    }
+
+    /// The leading `$match` filter, if the pipeline starts with one. `run`
+    /// still applies it, so pushing it down is purely an optimisation.
+    pub fn leading_match(&self) -> Option<&Filter> {
+        match self.stages.first() {
+            Some(Stage::Match(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Runs the pipeline over `input`.
+    pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        let mut docs = input;
+        for stage in &self.stages {
+            docs = run_stage(stage, docs)?;
+        }
+        Ok(docs)
+    }
+}
+
+fn number(v: &Bson) -> Option<crate::num::Num> {
+    crate::num::Num::from_bson(v)
+}
+
+fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
+    if stage.len() != 1 {
+        return Err(QueryError::loc(
+            40323,
+            "A pipeline stage specification object must contain exactly one field.",
+        ));
+    }
+    let Some((name, arg)) = stage.iter().next() else {
+        return Err(QueryError::loc(
+            40323,
+            "A pipeline stage specification object must contain exactly one field.",
+        ));
+    };
+    Ok(match name.as_str() {
+        "$match" => match arg {
+            Bson::Document(d) => Stage::Match(Filter::parse(d)?),
+            _ => return Err(QueryError::loc(15959, "the match filter must be an expression in an object")),
+        },
+        "$project" => match arg {
+            Bson::Document(d) if d.is_empty() => {
+                return Err(QueryError::loc(51272, "Invalid $project :: caused by :: projection specification must have at least one field"))
+            }
+            Bson::Document(d) => Stage::Project(Projection::parse(d)?),
+            _ => return Err(QueryError::loc(15969, "$project specification must be an object")),
+        },
+        "$addFields" | "$set" => match arg {
+            Bson::Document(d) => {
+                if d.is_empty() {
+                    return Err(QueryError::loc(40177, format!("Invalid {name} :: caused by :: specification must have at least one field")));
+                }
+                let mut fields = Vec::new();
+                flatten_add_fields(d, &[], &mut fields)?;
+                Stage::AddFields(fields)
+            }
+            other => {
+                return Err(QueryError::loc(40272, format!("{name} specification stage must be an object, got {}", crate::compare::type_name(other))))
+            }
+        },
+        "$unset" => {
+            let names: Vec<&Bson> = match arg {
+                Bson::String(_) => vec![arg],
+                Bson::Array(items) if !items.is_empty() => items.iter().collect(),
+                _ => return Err(QueryError::loc(31002, "$unset specification must be a string or an array with at least one field")),
+            };
+            let mut spec = Document::new();
+            for n in names {
+                let Bson::String(s) = n else {
+                    return Err(QueryError::loc(31120, "$unset specification must be a string or an array containing only string values"));
+                };
+                spec.insert(s.clone(), 0);
+            }
+            Stage::Project(Projection::parse(&spec)?)
+        }
+        "$sort" => match arg {
+            Bson::Document(d) if d.is_empty() => return Err(QueryError::loc(15976, "$sort stage must have at least one sort key")),
+            Bson::Document(d) => Stage::Sort(SortSpec::parse(d)?),
+            _ => return Err(QueryError::loc(15973, "the $sort key specification must be an object")),
+        },
+        "$limit" => {
+            let n = number(arg)
+                .ok_or_else(|| QueryError::loc(15957, "the limit must be specified as a number"))?;
+            match n.as_exact_i64() {
+                Some(i) if i > 0 => Stage::Limit(i as u64),
+                Some(_) => return Err(QueryError::loc(15958, "the limit must be positive")),
+                None => return Err(QueryError::loc(15957, "the limit must be specified as a number")),
+            }
+        }
+        "$skip" => {
+            let n = number(arg)
+                .ok_or_else(|| QueryError::loc(15972, "Argument to $skip must be a number"))?;
+            match n.as_exact_i64() {
+                Some(i) if i >= 0 => Stage::Skip(i as u64),
+                Some(_) => return Err(QueryError::loc(15956, "Argument to $skip cannot be negative")),
+                None => return Err(QueryError::loc(15972, "Argument to $skip must be a number")),
+            }
+        }
+        "$count" => {
+            let Bson::String(s) = arg else {
+                return Err(QueryError::loc(40156, "the count field must be a non-empty string"));
+            };
+            if s.is_empty() {
+                return Err(QueryError::loc(40157, "the count field must be a non-empty string"));
+            }
+            if s.starts_with('$') {
+                return Err(QueryError::loc(40158, "the count field cannot be a $-prefixed path"));
+            }
+            if s.contains('.') {
+                return Err(QueryError::loc(40160, "the count field cannot contain '.'"));
+            }
+            Stage::Count(s.clone())
+        }
+        "$group" => Stage::Group(Group::parse(arg)?),
+        "$unwind" => Stage::Unwind(Unwind::parse(arg)?),
+        "$replaceRoot" => {
+            let Bson::Document(d) = arg else {
+                return Err(QueryError::loc(40228, "expected an object as specification for $replaceRoot stage"));
+            };
+            let root = d
+                .get("newRoot")
+                .ok_or_else(|| QueryError::loc(40231, "no newRoot specified for the $replaceRoot stage"))?;
+            if let Some(k) = d.keys().find(|k| *k != "newRoot") {
+                return Err(QueryError::loc(40415, format!("BSON field '$replaceRoot.{k}' is an unknown field.")));
+            }
+            Stage::ReplaceRoot(Expr::parse(root)?)
+        }
+        "$replaceWith" => Stage::ReplaceRoot(Expr::parse(arg)?),
+        "$sortByCount" => {
+            let ok = match arg {
+                Bson::String(s) => s.starts_with('$'),
+                Bson::Document(d) => d.len() == 1 && d.keys().all(|k| k.starts_with('$')),
+                _ => false,
+            };
+            if !ok {
+                return Err(QueryError::loc(40149, "the sortByCount field must be specified as a string prefixed with '$' or an expression object"));
+            }
+            let mut spec = Document::new();
+            spec.insert("_id", arg.clone());
+            spec.insert("count", bson::doc! {"$sum": 1});
+            Stage::SortByCount(Group::parse(&Bson::Document(spec))?)
+        }
+        other => {
+            return Err(QueryError::loc(40324, format!("Unrecognized pipeline stage name: '{other}'")))
+        }
+    })
+}
+
+fn flatten_add_fields(
+    d: &Document,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, Expr)>,
+) -> Result<(), QueryError> {
+    for (k, v) in d {
+        if k.starts_with('$') {
+            return Err(QueryError::loc(
+                16410,
+                format!("FieldPath field names may not start with '$'. Field: {k}"),
+            ));
+        }
+        let parts: Vec<String> = k.split('.').map(String::from).collect();
+        if parts.iter().any(String::is_empty) {
+            return Err(QueryError::loc(
+                15998,
+                "FieldPath field names may not be empty strings.",
+            ));
+        }
+        let mut path = prefix.to_vec();
+        path.extend(parts);
+        match v {
+            Bson::Document(sub)
+                if !sub.is_empty() && !sub.keys().next().is_some_and(|k| k.starts_with('$')) =>
+            {
+                flatten_add_fields(sub, &path, out)?;
+            }
+            other => out.push((path, Expr::parse(other)?)),
+        }
+    }
+    Ok(())
+}
+
+fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+    Ok(match stage {
+        Stage::Match(f) => docs.into_iter().filter(|d| f.matches(d)).collect(),
+        Stage::Project(p) => docs
+            .iter()
+            .map(|d| p.try_apply(d))
+            .collect::<Result<_, _>>()?,
+        Stage::AddFields(fields) => {
+            let mut out = Vec::with_capacity(docs.len());
+            for doc in docs {
+                let mut values = Vec::with_capacity(fields.len());
+                for (_, e) in fields {
+                    values.push(e.eval_optional(&doc)?);
+                }
+                let mut new = doc;
+                for ((path, _), v) in fields.iter().zip(values) {
+                    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+                    match v {
+                        Some(v) => crate::path::set_doc_path(&mut new, &parts, v),
+                        None => remove_doc_path(&mut new, &parts),
+                    }
+                }
+                out.push(new);
+            }
+            out
+        }
+        Stage::Sort(spec) => {
+            let mut docs = docs;
+            spec.sort(&mut docs);
+            docs
+        }
+        Stage::Limit(n) => docs
+            .into_iter()
+            .take(usize::try_from(*n).unwrap_or(usize::MAX))
+            .collect(),
+        Stage::Skip(n) => docs
+            .into_iter()
+            .skip(usize::try_from(*n).unwrap_or(usize::MAX))
+            .collect(),
+        Stage::Count(name) => {
+            if docs.is_empty() {
+                Vec::new()
+            } else {
+                let n = i32::try_from(docs.len())
+                    .map(Bson::Int32)
+                    .unwrap_or(Bson::Int64(docs.len() as i64));
+                let mut d = Document::new();
+                d.insert(name.clone(), n);
+                vec![d]
+            }
+        }
+        Stage::Group(g) => g.run(docs)?,
+        Stage::SortByCount(g) => {
+            let mut out = g.run(docs)?;
+            let spec = SortSpec::parse(&bson::doc! {"count": -1})?;
+            spec.sort(&mut out);
+            out
+        }
+        Stage::Unwind(u) => u.run(docs),
+        Stage::ReplaceRoot(e) => {
+            let mut out = Vec::with_capacity(docs.len());
+            for d in &docs {
+                match e.eval_optional(d)? {
+                    Some(Bson::Document(nd)) => out.push(nd),
+                    other => {
+                        let (shown, ty) = match &other {
+                            Some(v) => (crate::error::render(v), crate::compare::type_name(v)),
+                            None => ("MISSING".to_string(), "missing"),
+                        };
+                        return Err(QueryError::loc(
+                            40228,
+                            format!("'newRoot' expression must evaluate to an object, but resulting value was: {shown}. Type of resulting value: '{ty}'. Input document: {}", crate::error::render_doc(d)),
+                        ));
+                    }
+                }
+            }
+            out
+        }
+    })
+}
+
+fn remove_doc_path(doc: &mut Document, parts: &[&str]) {
+    match parts.split_first() {
+        Some((first, [])) => {
+            doc.remove(*first);
+        }
+        Some((first, rest)) => {
+            if let Some(Bson::Document(sub)) = doc.get_mut(*first) {
+                remove_doc_path(sub, rest);
+            }
+        }
+        None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,400 @@
+//! Update specifications: replacement documents, operator updates (`$set`,
+//! `$inc`, `$push`, ...) and pipeline-style updates. Operator updates are
+//! validated at parse time (unknown modifiers, conflicting paths) and applied
+//! in path order, as MongoDB does, to a copy of the document; `_id` is
+//! immutable.
+
+mod array_ops;
+pub mod paths;
+
+use bson::{Bson, Document};
+
+use crate::compare::{compare_values, type_name, values_equal};
+use crate::error::{render, render_id, QueryError};
+use crate::num::Num;
+use crate::pipeline::Pipeline;
+pub use array_ops::{PullCond, PushSpec};
+
+/// A parsed update.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// Replace the whole document (keeping `_id`).
+    Replacement(Document),
+    /// Field update operators, sorted by path.
+    Operators(Vec<FieldOp>),
+    /// An aggregation-pipeline update.
+    Pipeline(Pipeline),
+}
+
+/// One operator applied to one path.
+#[derive(Debug, Clone)]
+pub struct FieldOp {
+    /// Path components.
+    pub path: Vec<String>,
+    /// The operation.
+    pub op: Op,
+}
+
+/// An update operation.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// `$set`
+    Set(Bson),
+    /// `$setOnInsert`
+    SetOnInsert(Bson),
+    /// `$unset`
+    Unset,
+    /// `$inc`
+    Inc(Num),
+    /// `$mul`
+    Mul(Num),
+    /// `$min`
+    Min(Bson),
+    /// `$max`
+    Max(Bson),
+    /// `$rename` to the given path.
+    Rename(Vec<String>),
+    /// `$currentDate` (true = timestamp).
+    CurrentDate(bool),
+    /// `$push`
+    Push(PushSpec),
+    /// `$addToSet`
+    AddToSet(Vec<Bson>),
+    /// `$pull`
+    Pull(PullCond),
+    /// `$pullAll`
+    PullAll(Vec<Bson>),
+    /// `$pop` (true = remove first).
+    Pop(bool),
+}
+
+const MODIFIERS: &[&str] = &[
+    "$set",
+    "$setOnInsert",
+    "$unset",
+    "$inc",
+    "$mul",
+    "$min",
+    "$max",
+    "$rename",
+    "$currentDate",
+    "$push",
+    "$addToSet",
+    "$pull",
+    "$pullAll",
+    "$pop",
+];
+
+impl Update {
+    /// Parses an update document (operator update or replacement).
+    pub fn parse(spec: &Document) -> Result<Update, QueryError> {
+        let is_ops = spec.keys().next().is_some_and(|k| k.starts_with('$'));
+        if !is_ops {
+            if let Some(k) = spec.keys().find(|k| k.starts_with('$')) {
+                return Err(QueryError::DollarPrefixedFieldName(format!(
+                    "The dollar ($) prefixed field '{k}' in '{k}' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith."
+                )));
+            }
+            return Ok(Update::Replacement(spec.clone()));
+        }
+        let mut ops = Vec::new();
+        for (name, arg) in spec {
+            if !MODIFIERS.contains(&name.as_str()) {
+                return Err(QueryError::FailedToParse(format!(
+                    "Unknown modifier: {name}. Expected a valid update modifier or pipeline-style update specified as an array"
+                )));
+            }
+            let Bson::Document(fields) = arg else {
+                return Err(QueryError::FailedToParse(format!(
+                    "Modifiers operate on fields but we found type {} instead. For example: {{$mod: {{<field>: ...}}}} not {{{name}: {}}}",
+                    type_name(arg),
+                    render(arg)
+                )));
+            };
+            for (path, value) in fields {
+                ops.push(FieldOp {
+                    path: paths::parse_update_path(path)?,
+                    op: parse_op(name, path, value)?,
+                });
+            }
+        }
+        check_conflicts(&ops)?;
+        ops.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Update::Operators(ops))
+    }
+
+    /// Parses a pipeline-style update (`[{$set: ...}, {$unset: ...}]`).
+    pub fn parse_pipeline(stages: &[Document]) -> Result<Update, QueryError> {
+        Ok(Update::Pipeline(Pipeline::parse_for_update(stages)?))
+    }
+
+    /// Applies the update to `doc`. Returns whether the document changed.
+    pub fn apply(&self, doc: &mut Document, is_upsert_insert: bool) -> Result<bool, QueryError> {
+        let mut new = match self {
+            Update::Replacement(r) => replacement(doc, r)?,
+            Update::Operators(ops) => {
+                let mut new = doc.clone();
+                for op in ops {
+                    apply_op(&mut new, op, is_upsert_insert)?;
+                }
+                new
+            }
+            Update::Pipeline(p) => {
+                let mut out = p.run(vec![doc.clone()])?;
+                if out.len() != 1 {
+                    return Err(QueryError::bad(
+                        "pipeline update must produce exactly one document",
+                    ));
+                }
+                out.remove(0)
+            }
+        };
+        check_id(doc, &mut new)?;
+        let changed = !doc.iter().eq(new.iter());
+        *doc = new;
+        Ok(changed)
+    }
+}
+
+fn check_id(old: &Document, new: &mut Document) -> Result<(), QueryError> {
+    let Some(old_id) = old.get("_id") else {
+        return Ok(());
+    };
+    match new.get("_id") {
+        Some(id) if id == old_id => Ok(()),
+        Some(id) if values_equal(id, old_id) && !matches!(id, Bson::Document(_) | Bson::Array(_)) => {
+            new.insert("_id", old_id.clone());
+            Ok(())
+        }
+        Some(id) => Err(QueryError::ImmutableField(format!(
+            "Performing an update on the path '_id' would modify the immutable field '_id'; after applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
+            render(id)
+        ))),
+        None => Err(QueryError::ImmutableField(
+            "Performing an update on the path '_id' would modify the immutable field '_id'".into(),
+        )),
+    }
+}
+
+fn replacement(old: &Document, repl: &Document) -> Result<Document, QueryError> {
+    let mut new = Document::new();
+    match (old.get("_id"), repl.get("_id")) {
+        (Some(id), Some(rid)) if !values_equal(id, rid) => {
+            return Err(QueryError::ImmutableField(format!(
+                "After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
+                render(rid)
+            )))
+        }
+        (Some(id), _) => {
+            new.insert("_id", id.clone());
+        }
+        (None, Some(rid)) => {
+            new.insert("_id", rid.clone());
+        }
+        (None, None) => {}
+    }
+    for (k, v) in repl {
+        if k != "_id" {
+            new.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(new)
+}
+
+fn check_conflicts(ops: &[FieldOp]) -> Result<(), QueryError> {
+    let mut all: Vec<&[String]> = Vec::new();
+    for op in ops {
+        all.push(&op.path);
+        if let Op::Rename(to) = &op.op {
+            all.push(to);
+        }
+    }
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[..i] {
+            let n = a.len().min(b.len());
+            if a[..n] == b[..n] {
+                return Err(QueryError::ConflictingUpdateOperators(format!(
+                    "Updating the path '{}' would create a conflict at '{}'",
+                    a.join("."),
+                    a[..n].join(".")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn number_arg(op: &str, path: &str, v: &Bson) -> Result<Num, QueryError> {
+    Num::from_bson(v).ok_or_else(|| {
+        let verb = if op == "$inc" {
+            "increment"
+        } else {
+            "multiply"
+        };
+        QueryError::TypeMismatch(format!(
+            "Cannot {verb} with non-numeric argument: {{{path}: {}}}",
+            render(v)
+        ))
+    })
+}
+
+fn parse_op(name: &str, path: &str, v: &Bson) -> Result<Op, QueryError> {
+    Ok(match name {
+        "$set" => Op::Set(v.clone()),
+        "$setOnInsert" => Op::SetOnInsert(v.clone()),
+        "$unset" => Op::Unset,
+        "$inc" => Op::Inc(number_arg(name, path, v)?),
+        "$mul" => Op::Mul(number_arg(name, path, v)?),
+        "$min" => Op::Min(v.clone()),
+        "$max" => Op::Max(v.clone()),
+        "$rename" => {
+            let Bson::String(to) = v else {
+                return Err(QueryError::bad(format!(
+                    "The 'to' field for $rename must be a string: {path}: {}",
+                    render(v)
+                )));
+            };
+            if to == path {
+                return Err(QueryError::bad(format!(
+                    "The source and target field for $rename must differ: {path}: \"{to}\""
+                )));
+            }
+            Op::Rename(paths::parse_update_path(to)?)
+        }
+        "$currentDate" => match v {
+            Bson::Boolean(_) => Op::CurrentDate(false),
+            Bson::Document(d) => match d.get("$type") {
+                Some(Bson::String(t)) if t == "date" && d.len() == 1 => Op::CurrentDate(false),
+                Some(Bson::String(t)) if t == "timestamp" && d.len() == 1 => Op::CurrentDate(true),
+                _ => {
+                    return Err(QueryError::bad(
+                        "The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}",
+                    ))
+                }
+            },
+            other => {
+                return Err(QueryError::bad(format!(
+                    "{} is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({{$type: 'timestamp/date'}}).",
+                    type_name(other)
+                )))
+            }
+        },
+        "$push" => Op::Push(PushSpec::parse(v)?),
+        "$addToSet" => Op::AddToSet(array_ops::parse_add_to_set(v)?),
+        "$pull" => Op::Pull(PullCond::parse(v)?),
+        "$pullAll" => match v {
+            Bson::Array(items) => Op::PullAll(items.clone()),
+            other => {
+                return Err(QueryError::bad(format!(
+                    "$pullAll requires an array argument but was given a {}",
+                    type_name(other)
+                )))
+            }
+        },
+        _ => {
+            let n = Num::from_bson(v).map(|n| n.as_f64());
+            match n {
+                Some(1.0) => Op::Pop(false),
+                Some(-1.0) => Op::Pop(true),
+                _ => return Err(QueryError::bad(format!("$pop expects 1 or -1, found: {}", render(v)))),
+            }
+        }
+    })
+}
+
+fn apply_op(doc: &mut Document, fop: &FieldOp, is_insert: bool) -> Result<(), QueryError> {
+    let path = &fop.path;
+    let field = path.last().map(String::as_str).unwrap_or("");
+    match &fop.op {
+        Op::Set(v) => paths::set(doc, path, v.clone()),
+        Op::SetOnInsert(v) => {
+            if is_insert {
+                paths::set(doc, path, v.clone())?;
+            }
+            Ok(())
+        }
+        Op::Unset => {
+            paths::unset(doc, path);
+            Ok(())
+        }
+        Op::Inc(n) | Op::Mul(n) => {
+            let is_inc = matches!(fop.op, Op::Inc(_));
+            let name = if is_inc { "$inc" } else { "$mul" };
+            let new = match paths::get(doc, path) {
+                None => {
+                    if is_inc {
+                        *n
+                    } else {
+                        n.times(Num::I32(0))
+                    }
+                }
+                Some(cur) => {
+                    let Some(c) = Num::from_bson(cur) else {
+                        return Err(QueryError::TypeMismatch(format!(
+                            "Cannot apply {name} to a value of non-numeric type. {} has the field '{field}' of non-numeric type {}",
+                            render_id(doc),
+                            type_name(cur)
+                        )));
+                    };
+                    let r = if is_inc {
+                        c.checked_arith(*n, i64::checked_add, |a, b| a + b)
+                    } else {
+                        c.checked_arith(*n, i64::checked_mul, |a, b| a * b)
+                    };
+                    r.ok_or_else(|| {
+                        QueryError::bad(format!(
+                            "Failed to apply {name} operations to current value ({}) for document {}",
+                            render(cur),
+                            render_id(doc)
+                        ))
+                    })?
+                }
+            };
+            paths::set(doc, path, new.to_bson())
+        }
+        Op::Min(v) | Op::Max(v) => {
+            let want = if matches!(fop.op, Op::Min(_)) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            };
+            match paths::get(doc, path) {
+                Some(cur) if compare_values(v, cur) != want => Ok(()),
+                _ => paths::set(doc, path, v.clone()),
+            }
+        }
+        Op::Rename(to) => {
+            if paths::crosses_array(doc, path) || paths::crosses_array(doc, to) {
+                return Err(QueryError::bad(format!(
+                    "The source field cannot be an array element, '{}' in doc with {} has an array field",
+                    path.join("."),
+                    render_id(doc)
+                )));
+            }
+            let Some(v) = paths::get(doc, path).cloned() else {
+                return Ok(());
+            };
+            paths::unset(doc, path);
+            paths::set(doc, to, v)
+        }
+        Op::CurrentDate(ts) => {
+            let now = bson::DateTime::now();
+            let v = if *ts {
+                let ms = now.timestamp_millis();
+                Bson::Timestamp(bson::Timestamp {
+                    time: u32::try_from(ms / 1000).unwrap_or(0),
+                    increment: 1,
+                })
+            } else {
+                Bson::DateTime(now)
+            };
+            paths::set(doc, path, v)
+        }
+        Op::Push(_) | Op::AddToSet(_) | Op::Pull(_) | Op::PullAll(_) | Op::Pop(_) => {
+            array_ops::apply(doc, path, &fop.op)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,976 @@
+//! One bucket: the measurements of one series (meta value) within one time
+//! window, its control min/max summary, MongoDB's v1 bucket document and this
+//! crate's compressed physical format.
+//!
+//! # Bucket format
+//!
+//! A closed bucket is stored as one value with this layout (all integers
+//! little-endian):
+//!
+//! ```text
+//! offset  size  field
+//! 0       1     format version, currently 1
+//! 1       4     u32 measurement count N (at most 1,048,576 when decoding)
+//! 5       H     header: one BSON document (its first 4 bytes are its own
+//!               length H) {_id: ObjectId,
+//!                          control: {version: 1, min: {...}, max: {...}},
+//!                          meta: <normalized meta>   (absent = no meta),
+//!                          timeField: string, metaField: string (if any)}
+//! 5+H     4     u32 column count C
+//! ...           C directory entries, in the bucket's data-field order:
+//!                 u16 name length L, L bytes UTF-8 field name,
+//!                 u32 offset of the column (from the start of the column area),
+//!                 u32 length of the column in bytes
+//! ...           column area: the columns back to back, each encoded by
+//!               `column::encode_column` over N slots (tag byte, flags
+//!               byte, optional presence bitmap, codec payload)
+//! ```
+//!
+//! Columns cover every data field, including `_id` and the time field, but
+//! not the meta field (its value is the header's `meta`). Any one column can
+//! be decoded without touching the others. Measurements keep insertion order.
+//!
+//! # Control min/max
+//!
+//! `control.min`/`control.max` hold, per top-level data field, the smallest and
+//! largest value under MongoDB's comparison order (`hourglass_query::compare`).
+//! Approximation of MongoDB's field-wise rule: when both the summary and the
+//! new value are objects the summary is merged field by field (recursively),
+//! when both are arrays element by element (index i with index i, extra
+//! elements appended); otherwise the whole values are compared.
+//! `control.min.<timeField>` is the bucket's rounded minimum time;
+//! `control.max.<timeField>` the actual largest time.
+//!
+//! # Size
+//!
+//! `size_bytes` = BSON size of the meta value (as `{"": meta}`) plus the BSON
+//! size of every measurement without its meta field.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::ops::Range;
+
+use bson::oid::ObjectId;
+use bson::{doc, Bson, DateTime, Document};
+use hourglass_query::compare::{canonical_type_rank, compare_values};
+
+use crate::column::{decode_column, encode_column};
+use crate::error::TsError;
+use crate::meta::normalize_meta;
+use crate::options::TimeseriesOptions;
+
+/// Version byte of the physical format.
+pub const FORMAT_VERSION: u8 = 1;
+/// Largest measurement count `decode_compressed` accepts.
+pub const MAX_DECODE_COUNT: usize = 1 << 20;
+
+/// Shape of one field's values, used to detect schema changes.
+#[derive(Debug, Clone, PartialEq)]
+enum SchemaNode {
+    Scalar(u8),
+    Object(HashMap<String, SchemaNode>),
+    Array(Vec<SchemaNode>),
+}
+
+impl SchemaNode {
+    fn of(v: &Bson) -> SchemaNode {
+        match v {
+            Bson::Document(d) => SchemaNode::Object(
+                d.iter()
+                    .map(|(k, v)| (k.clone(), SchemaNode::of(v)))
+                    .collect(),
+            ),
+            Bson::Array(a) => SchemaNode::Array(a.iter().map(SchemaNode::of).collect()),
+            other => SchemaNode::Scalar(canonical_type_rank(other)),
+        }
+    }
+
+    fn compatible(&self, v: &Bson) -> bool {
+        match (self, v) {
+            (SchemaNode::Object(m), Bson::Document(d)) => {
+                d.iter().all(|(k, v)| node_accepts(m.get(k), v))
+            }
+            (SchemaNode::Array(a), Bson::Array(b)) => {
+                a.iter().zip(b.iter()).all(|(n, v)| n.compatible(v))
+            }
+            (SchemaNode::Scalar(r), v) if !matches!(v, Bson::Document(_) | Bson::Array(_)) => {
+                *r == canonical_type_rank(v)
+            }
+            _ => false,
+        }
+    }
+
+    fn update(&mut self, v: &Bson) {
+        match (self, v) {
+            (SchemaNode::Object(m), Bson::Document(d)) => {
+                for (k, v) in d {
+                    match m.get_mut(k) {
+                        Some(n) => n.update(v),
+                        None => {
+                            m.insert(k.clone(), SchemaNode::of(v));
+                        }
+                    }
+                }
+            }
+            (SchemaNode::Array(a), Bson::Array(b)) => {
+                for (i, v) in b.iter().enumerate() {
+                    match a.get_mut(i) {
+                        Some(n) => n.update(v),
+                        None => a.push(SchemaNode::of(v)),
+                    }
+                }
+            }
+            (node, v) => *node = SchemaNode::of(v),
+        }
+    }
+}
+
+fn node_accepts(node: Option<&SchemaNode>, v: &Bson) -> bool {
+    match node {
+        None => true,
+        Some(n) => n.compatible(v),
+    }
+}
+
+fn merge_extreme(cur: &mut Bson, new: &Bson, want: Ordering) {
+    match (cur, new) {
+        (Bson::Document(a), Bson::Document(b)) => {
+            for (k, v) in b {
+                match a.get_mut(k) {
+                    Some(c) => merge_extreme(c, v, want),
+                    None => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (Bson::Array(a), Bson::Array(b)) => {
+            for (i, v) in b.iter().enumerate() {
+                match a.get_mut(i) {
+                    Some(c) => merge_extreme(c, v, want),
+                    None => a.push(v.clone()),
+                }
+            }
+        }
+        (cur, new) => {
+            if compare_values(new, cur) == want {
+                *cur = new.clone();
+            }
+        }
+    }
+}
+
+fn bson_size(d: &Document) -> usize {
+    let mut buf = Vec::new();
+    match d.to_writer(&mut buf) {
+        Ok(()) => buf.len(),
+        Err(_) => 0,
+    }
+}
+
+/// Process-unique 8 trailing ObjectId bytes; the first 4 carry `seconds`
+/// (clamped to the u32 range, so times before 1970 get 0).
+fn bucket_object_id(min_time_ms: i64) -> ObjectId {
+    let secs = min_time_ms.div_euclid(1000).clamp(0, i64::from(u32::MAX)) as u32;
+    let mut b = ObjectId::new().bytes();
+    b[..4].copy_from_slice(&secs.to_be_bytes());
+    ObjectId::from_bytes(b)
+}
+
+/// An open (in-memory) bucket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bucket {
+    pub id: ObjectId,
+    /// The rounded minimum time (milliseconds since the epoch).
+    pub min_time_ms: i64,
+    /// The largest measurement time seen.
+    pub max_time_ms: i64,
+    /// The normalized meta value; `None` = measurements had no meta field.
+    pub meta: Option<Bson>,
+    /// Measurements without their meta field, in insertion order.
+    pub measurements: Vec<Document>,
+    pub min: Document,
+    pub max: Document,
+    pub size_bytes: usize,
+    pub time_field: String,
+    pub meta_field: Option<String>,
+    /// Data fields in first-seen order (the bucket's `data` order).
+    fields: Vec<String>,
+    schema: HashMap<String, SchemaNode>,
+}
+
+impl Bucket {
+    /// Opens a bucket whose minimum time is `first_time_ms` rounded down.
+    pub fn new(options: &TimeseriesOptions, meta: Option<Bson>, first_time_ms: i64) -> Bucket {
+        let min_time_ms = options.round_down_time(first_time_ms);
+        Bucket::with_id(options, bucket_object_id(min_time_ms), meta, min_time_ms)
+    }
+
+    /// Rebuilds an empty bucket with a known id and (already rounded) minimum
+    /// time, e.g. when replaying persisted deltas after a restart.
+    pub fn with_id(
+        options: &TimeseriesOptions,
+        id: ObjectId,
+        meta: Option<Bson>,
+        min_time_ms: i64,
+    ) -> Bucket {
+        let meta = meta.as_ref().map(normalize_meta);
+        let size_bytes = meta
+            .as_ref()
+            .map(|m| {
+                let mut d = Document::new();
+                d.insert("", m.clone());
+                bson_size(&d)
+            })
+            .unwrap_or(0);
+        Bucket {
+            id,
+            min_time_ms,
+            max_time_ms: min_time_ms,
+            meta,
+            measurements: Vec::new(),
+            min: Document::new(),
+            max: Document::new(),
+            size_bytes,
+            time_field: options.time_field.clone(),
+            meta_field: options.meta_field.clone(),
+            fields: Vec::new(),
+            schema: HashMap::new(),
+        }
+    }
+
+    /// Number of measurements.
+    pub fn count(&self) -> usize {
+        self.measurements.len()
+    }
+
+    /// Data field names in the bucket's `data` order.
+    pub fn fields(&self) -> &[String] {
+        &self.fields
+    }
+
+    /// Removes the meta field from a measurement.
+    fn strip_meta(&self, mut m: Document) -> Document {
+        if let Some(mf) = &self.meta_field {
+            m.remove(mf);
+        }
+        m
+    }
+
+    /// Size the measurement adds to the bucket (see the module docs).
+    pub fn measurement_size(&self, m: &Document) -> usize {
+        match &self.meta_field {
+            Some(mf) if m.contains_key(mf) => {
+                let mut c = m.clone();
+                c.remove(mf);
+                bson_size(&c)
+            }
+            _ => bson_size(m),
+        }
+    }
+
+    /// False when adding `m` would change a field's type bracket or turn a
+    /// scalar into an object/array (or back): MongoDB's schema-change rule.
+    pub fn is_schema_compatible(&self, m: &Document) -> bool {
+        m.iter()
+            .filter(|(k, _)| Some(k.as_str()) != self.meta_field.as_deref())
+            .all(|(k, v)| node_accepts(self.schema.get(k), v))
+    }
+
+    /// Appends a measurement (its meta field, if any, is dropped) and updates
+    /// control min/max, the schema and the size.
+    pub fn add(&mut self, m: Document) {
+        let m = self.strip_meta(m);
+        self.size_bytes += bson_size(&m);
+        for (k, v) in &m {
+            if !self.schema.contains_key(k) {
+                self.fields.push(k.clone());
+                self.schema.insert(k.clone(), SchemaNode::of(v));
+            } else if let Some(n) = self.schema.get_mut(k) {
+                n.update(v);
+            }
+            match self.min.get_mut(k) {
+                Some(c) => merge_extreme(c, v, Ordering::Less),
+                None => {
+                    self.min.insert(k.clone(), v.clone());
+                }
+            }
+            match self.max.get_mut(k) {
+                Some(c) => merge_extreme(c, v, Ordering::Greater),
+                None => {
+                    self.max.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        if let Some(Bson::DateTime(t)) = m.get(&self.time_field) {
+            self.max_time_ms = self.max_time_ms.max(t.timestamp_millis());
+            self.min.insert(
+                self.time_field.clone(),
+                Bson::DateTime(DateTime::from_millis(self.min_time_ms)),
+            );
+        }
+        self.measurements.push(m);
+    }
+
+    fn control(&self, closed: Option<bool>) -> Document {
+        let mut c = doc! {"version": 1, "min": self.min.clone(), "max": self.max.clone()};
+        if let Some(closed) = closed {
+            c.insert("closed", closed);
+        }
+        c
+    }
+
+    /// MongoDB's v1 bucket document: `{_id, control: {version: 1, min, max,
+    /// closed?}, meta?, data: {field: {"0": v, ...}}}`; `closed: true` is
+    /// included only when `closed` is true.
+    pub fn to_document(&self, closed: bool) -> Document {
+        let mut d = doc! {"_id": self.id, "control": self.control(closed.then_some(true))};
+        if let Some(m) = &self.meta {
+            d.insert("meta", m.clone());
+        }
+        let mut data = Document::new();
+        for f in &self.fields {
+            let mut col = Document::new();
+            for (i, m) in self.measurements.iter().enumerate() {
+                if let Some(v) = m.get(f) {
+                    col.insert(i.to_string(), v.clone());
+                }
+            }
+            data.insert(f.clone(), col);
+        }
+        d.insert("data", data);
+        d
+    }
+
+    /// The compressed physical form (see "Bucket format" above).
+    pub fn encode_compressed(&self) -> Vec<u8> {
+        let mut header = doc! {"_id": self.id, "control": self.control(None)};
+        if let Some(m) = &self.meta {
+            header.insert("meta", m.clone());
+        }
+        header.insert("timeField", self.time_field.clone());
+        if let Some(mf) = &self.meta_field {
+            header.insert("metaField", mf.clone());
+        }
+        let mut out = vec![FORMAT_VERSION];
+        out.extend_from_slice(&(self.measurements.len() as u32).to_le_bytes());
+        if header.to_writer(&mut out).is_err() {
+            // Only keys with NUL bytes fail, which MongoDB's BSON cannot hold.
+            let _ = doc! {"_id": self.id}.to_writer(&mut out);
+        }
+        let columns: Vec<(&String, Vec<u8>)> = self
+            .fields
+            .iter()
+            .map(|f| {
+                let vals: Vec<Option<Bson>> = self
+                    .measurements
+                    .iter()
+                    .map(|m| m.get(f).cloned())
+                    .collect();
+                (f, encode_column(&vals))
+            })
+            .collect();
+        out.extend_from_slice(&(columns.len() as u32).to_le_bytes());
+        let mut offset = 0u32;
+        for (name, col) in &columns {
+            let name = name.as_bytes();
+            let name = &name[..name.len().min(usize::from(u16::MAX))];
+            out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            out.extend_from_slice(name);
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&(col.len() as u32).to_le_bytes());
+            offset = offset.wrapping_add(col.len() as u32);
+        }
+        for (_, col) in columns {
+            out.extend_from_slice(&col);
+        }
+        out
+    }
+}
+
+/// A stored bucket whose header and directory are parsed; columns are
+/// decoded on demand.
+#[derive(Debug, Clone)]
+pub struct DecodedBucket {
+    pub id: ObjectId,
+    pub count: usize,
+    pub min_time_ms: i64,
+    pub meta: Option<Bson>,
+    pub time_field: String,
+    pub meta_field: Option<String>,
+    control: Document,
+    directory: Vec<(String, Range<usize>)>,
+    area: Vec<u8>,
+}
+
+struct Cursor<'a> {
+    src: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], TsError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or_else(|| TsError::corrupt("length overflow"))?;
+        let s = self
+            .src
+            .get(self.pos..end)
+            .ok_or_else(|| TsError::corrupt("truncated bucket"))?;
+        self.pos = end;
+        Ok(s)
+    }
+    fn u16(&mut self) -> Result<u16, TsError> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> Result<u32, TsError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+/// Parses a compressed bucket written by [`Bucket::encode_compressed`].
+pub fn decode_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
+    let mut c = Cursor { src: bytes, pos: 0 };
+    let version = c.take(1)?[0];
+    if version != FORMAT_VERSION {
+        return Err(TsError::corrupt(format!(
+            "unknown bucket format version {version}"
+        )));
+    }
+    let count = c.u32()? as usize;
+    if count > MAX_DECODE_COUNT {
+        return Err(TsError::corrupt("measurement count too large"));
+    }
+    let header_len = {
+        let save = c.pos;
+        let b = c.take(4)?;
+        c.pos = save;
+        i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    };
+    let header_len =
+        usize::try_from(header_len).map_err(|_| TsError::corrupt("negative header length"))?;
+    let header = Document::from_reader(c.take(header_len)?)
+        .map_err(|e| TsError::corrupt(format!("header: {e}")))?;
+    let id = match header.get("_id") {
+        Some(Bson::ObjectId(o)) => *o,
+        _ => return Err(TsError::corrupt("header without ObjectId _id")),
+    };
+    let control = match header.get("control") {
+        Some(Bson::Document(d)) => d.clone(),
+        _ => return Err(TsError::corrupt("header without control")),
+    };
+    let time_field = match header.get("timeField") {
+        Some(Bson::String(s)) => s.clone(),
+        _ => return Err(TsError::corrupt("header without timeField")),
+    };
+    let meta_field = match header.get("metaField") {
+        Some(Bson::String(s)) => Some(s.clone()),
+        None => None,
+        _ => return Err(TsError::corrupt("bad metaField")),
+    };
+    let min_time_ms = match control.get("min") {
+        Some(Bson::Document(min)) => match min.get(&time_field) {
+            Some(Bson::DateTime(t)) => t.timestamp_millis(),
+            None if count == 0 => 0,
+            _ => return Err(TsError::corrupt("control.min without a time")),
+        },
+        _ => return Err(TsError::corrupt("control without min")),
+    };
+    if !matches!(control.get("max"), Some(Bson::Document(_))) {
+        return Err(TsError::corrupt("control without max"));
+    }
+    let meta = header.get("meta").cloned();
+    let ncols = c.u32()? as usize;
+    let mut directory: Vec<(String, Range<usize>)> = Vec::new();
+    for _ in 0..ncols {
+        let name_len = usize::from(c.u16()?);
+        let name = std::str::from_utf8(c.take(name_len)?)
+            .map_err(|_| TsError::corrupt("column name not UTF-8"))?
+            .to_string();
+        let off = c.u32()? as usize;
+        let len = c.u32()? as usize;
+        if directory.iter().any(|(n, _)| *n == name) {
+            return Err(TsError::corrupt("duplicate column"));
+        }
+        directory.push((name, off..off + len));
+    }
+    let area = bytes.get(c.pos..).unwrap_or_default().to_vec();
+    if directory.iter().any(|(_, r)| r.end > area.len()) {
+        return Err(TsError::corrupt("column outside the bucket"));
+    }
+    Ok(DecodedBucket {
+        id,
+        count,
+        min_time_ms,
+        meta,
+        time_field,
+        meta_field,
+        control,
+        directory,
+        area,
+    })
+}
+
+/// Builds measurements in MongoDB's unpack order: time field, meta field
+/// (named as the user's metaField, when the bucket has a meta), then the
+/// other fields in `data` order. `wanted` limits the output fields.
+fn assemble(
+    count: usize,
+    time_field: &str,
+    meta_field: Option<&str>,
+    meta: Option<&Bson>,
+    columns: &[(&str, Vec<Option<Bson>>)],
+    wanted: Option<&[&str]>,
+) -> Vec<Document> {
+    let want = |f: &str| is_wanted(wanted, f);
+    let time_col = columns.iter().find(|(n, _)| *n == time_field);
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut d = Document::new();
+        if let Some((_, col)) = time_col {
+            if let Some(Some(v)) = col.get(i) {
+                d.insert(time_field, v.clone());
+            }
+        }
+        if let (Some(mf), Some(m)) = (meta_field, meta) {
+            if want(mf) {
+                d.insert(mf, m.clone());
+            }
+        }
+        for (name, col) in columns {
+            if *name == time_field {
+                continue;
+            }
+            if let Some(Some(v)) = col.get(i) {
+                d.insert(*name, v.clone());
+            }
+        }
+        out.push(d);
+    }
+    out
+}
+
+fn is_wanted(wanted: Option<&[&str]>, f: &str) -> bool {
+    match wanted {
+        None => true,
+        Some(list) => list.contains(&f),
+    }
+}
+
+impl DecodedBucket {
+    /// Decodes one column; `Ok(None)` when the bucket has no such field.
+    pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
+        match self.directory.iter().find(|(n, _)| n == field) {
+            None => Ok(None),
+            Some((_, r)) => {
+                let bytes = self
+                    .area
+                    .get(r.clone())
+                    .ok_or_else(|| TsError::corrupt("column outside the bucket"))?;
+                decode_column(bytes, self.count).map(Some)
+            }
+        }
+    }
+
+    /// Data field names in `data` order.
+    pub fn field_names(&self) -> impl Iterator<Item = &str> {
+        self.directory.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Rebuilds measurements; `fields` limits which fields are decoded and
+    /// returned (the meta field is included when its name is listed).
+    pub fn unpack(&self, fields: Option<&[&str]>) -> Result<Vec<Document>, TsError> {
+        let mut cols = Vec::new();
+        for (name, _) in &self.directory {
+            if is_wanted(fields, name) {
+                if let Some(c) = self.column(name)? {
+                    cols.push((name.as_str(), c));
+                }
+            }
+        }
+        Ok(assemble(
+            self.count,
+            &self.time_field,
+            self.meta_field.as_deref(),
+            self.meta.as_ref(),
+            &cols,
+            fields,
+        ))
+    }
+
+    /// Rebuilds an open [`Bucket`] (same id, meta and minimum time) from
+    /// this stored bucket, e.g. to rewrite it after deleting measurements.
+    pub fn to_bucket(&self) -> Result<Bucket, TsError> {
+        let mut opts = TimeseriesOptions::new(&self.time_field, self.meta_field.as_deref());
+        opts.meta_field = self.meta_field.clone();
+        let mut b = Bucket::with_id(&opts, self.id, self.meta.clone(), self.min_time_ms);
+        let mut cols = Vec::new();
+        for (name, _) in &self.directory {
+            if let Some(c) = self.column(name)? {
+                cols.push((name.as_str(), c));
+            }
+        }
+        for i in 0..self.count {
+            let mut m = Document::new();
+            for (name, col) in &cols {
+                if let Some(Some(v)) = col.get(i) {
+                    m.insert(*name, v.clone());
+                }
+            }
+            b.add(m);
+        }
+        Ok(b)
+    }
+
+    /// `{version: 1, min, max}`.
+    pub fn control_document(&self) -> &Document {
+        &self.control
+    }
+
+    /// MongoDB's v1 bucket document for this bucket.
+    pub fn to_document(&self) -> Result<Document, TsError> {
+        let mut d = doc! {"_id": self.id, "control": self.control.clone()};
+        if let Some(m) = &self.meta {
+            d.insert("meta", m.clone());
+        }
+        let mut data = Document::new();
+        for (name, _) in &self.directory {
+            let mut col = Document::new();
+            if let Some(vals) = self.column(name)? {
+                for (i, v) in vals.into_iter().enumerate() {
+                    if let Some(v) = v {
+                        col.insert(i.to_string(), v);
+                    }
+                }
+            }
+            data.insert(name.clone(), col);
+        }
+        d.insert("data", data);
+        Ok(d)
+    }
+}
+
+/// Measurements of an open bucket in MongoDB's unpack order (time field,
+/// meta field, then the other fields in `data` order).
+pub fn unpack_measurements(bucket: &Bucket, options: &TimeseriesOptions) -> Vec<Document> {
+    let cols: Vec<(&str, Vec<Option<Bson>>)> = bucket
+        .fields
+        .iter()
+        .map(|f| {
+            (
+                f.as_str(),
+                bucket
+                    .measurements
+                    .iter()
+                    .map(|m| m.get(f).cloned())
+                    .collect(),
+            )
+        })
+        .collect();
+    assemble(
+        bucket.count(),
+        &options.time_field,
+        options.meta_field.as_deref(),
+        bucket.meta.as_ref(),
+        &cols,
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::oid::ObjectId;
+
+    fn opts() -> TimeseriesOptions {
+        TimeseriesOptions::new("t", Some("m"))
+    }
+
+    fn date(ms: i64) -> Bson {
+        Bson::DateTime(DateTime::from_millis(ms))
+    }
+
+    #[test]
+    fn min_time_is_rounded_and_in_the_object_id() {
+        let b = Bucket::new(&opts(), None, 1_700_000_123_456);
+        assert_eq!(b.min_time_ms, 1_700_000_100_000);
+        assert_eq!(b.id.timestamp().timestamp_millis(), 1_700_000_100_000);
+        let old = Bucket::new(&opts(), None, -5_000);
+        assert_eq!(old.min_time_ms, -60_000);
+        assert_eq!(old.id.timestamp().timestamp_millis(), 0);
+        assert_ne!(
+            Bucket::new(&opts(), None, 0).id,
+            Bucket::new(&opts(), None, 0).id
+        );
+    }
+
+    #[test]
+    fn control_min_max_cover_every_field_but_meta() {
+        let mut b = Bucket::new(&opts(), Some(Bson::String("s".into())), 1000);
+        b.add(doc! {"t": date(1000), "m": "s", "_id": 1, "v": 5.0, "o": {"a": 1, "b": 9}});
+        b.add(doc! {"t": date(2000), "m": "s", "_id": 2, "v": 3, "o": {"a": 4, "b": 2}});
+        assert_eq!(
+            b.min,
+            doc! {"t": date(0), "_id": 1, "v": 3, "o": {"a": 1, "b": 2}}
+        );
+        assert_eq!(
+            b.max,
+            doc! {"t": date(2000), "_id": 2, "v": 5.0, "o": {"a": 4, "b": 9}}
+        );
+        let d = b.to_document(false);
+        assert_eq!(
+            d,
+            doc! {
+                "_id": b.id,
+                "control": {"version": 1, "min": b.min.clone(), "max": b.max.clone()},
+                "meta": "s",
+                "data": {
+                    "t": {"0": date(1000), "1": date(2000)},
+                    "_id": {"0": 1, "1": 2},
+                    "v": {"0": 5.0, "1": 3},
+                    "o": {"0": {"a": 1, "b": 9}, "1": {"a": 4, "b": 2}},
+                }
+            }
+        );
+        assert_eq!(
+            b.to_document(true)
+                .get_document("control")
+                .unwrap()
+                .get_bool("closed"),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn schema_change_is_detected() {
+        let mut b = Bucket::new(&opts(), None, 0);
+        b.add(doc! {"t": date(0), "x": 1, "o": {"a": 1}});
+        assert!(b.is_schema_compatible(&doc! {"t": date(1), "x": 2.5, "new": "s"}));
+        assert!(!b.is_schema_compatible(&doc! {"t": date(1), "x": "str"}));
+        assert!(!b.is_schema_compatible(&doc! {"t": date(1), "x": {"a": 1}}));
+        assert!(!b.is_schema_compatible(&doc! {"t": date(1), "o": 5}));
+        assert!(!b.is_schema_compatible(&doc! {"t": date(1), "o": {"a": "s"}}));
+        assert!(
+            b.is_schema_compatible(&doc! {"t": date(1), "o": {"b": "s"}, "m": "meta is ignored"})
+        );
+    }
+
+    #[test]
+    fn unpack_puts_time_then_meta_then_data_order() {
+        let mut b = Bucket::new(&opts(), Some(Bson::Document(doc! {"b": 1, "a": 2})), 0);
+        b.add(doc! {"_id": 1, "v": 1, "t": date(5), "m": {"b": 1, "a": 2}});
+        b.add(doc! {"_id": 2, "t": date(6), "w": true});
+        let docs = unpack_measurements(&b, &opts());
+        assert_eq!(
+            docs[0],
+            doc! {"t": date(5), "m": {"a": 2, "b": 1}, "_id": 1, "v": 1}
+        );
+        assert_eq!(
+            docs[1],
+            doc! {"t": date(6), "m": {"a": 2, "b": 1}, "_id": 2, "w": true}
+        );
+        let keys: Vec<&String> = docs[0].keys().collect();
+        assert_eq!(keys, ["t", "m", "_id", "v"]);
+        let dec = decode_compressed(&b.encode_compressed()).unwrap();
+        assert_eq!(dec.unpack(None).unwrap(), docs);
+        assert_eq!(dec.to_document().unwrap(), b.to_document(false));
+        assert_eq!(dec.to_bucket().unwrap(), b);
+    }
+
+    #[test]
+    fn decoded_bucket_unpacks_only_requested_columns() {
+        let mut b = Bucket::new(&opts(), None, 0);
+        for i in 0..50 {
+            b.add(doc! {"t": date(i * 1000), "_id": ObjectId::new(), "v": i as f64 / 4.0, "s": format!("x{}", i % 3)});
+        }
+        let dec = decode_compressed(&b.encode_compressed()).unwrap();
+        assert_eq!(dec.count, 50);
+        assert_eq!(dec.meta, None);
+        assert_eq!(
+            dec.field_names().collect::<Vec<_>>(),
+            ["t", "_id", "v", "s"]
+        );
+        let only = dec.unpack(Some(&["v"])).unwrap();
+        assert_eq!(only[3], doc! {"v": 0.75});
+        assert_eq!(dec.column("nope").unwrap(), None);
+        assert_eq!(
+            dec.column("s").unwrap().unwrap()[4],
+            Some(Bson::String("x1".into()))
+        );
+        assert_eq!(
+            dec.control_document(),
+            &doc! {"version": 1, "min": b.min.clone(), "max": b.max.clone()}
+        );
+    }
+
+    #[test]
+    fn full_bucket_compresses_well() {
+        let mut b = Bucket::new(&opts(), Some(Bson::String("sensor-1".into())), 0);
+        let walk = crate::column::tests::random_walk(1000);
+        for (i, x) in walk.iter().enumerate() {
+            b.add(doc! {"t": date(1_700_000_000_000 + i as i64 * 1000), "m": "sensor-1", "_id": ObjectId::new(), "temp": *x});
+        }
+        let raw = bson::to_vec(&b.to_document(false)).unwrap().len();
+        let packed = b.encode_compressed().len();
+        println!("1000 measurements {{t, _id, temp}}: v1 bucket document {raw} bytes, compressed {packed} bytes");
+        assert!(packed * 20 < raw, "{packed} vs {raw}");
+    }
+
+    #[test]
+    fn null_meta_differs_from_missing_meta_after_decoding() {
+        let mut b = Bucket::new(&opts(), Some(Bson::Null), 0);
+        b.add(doc! {"t": date(0), "m": null});
+        let dec = decode_compressed(&b.encode_compressed()).unwrap();
+        assert_eq!(dec.meta, Some(Bson::Null));
+        assert_eq!(dec.unpack(None).unwrap()[0], doc! {"t": date(0), "m": null});
+    }
+
+    #[test]
+    fn decode_rejects_corruption() {
+        let mut b = Bucket::new(&opts(), None, 0);
+        b.add(doc! {"t": date(0), "v": 1.5});
+        let enc = b.encode_compressed();
+        assert!(decode_compressed(&[]).is_err());
+        assert!(decode_compressed(&[2, 0, 0, 0, 0]).is_err());
+        for cut in 1..enc.len() {
+            if let Ok(d) = decode_compressed(&enc[..cut]) {
+                assert!(d.unpack(None).is_err());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use bson::oid::ObjectId;
+    use bson::spec::BinarySubtype;
+    use bson::{Binary, Decimal128, Regex, Timestamp};
+    use proptest::prelude::*;
+
+    fn leaf() -> impl Strategy<Value = Bson> {
+        prop_oneof![
+            any::<f64>().prop_map(Bson::Double),
+            any::<i32>().prop_map(Bson::Int32),
+            any::<i64>().prop_map(Bson::Int64),
+            ".{0,8}".prop_map(Bson::String),
+            any::<bool>().prop_map(Bson::Boolean),
+            Just(Bson::Null),
+            Just(Bson::Undefined),
+            Just(Bson::MinKey),
+            Just(Bson::MaxKey),
+            any::<i64>().prop_map(|t| Bson::DateTime(DateTime::from_millis(t))),
+            any::<[u8; 12]>().prop_map(|b| Bson::ObjectId(ObjectId::from_bytes(b))),
+            any::<[u8; 16]>().prop_map(|b| Bson::Decimal128(Decimal128::from_bytes(b))),
+            proptest::collection::vec(any::<u8>(), 0..6).prop_map(|bytes| Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes
+            })),
+            (any::<u32>(), any::<u32>())
+                .prop_map(|(time, increment)| Bson::Timestamp(Timestamp { time, increment })),
+            ("[a-z]{0,4}", prop_oneof![Just(""), Just("i"), Just("im")]).prop_map(|(p, o)| {
+                Bson::RegularExpression(Regex {
+                    pattern: p,
+                    options: o.to_string(),
+                })
+            }),
+            "[a-z]{0,4}".prop_map(Bson::JavaScriptCode),
+            "[a-z]{0,4}".prop_map(Bson::Symbol),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Bson> {
+        leaf().prop_recursive(2, 12, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
+                proptest::collection::vec(("[a-c]", inner), 0..3)
+                    .prop_map(|kv| Bson::Document(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Fields drawn from a small set so columns mix types and have gaps.
+    fn measurement() -> impl Strategy<Value = Document> {
+        (
+            any::<i64>(),
+            proptest::collection::vec(
+                (
+                    prop_oneof![Just("_id"), Just("a"), Just("b"), Just("c")],
+                    value(),
+                ),
+                0..4,
+            ),
+        )
+            .prop_map(|(t, fields)| {
+                let mut d = Document::new();
+                d.insert("t", DateTime::from_millis(t));
+                for (k, v) in fields {
+                    d.insert(k, v);
+                }
+                d
+            })
+    }
+
+    fn bytes_of(d: &Document) -> Vec<u8> {
+        bson::to_vec(d).unwrap_or_default()
+    }
+
+    proptest! {
+        #[test]
+        fn compressed_buckets_round_trip(
+            ms in proptest::collection::vec(measurement(), 1..30),
+            meta in proptest::option::of(value()),
+        ) {
+            let opts = TimeseriesOptions::new("t", Some("m"));
+            let mut b = Bucket::new(&opts, meta, 0);
+            for m in ms {
+                b.add(m);
+            }
+            let dec = decode_compressed(&b.encode_compressed()).unwrap();
+            prop_assert_eq!(dec.count, b.count());
+            prop_assert_eq!(dec.id, b.id);
+            let want: Vec<Vec<u8>> = unpack_measurements(&b, &opts).iter().map(bytes_of).collect();
+            let got: Vec<Vec<u8>> = dec.unpack(None).unwrap().iter().map(bytes_of).collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(bytes_of(&dec.to_document().unwrap()), bytes_of(&b.to_document(false)));
+        }
+
+        #[test]
+        fn decode_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(d) = decode_compressed(&bytes) {
+                let _ = d.unpack(None);
+                let _ = d.to_document();
+            }
+        }
+
+        #[test]
+        fn decode_never_panics_on_mutated_buckets(
+            ms in proptest::collection::vec(measurement(), 1..10),
+            flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+        ) {
+            let opts = TimeseriesOptions::new("t", None);
+            let mut b = Bucket::new(&opts, None, 0);
+            for m in ms {
+                b.add(m);
+            }
+            let mut enc = b.encode_compressed();
+            for (i, x) in flips {
+                let n = enc.len();
+                enc[i % n] ^= x;
+            }
+            if let Ok(d) = decode_compressed(&enc) {
+                let _ = d.unpack(None);
+            }
+        }
+
+        #[test]
+        fn column_decode_never_panics(tag in 0u8..8, flags in 0u8..2, body in proptest::collection::vec(any::<u8>(), 0..200), count in 0usize..50) {
+            let mut bytes = vec![tag, flags];
+            bytes.extend(body);
+            let _ = crate::column::decode_column(&bytes, count);
+        }
+    }
+}

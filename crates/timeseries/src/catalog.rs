@@ -1,0 +1,631 @@
+//! The bucket catalog of one time-series collection: the open bucket of each
+//! series (normalized meta value), MongoDB's rollover rules, memory-pressure
+//! closing and the execution counters.
+//!
+//! Rollover checks for a measurement at time `t` against the series' open
+//! bucket, in MongoDB's order (the first that applies closes the bucket and
+//! a new one is opened):
+//! 1. `t - min_time >= bucketMaxSpanSeconds` -> time forward;
+//! 2. `t < min_time` -> time backward (MongoDB 8.0 archives such buckets;
+//!    here they are closed and counted in `numBucketsClosedDueToTimeBackward`);
+//! 3. `count == max_count` -> count;
+//! 4. `size + measurement size > max_size` -> size, except while the bucket
+//!    has fewer than `min_count` measurements, where it stays open
+//!    ("large measurements") up to `large_max_size`;
+//! 5. a field changes type bracket, or scalar <-> object/array -> schema change.
+//!
+//! After each insert, while the open buckets' total size exceeds
+//! `idle_memory_threshold`, the least recently used buckets not touched by
+//! that insert are closed (`numBucketsClosedDueToMemoryThreshold`).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use bson::oid::ObjectId;
+use bson::{Bson, Document};
+
+use crate::bucket::Bucket;
+use crate::error::TsError;
+use crate::meta::{meta_key, normalize_meta};
+use crate::options::TimeseriesOptions;
+use crate::stats::BucketStats;
+
+/// Bucketing limits (MongoDB's server parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `timeseriesBucketMaxCount`, default 1000.
+    pub max_count: usize,
+    /// `timeseriesBucketMaxSize`, default 125 * 1024 bytes.
+    pub max_size: usize,
+    /// `timeseriesBucketMinCount`, default 10.
+    pub min_count: usize,
+    /// Size cap of a bucket kept open for large measurements (12 MB).
+    pub large_max_size: usize,
+    /// Total size of open buckets above which idle buckets are closed.
+    /// MongoDB uses a share of system memory; the default here is 100 MiB.
+    pub idle_memory_threshold: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_count: 1000,
+            max_size: 125 * 1024,
+            min_count: 10,
+            large_max_size: 12 * 1024 * 1024,
+            idle_memory_threshold: 100 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a bucket was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    TimeForward,
+    TimeBackward,
+    Count,
+    Size,
+    SchemaChange,
+    MemoryThreshold,
+}
+
+/// What one [`BucketCatalog::insert`] call did.
+#[derive(Debug, Default)]
+pub struct InsertOutcome {
+    /// Number of measurements placed in buckets.
+    pub inserted: usize,
+    /// Per-document errors: index in the input and the error (code 2).
+    pub errors: Vec<(usize, TsError)>,
+    /// For each bucket still open after the call that received measurements:
+    /// the index range of the new measurements within the bucket.
+    pub appended: Vec<(ObjectId, Range<usize>)>,
+    /// Buckets closed by this call, complete (including measurements added
+    /// by this call); they are no longer open.
+    pub closed: Vec<Bucket>,
+    /// Buckets opened by this call (some may also be in `closed`).
+    pub opened: Vec<ObjectId>,
+}
+
+#[derive(Debug)]
+struct OpenBucket {
+    bucket: Bucket,
+    last_used: u64,
+    kept_open_for_large: bool,
+}
+
+/// Open buckets of one time-series collection.
+#[derive(Debug)]
+pub struct BucketCatalog {
+    options: TimeseriesOptions,
+    limits: Limits,
+    by_meta: HashMap<Vec<u8>, ObjectId>,
+    buckets: HashMap<ObjectId, OpenBucket>,
+    stats: BucketStats,
+    clock: u64,
+    memory: usize,
+}
+
+fn time_error(time_field: &str) -> TsError {
+    TsError::BadValue(format!(
+        "'{time_field}' must be present and contain a valid BSON UTC datetime value"
+    ))
+}
+
+impl BucketCatalog {
+    pub fn new(options: TimeseriesOptions, limits: Limits) -> BucketCatalog {
+        BucketCatalog {
+            options,
+            limits,
+            by_meta: HashMap::new(),
+            buckets: HashMap::new(),
+            stats: BucketStats::default(),
+            clock: 0,
+            memory: 0,
+        }
+    }
+
+    pub fn options(&self) -> &TimeseriesOptions {
+        &self.options
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Replaces the options (collMod); all open buckets are closed and
+    /// returned, as MongoDB clears the catalog for the collection.
+    pub fn set_options(&mut self, options: TimeseriesOptions) -> Vec<Bucket> {
+        self.options = options;
+        self.close_all()
+    }
+
+    /// Validates a measurement's time: a BSON date in the time field.
+    pub fn check_time(&self, m: &Document) -> Result<i64, TsError> {
+        match m.get(&self.options.time_field) {
+            Some(Bson::DateTime(d)) => Ok(d.timestamp_millis()),
+            _ => Err(time_error(&self.options.time_field)),
+        }
+    }
+
+    fn rollover_reason(&mut self, id: ObjectId, t: i64, m: &Document) -> Option<CloseReason> {
+        let span = self.options.max_span_millis();
+        let limits = self.limits;
+        let ob = self.buckets.get_mut(&id)?;
+        let b = &ob.bucket;
+        if t.saturating_sub(b.min_time_ms) >= span {
+            return Some(CloseReason::TimeForward);
+        }
+        if t < b.min_time_ms {
+            return Some(CloseReason::TimeBackward);
+        }
+        if b.count() >= limits.max_count {
+            return Some(CloseReason::Count);
+        }
+        let new_size = b.size_bytes + b.measurement_size(m);
+        if new_size > limits.max_size {
+            if b.count() < limits.min_count && new_size <= limits.large_max_size {
+                if !ob.kept_open_for_large {
+                    ob.kept_open_for_large = true;
+                    self.stats.num_buckets_kept_open_due_to_large_measurements += 1;
+                }
+            } else {
+                return Some(CloseReason::Size);
+            }
+        }
+        if !ob.bucket.is_schema_compatible(m) {
+            return Some(CloseReason::SchemaChange);
+        }
+        None
+    }
+
+    fn count_close(&mut self, reason: CloseReason) {
+        let s = &mut self.stats;
+        match reason {
+            CloseReason::TimeForward => s.num_buckets_closed_due_to_time_forward += 1,
+            CloseReason::TimeBackward => s.num_buckets_closed_due_to_time_backward += 1,
+            CloseReason::Count => s.num_buckets_closed_due_to_count += 1,
+            CloseReason::Size => s.num_buckets_closed_due_to_size += 1,
+            CloseReason::SchemaChange => s.num_buckets_closed_due_to_schema_change += 1,
+            CloseReason::MemoryThreshold => s.num_buckets_closed_due_to_memory_threshold += 1,
+        }
+    }
+
+    /// Removes an open bucket without counting a close reason.
+    fn take(&mut self, id: ObjectId) -> Option<Bucket> {
+        let ob = self.buckets.remove(&id)?;
+        let key = meta_key(ob.bucket.meta.as_ref());
+        if self.by_meta.get(&key) == Some(&id) {
+            self.by_meta.remove(&key);
+        }
+        self.memory = self.memory.saturating_sub(ob.bucket.size_bytes);
+        Some(ob.bucket)
+    }
+
+    /// Inserts measurements in order. Each must hold a BSON date in the
+    /// time field, else it gets a code-2 error; `ordered` stops at the first
+    /// error, otherwise the remaining measurements are still inserted.
+    pub fn insert(&mut self, measurements: Vec<Document>, ordered: bool) -> InsertOutcome {
+        let mut out = InsertOutcome::default();
+        self.clock += 1;
+        let epoch = self.clock;
+        // Buckets that received measurements, with the first new index.
+        let mut touched: Vec<(ObjectId, usize)> = Vec::new();
+        let mut opened_now: HashSet<ObjectId> = HashSet::new();
+        for (i, m) in measurements.into_iter().enumerate() {
+            let t = match self.check_time(&m) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            let meta = self
+                .options
+                .meta_field
+                .as_ref()
+                .and_then(|f| m.get(f))
+                .map(normalize_meta);
+            let key = meta_key(meta.as_ref());
+            let mut target = self.by_meta.get(&key).copied();
+            match target {
+                Some(id) => {
+                    if let Some(reason) = self.rollover_reason(id, t, &m) {
+                        if let Some(b) = self.take(id) {
+                            self.count_close(reason);
+                            out.closed.push(b);
+                        }
+                        target = None;
+                    }
+                }
+                None => self.stats.num_buckets_opened_due_to_metadata += 1,
+            }
+            let id = match target {
+                Some(id) => id,
+                None => {
+                    let b = Bucket::new(&self.options, meta, t);
+                    let id = b.id;
+                    self.memory += b.size_bytes;
+                    self.by_meta.insert(key, id);
+                    self.buckets.insert(
+                        id,
+                        OpenBucket {
+                            bucket: b,
+                            last_used: epoch,
+                            kept_open_for_large: false,
+                        },
+                    );
+                    out.opened.push(id);
+                    opened_now.insert(id);
+                    id
+                }
+            };
+            if let Some(ob) = self.buckets.get_mut(&id) {
+                if !touched.iter().any(|(t, _)| *t == id) {
+                    touched.push((id, ob.bucket.count()));
+                }
+                let before = ob.bucket.size_bytes;
+                ob.bucket.add(m);
+                ob.last_used = epoch;
+                self.memory = self.memory + ob.bucket.size_bytes - before;
+                out.inserted += 1;
+            }
+        }
+        for (id, _) in &touched {
+            if opened_now.contains(id) {
+                self.stats.num_bucket_inserts += 1;
+            } else {
+                self.stats.num_bucket_updates += 1;
+            }
+        }
+        if out.inserted > 0 {
+            self.stats.record_commit(out.inserted);
+        }
+        out.closed.extend(self.close_idle(epoch));
+        for (id, start) in touched {
+            if let Some(ob) = self.buckets.get(&id) {
+                out.appended.push((id, start..ob.bucket.count()));
+            }
+        }
+        out
+    }
+
+    /// Closes least recently used buckets not used at `epoch` while memory
+    /// usage exceeds the threshold.
+    fn close_idle(&mut self, epoch: u64) -> Vec<Bucket> {
+        let mut closed = Vec::new();
+        if self.memory <= self.limits.idle_memory_threshold {
+            return closed;
+        }
+        let mut candidates: Vec<(u64, ObjectId)> = self
+            .buckets
+            .iter()
+            .filter(|(_, ob)| ob.last_used < epoch)
+            .map(|(id, ob)| (ob.last_used, *id))
+            .collect();
+        candidates.sort();
+        for (_, id) in candidates {
+            if self.memory <= self.limits.idle_memory_threshold {
+                break;
+            }
+            if let Some(b) = self.take(id) {
+                self.count_close(CloseReason::MemoryThreshold);
+                closed.push(b);
+            }
+        }
+        closed
+    }
+
+    /// The open bucket with this id.
+    pub fn open_bucket(&self, id: ObjectId) -> Option<&Bucket> {
+        self.buckets.get(&id).map(|ob| &ob.bucket)
+    }
+
+    /// The open bucket of a series (meta value, not necessarily normalized).
+    pub fn open_bucket_for_meta(&self, meta: Option<&Bson>) -> Option<&Bucket> {
+        let id = self.by_meta.get(&meta_key(meta))?;
+        self.open_bucket(*id)
+    }
+
+    /// All open buckets (unspecified order).
+    pub fn open_buckets(&self) -> impl Iterator<Item = &Bucket> {
+        self.buckets.values().map(|ob| &ob.bucket)
+    }
+
+    /// Closes every open bucket (shutdown, restart) without counting a
+    /// close reason; returns them.
+    pub fn close_all(&mut self) -> Vec<Bucket> {
+        self.by_meta.clear();
+        self.memory = 0;
+        let mut v: Vec<Bucket> = self.buckets.drain().map(|(_, ob)| ob.bucket).collect();
+        v.sort_by_key(|b| b.id);
+        v
+    }
+
+    /// Forgets the open bucket of one series so later inserts open a new one
+    /// (e.g. after an update of meta values); returns it.
+    pub fn clear_meta(&mut self, meta: Option<&Bson>) -> Option<Bucket> {
+        let id = *self.by_meta.get(&meta_key(meta))?;
+        self.take(id)
+    }
+
+    /// Forgets every open bucket; same as [`BucketCatalog::close_all`].
+    pub fn clear(&mut self) -> Vec<Bucket> {
+        self.close_all()
+    }
+
+    /// Makes `bucket` the open bucket of its series (rebuild after a restart);
+    /// returns the bucket it displaced, if any.
+    pub fn restore(&mut self, bucket: Bucket) -> Option<Bucket> {
+        let key = meta_key(bucket.meta.as_ref());
+        let displaced = self.by_meta.get(&key).copied().and_then(|id| self.take(id));
+        self.clock += 1;
+        self.memory += bucket.size_bytes;
+        self.by_meta.insert(key, bucket.id);
+        self.buckets.insert(
+            bucket.id,
+            OpenBucket {
+                bucket,
+                last_used: self.clock,
+                kept_open_for_large: false,
+            },
+        );
+        displaced
+    }
+
+    pub fn stats(&self) -> &BucketStats {
+        &self.stats
+    }
+
+    /// Mutable counters, for the integrator's group-commit bookkeeping.
+    pub fn stats_mut(&mut self) -> &mut BucketStats {
+        &mut self.stats
+    }
+
+    /// Records an additional commit (see [`BucketStats::record_commit`]);
+    /// `insert` already records one commit per call that inserted.
+    pub fn record_commit(&mut self, measurements: usize) {
+        self.stats.record_commit(measurements);
+    }
+
+    /// Total size (bytes, see `Bucket::size_bytes`) of the open buckets.
+    pub fn memory_usage(&self) -> usize {
+        self.memory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, DateTime};
+
+    const T0: i64 = 1_700_000_040_000; // a whole minute
+
+    fn date(ms: i64) -> Bson {
+        Bson::DateTime(DateTime::from_millis(ms))
+    }
+
+    fn catalog() -> BucketCatalog {
+        BucketCatalog::new(TimeseriesOptions::new("t", Some("m")), Limits::default())
+    }
+
+    fn series(n: i64, meta: &str) -> Vec<Document> {
+        (0..n)
+            .map(|i| doc! {"t": date(T0 + i * 1000), "m": meta, "v": i as f64})
+            .collect()
+    }
+
+    #[test]
+    fn twenty_five_hundred_measurements_make_three_buckets() {
+        let mut c = catalog();
+        let out = c.insert(series(2500, "a"), true);
+        assert_eq!(out.inserted, 2500);
+        assert_eq!(out.opened.len(), 3);
+        assert_eq!(out.closed.len(), 2);
+        assert!(out.closed.iter().all(|b| b.count() == 1000));
+        assert_eq!(c.open_buckets().count(), 1);
+        assert_eq!(c.open_buckets().next().map(Bucket::count), Some(500));
+        let s = c.stats();
+        assert_eq!(s.num_buckets_closed_due_to_count, 2);
+        assert_eq!(s.num_bucket_inserts, 3);
+        assert_eq!(s.num_buckets_opened_due_to_metadata, 1);
+        assert_eq!((s.num_commits, s.num_measurements_committed), (1, 2500));
+        assert_eq!(out.appended, vec![(out.opened[2], 0..500)]);
+    }
+
+    #[test]
+    fn appended_ranges_follow_the_bucket() {
+        let mut c = catalog();
+        let a = c.insert(series(2, "a"), true);
+        let id = a.opened[0];
+        assert_eq!(a.appended, vec![(id, 0..2)]);
+        let b = c.insert(vec![doc! {"t": date(T0 + 5000), "m": "a"}], true);
+        assert_eq!(b.appended, vec![(id, 2..3)]);
+        assert!(b.opened.is_empty());
+        assert_eq!(c.stats().num_bucket_updates, 1);
+    }
+
+    #[test]
+    fn time_forward_closes_at_the_span() {
+        let mut c = catalog();
+        c.insert(vec![doc! {"t": date(T0 + 1500), "m": 1}], true);
+        let out = c.insert(vec![doc! {"t": date(T0 + 3_599_999), "m": 1}], true);
+        assert!(out.closed.is_empty());
+        let out = c.insert(vec![doc! {"t": date(T0 + 3_600_000), "m": 1}], true);
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(c.stats().num_buckets_closed_due_to_time_forward, 1);
+    }
+
+    #[test]
+    fn time_backward_closes_only_before_the_rounded_min() {
+        let mut c = catalog();
+        c.insert(vec![doc! {"t": date(T0 + 30_000), "m": 1}], true);
+        let out = c.insert(vec![doc! {"t": date(T0 + 1), "m": 1}], true);
+        assert!(out.closed.is_empty(), "same rounded minute");
+        let out = c.insert(vec![doc! {"t": date(T0 - 1), "m": 1}], true);
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(c.stats().num_buckets_closed_due_to_time_backward, 1);
+        assert_eq!(
+            c.open_buckets().next().map(|b| b.min_time_ms),
+            Some(T0 - 60_000)
+        );
+    }
+
+    #[test]
+    fn size_closes_after_min_count_and_large_measurements_stay_open() {
+        let mut c = catalog();
+        let big = "x".repeat(20_000);
+        let docs: Vec<Document> = (0..12)
+            .map(|i| doc! {"t": date(T0 + i), "m": 1, "s": big.clone()})
+            .collect();
+        let out = c.insert(docs, true);
+        // 7 fit in 125 KB; 8th and 9th/10th stay open while count < 10.
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(out.closed[0].count(), 10);
+        assert_eq!(c.stats().num_buckets_closed_due_to_size, 1);
+        assert_eq!(c.stats().num_buckets_kept_open_due_to_large_measurements, 1);
+    }
+
+    #[test]
+    fn size_closes_at_the_large_cap() {
+        let limits = Limits {
+            max_size: 100,
+            large_max_size: 1000,
+            ..Limits::default()
+        };
+        let mut c = BucketCatalog::new(TimeseriesOptions::new("t", None), limits);
+        let s = "y".repeat(300);
+        let out = c.insert(
+            (0..5)
+                .map(|i| doc! {"t": date(T0 + i), "s": s.clone()})
+                .collect(),
+            true,
+        );
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(out.closed[0].count(), 3);
+        assert_eq!(c.stats().num_buckets_closed_due_to_size, 1);
+    }
+
+    #[test]
+    fn schema_change_closes() {
+        let mut c = catalog();
+        c.insert(vec![doc! {"t": date(T0), "m": 1, "x": 1}], true);
+        let out = c.insert(vec![doc! {"t": date(T0 + 1), "m": 1, "x": 2.5}], true);
+        assert!(out.closed.is_empty());
+        let out = c.insert(vec![doc! {"t": date(T0 + 2), "m": 1, "x": "s"}], true);
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(c.stats().num_buckets_closed_due_to_schema_change, 1);
+    }
+
+    #[test]
+    fn memory_threshold_closes_idle_buckets_first() {
+        // Each series bucket here is about 95 bytes.
+        let limits = Limits {
+            idle_memory_threshold: 150,
+            ..Limits::default()
+        };
+        let mut c = BucketCatalog::new(TimeseriesOptions::new("t", Some("m")), limits);
+        assert!(c.insert(series(3, "a"), true).closed.is_empty());
+        let out = c.insert(series(3, "b"), true);
+        let metas: Vec<_> = out.closed.iter().map(|b| b.meta.clone()).collect();
+        assert_eq!(metas, vec![Some(Bson::String("a".into()))]);
+        let out = c.insert(series(3, "c"), true);
+        let metas: Vec<_> = out.closed.iter().map(|b| b.meta.clone()).collect();
+        assert_eq!(metas, vec![Some(Bson::String("b".into()))]);
+        assert_eq!(c.stats().num_buckets_closed_due_to_memory_threshold, 2);
+        assert_eq!(
+            c.open_buckets().count(),
+            1,
+            "the bucket used by this insert stays"
+        );
+        assert!(c.memory_usage() > 0 && c.memory_usage() <= 150);
+        assert!(out
+            .appended
+            .iter()
+            .all(|(id, _)| c.open_bucket(*id).is_some()));
+    }
+
+    #[test]
+    fn equal_metas_in_any_field_order_share_a_bucket() {
+        let mut c = catalog();
+        let out = c.insert(
+            vec![
+                doc! {"t": date(T0), "m": {"a": 1, "b": 2}},
+                doc! {"t": date(T0 + 1), "m": {"b": 2, "a": 1}},
+                doc! {"t": date(T0 + 2)},
+                doc! {"t": date(T0 + 3), "m": null},
+            ],
+            true,
+        );
+        assert_eq!(out.opened.len(), 3);
+        let b = c
+            .open_bucket_for_meta(Some(&Bson::Document(doc! {"b": 2, "a": 1})))
+            .unwrap();
+        assert_eq!(b.count(), 2);
+        assert_eq!(b.meta, Some(Bson::Document(doc! {"a": 1, "b": 2})));
+        assert_eq!(c.stats().num_buckets_opened_due_to_metadata, 3);
+    }
+
+    #[test]
+    fn ordered_insert_stops_at_the_first_bad_time() {
+        let mut c = catalog();
+        let out = c.insert(
+            vec![
+                doc! {"t": date(T0)},
+                doc! {"t": 5},
+                doc! {"t": date(T0 + 1)},
+            ],
+            true,
+        );
+        assert_eq!(out.inserted, 1);
+        assert_eq!(out.errors.len(), 1);
+        let (i, e) = &out.errors[0];
+        assert_eq!((*i, e.code(), e.code_name()), (1, 2, "BadValue"));
+        assert_eq!(
+            e.message(),
+            "'t' must be present and contain a valid BSON UTC datetime value"
+        );
+    }
+
+    #[test]
+    fn unordered_insert_reports_every_bad_time() {
+        let mut c = catalog();
+        let out = c.insert(
+            vec![
+                doc! {"x": 1},
+                doc! {"t": date(T0)},
+                doc! {"t": "2020"},
+                doc! {"t": date(T0 + 1)},
+            ],
+            false,
+        );
+        assert_eq!(out.inserted, 2);
+        assert_eq!(
+            out.errors.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+            vec![0, 2]
+        );
+    }
+
+    #[test]
+    fn clear_and_restore_manage_open_buckets() {
+        let mut c = catalog();
+        c.insert(series(2, "a"), true);
+        c.insert(series(2, "b"), true);
+        let a = c.clear_meta(Some(&Bson::String("a".into()))).unwrap();
+        assert_eq!(a.count(), 2);
+        assert_eq!(c.open_buckets().count(), 1);
+        assert!(c.restore(a.clone()).is_none());
+        assert_eq!(c.open_bucket(a.id).map(Bucket::count), Some(2));
+        let out = c.insert(series(1, "a"), true);
+        assert_eq!(out.appended, vec![(a.id, 2..3)]);
+        assert_eq!(c.close_all().len(), 2);
+        assert_eq!(c.memory_usage(), 0);
+        assert_eq!(c.stats().num_buckets_closed_due_to_count, 0);
+    }
+}

@@ -1,0 +1,25 @@
+//! Hourglass time-series collections: options validation, meta
+//! normalization, the bucket catalog (open buckets and MongoDB's rollover
+//! rules), the bucket document and its compressed physical format, column
+//! codecs and the collStats execution counters.
+//!
+//! A pure library: no storage, no networking, no async.
+
+#![forbid(unsafe_code)]
+
+pub mod bucket;
+pub mod catalog;
+pub mod column;
+pub mod error;
+pub mod gorilla;
+pub mod meta;
+pub mod options;
+pub mod stats;
+
+pub use bucket::{decode_compressed, unpack_measurements, Bucket, DecodedBucket};
+pub use catalog::{BucketCatalog, CloseReason, InsertOutcome, Limits};
+pub use column::{column_codec, decode_column, encode_column, ColumnCodec};
+pub use error::TsError;
+pub use meta::{meta_key, normalize_meta};
+pub use options::{validate_expire_after_seconds, Granularity, TimeseriesOptions};
+pub use stats::BucketStats;

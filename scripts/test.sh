@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The project's one test command: installs what the tests need (if missing), builds, and runs
+# every suite: Rust unit tests + the Rust-driver integration suite (cargo test), the pymongo
+# suite (pytest) and the mongosh smoke test.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+PYTHON="${PYTHON:-python3}"
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# ---- tools -------------------------------------------------------------------------------
+if ! .venv/bin/python -c 'import pymongo, pytest' >/dev/null 2>&1; then
+  log "installing pymongo + pytest into .venv"
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check pymongo pytest
+fi
+if [ ! -x .tools/node_modules/.bin/mongosh ]; then
+  log "installing mongosh into .tools"
+  npm install --prefix .tools --no-audit --no-fund --loglevel=error mongosh
+fi
+
+# ---- build -------------------------------------------------------------------------------
+log "cargo build --workspace"
+cargo build --workspace
+
+# ---- suites ------------------------------------------------------------------------------
+declare -a NAMES=() RESULTS=()
+run_suite() {
+  local name="$1"; shift
+  log "$name"
+  local start=$SECONDS
+  if "$@"; then
+    RESULTS+=("ok    $name ($((SECONDS - start)) s)")
+  else
+    RESULTS+=("FAIL  $name ($((SECONDS - start)) s)")
+  fi
+  NAMES+=("$name")
+}
+
+export HOURGLASS_BIN="$ROOT/target/debug/hourglass"
+run_suite "cargo test --workspace" cargo test --workspace --no-fail-fast
+run_suite "pytest tests/python" .venv/bin/python -m pytest -q tests/python
+run_suite "mongosh smoke test" tests/mongosh/run.sh
+
+# ---- summary -----------------------------------------------------------------------------
+passed=0; failed=0
+printf '\n==> summary\n'
+for r in "${RESULTS[@]}"; do
+  printf '  %s\n' "$r"
+  case "$r" in ok*) passed=$((passed + 1)) ;; *) failed=$((failed + 1)) ;; esac
+done
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,45 @@
+// mongosh smoke test against hourglass. Any failed check throws, so mongosh exits non-zero.
+function check(cond, what) {
+  if (!cond) {
+    throw new Error('smoke check failed: ' + what);
+  }
+}
+
+const t = db.getSiblingDB('mongosh_smoke');
+t.dropDatabase();
+
+// insertOne + find
+const ins = t.people.insertOne({ name: 'ada', born: 1815 });
+check(ins.acknowledged === true, 'insertOne acknowledged');
+check(ins.insertedId !== undefined, 'insertOne returned an id');
+const found = t.people.find({ name: 'ada' }).toArray();
+check(found.length === 1, 'find returns the inserted document, got ' + found.length);
+check(found[0].born === 1815, 'found document has born 1815, got ' + found[0].born);
+check(String(found[0]._id) === String(ins.insertedId), 'ids match');
+
+// updateOne with upsert and $inc
+const up1 = t.counters.updateOne({ _id: 'hits' }, { $inc: { n: 1 } }, { upsert: true });
+// mongosh reports the upserted _id as insertedId (older versions: upsertedId)
+const upId = up1.upsertedId !== undefined ? up1.upsertedId : up1.insertedId;
+check(up1.upsertedCount === 1 && up1.matchedCount === 0, 'first update upserted');
+check(upId === 'hits', 'upsert reports the upserted id hits, got ' + upId);
+const up2 = t.counters.updateOne({ _id: 'hits' }, { $inc: { n: 41 } }, { upsert: true });
+check(up2.matchedCount === 1 && up2.modifiedCount === 1, 'second update matched and modified');
+const counter = t.counters.findOne({ _id: 'hits' });
+check(counter.n === 42, 'counter is 42, got ' + counter.n);
+
+// show dbs equivalent
+const dbs = db.adminCommand({ listDatabases: 1 });
+check(dbs.ok === 1, 'listDatabases ok');
+const names = dbs.databases.map((d) => d.name);
+check(names.includes('mongosh_smoke'), 'listDatabases includes mongosh_smoke: ' + names.join(','));
+
+// a few more everyday shell helpers
+t.people.insertMany([{ name: 'bob', born: 1900 }, { name: 'cy', born: 1950 }]);
+check(t.people.countDocuments({ born: { $gt: 1850 } }) === 2, 'countDocuments');
+const sorted = t.people.find({}, { _id: 0, name: 1 }).sort({ born: -1 }).toArray().map((d) => d.name);
+check(JSON.stringify(sorted) === JSON.stringify(['cy', 'bob', 'ada']), 'sort desc: ' + sorted);
+check(t.getCollectionNames().sort().join(',') === 'counters,people', 'collection names');
+
+t.dropDatabase();
+print('mongosh smoke: all checks passed');

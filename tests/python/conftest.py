@@ -1,0 +1,88 @@
+"""Starts one hourglass server for the whole pytest session."""
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import MongoClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _binary() -> Path:
+    path = Path(os.environ.get("HOURGLASS_BIN", "target/debug/hourglass"))
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    if not path.exists():
+        pytest.exit(f"hourglass binary not found at {path} (build it or set HOURGLASS_BIN)", 2)
+    return path
+
+
+@pytest.fixture(scope="session")
+def server():
+    """Yields (host, port) of a running server with a temporary dbpath."""
+    tmp = tempfile.TemporaryDirectory(prefix="hourglass-pytest-")
+    dbpath = Path(tmp.name) / "db"
+    dbpath.mkdir()
+    log = open(Path(tmp.name) / "server.out", "wb")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(_binary()), "--dbpath", str(dbpath), "--port", str(port),
+         "--bind_ip", "127.0.0.1", "--quiet"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        if proc.poll() is not None:
+            log.close()
+            out = (Path(tmp.name) / "server.out").read_text(errors="replace")
+            tmp.cleanup()
+            pytest.exit(f"hourglass exited during startup ({proc.returncode}):\n{out}", 2)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                tmp.cleanup()
+                pytest.exit("hourglass did not accept connections within 20 s", 2)
+            time.sleep(0.05)
+    try:
+        yield ("127.0.0.1", port)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        tmp.cleanup()
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    host, port = server
+    c = MongoClient(host, port, directConnection=True, serverSelectionTimeoutMS=5000)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def db(client, request):
+    """A fresh database per test, named after the test."""
+    name = "py_" + request.node.name[:50]
+    client.drop_database(name)
+    yield client[name]
+    client.drop_database(name)
