@@ -103,7 +103,7 @@ impl Collection {
         for old in docs {
             out.matched += 1;
             let mut new = old.clone();
-            if update.apply(&mut new, false)? && new != old {
+            if update.apply_matched(&mut new, false, Some(filter))? && new != old {
                 self.stage_put(&mut batch, &new)?;
                 out.modified += 1;
             }
@@ -164,7 +164,7 @@ impl Collection {
             }
             (Some(old), Some(update)) => {
                 let mut new = old.clone();
-                if update.apply(&mut new, false)? && new != old {
+                if update.apply_matched(&mut new, false, Some(req.filter))? && new != old {
                     self.stage_put(&mut batch, &new)?;
                 }
                 out.n = 1;

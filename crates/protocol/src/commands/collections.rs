@@ -154,7 +154,7 @@ pub fn list_indexes(req: &Request) -> CmdResult {
         ));
     }
     Ok(single_batch_cursor(
-        &format!("{}.$cmd.listIndexes.{coll}", req.db),
+        &format!("{}.{coll}", req.db),
         vec![id_index()],
     ))
 }

@@ -64,15 +64,15 @@ pub static COMMANDS: &[Command] = &[
         "Returns the server version and build details.",
     ),
     cmd("buildinfo", diagnostics::build_info, "Alias of buildInfo."),
-    crud(
-        "count",
-        count::count,
-        "Counts the documents matching a query.",
-    ),
     cmd(
         "connectionStatus",
         handshake::connection_status,
         "Returns authentication information for this connection.",
+    ),
+    crud(
+        "count",
+        count::count,
+        "Counts the documents matching a query.",
     ),
     cmd("create", collections::create, "Creates a collection."),
     crud("delete", delete::delete, "Deletes documents."),

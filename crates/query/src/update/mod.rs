@@ -11,6 +11,7 @@ use bson::{Bson, Document};
 
 use crate::compare::{compare_values, type_name, values_equal};
 use crate::error::{render, render_id, QueryError};
+use crate::filter::Filter;
 use crate::num::Num;
 use crate::pipeline::Pipeline;
 pub use array_ops::{PullCond, PushSpec};
@@ -130,12 +131,28 @@ impl Update {
 
     /// Applies the update to `doc`. Returns whether the document changed.
     pub fn apply(&self, doc: &mut Document, is_upsert_insert: bool) -> Result<bool, QueryError> {
+        self.apply_matched(doc, is_upsert_insert, None)
+    }
+
+    /// Like [`Update::apply`], resolving the positional `$` path component against
+    /// `query`: it stands for the first element of that array for which the query matches.
+    pub fn apply_matched(
+        &self,
+        doc: &mut Document,
+        is_upsert_insert: bool,
+        query: Option<&Filter>,
+    ) -> Result<bool, QueryError> {
         let mut new = match self {
             Update::Replacement(r) => replacement(doc, r)?,
             Update::Operators(ops) => {
                 let mut new = doc.clone();
                 for op in ops {
-                    apply_op(&mut new, op, is_upsert_insert)?;
+                    if op.path.iter().any(|p| p == "$") {
+                        let resolved = resolve_positional(doc, op, query)?;
+                        apply_op(&mut new, &resolved, is_upsert_insert)?;
+                    } else {
+                        apply_op(&mut new, op, is_upsert_insert)?;
+                    }
                 }
                 new
             }
@@ -154,6 +171,38 @@ impl Update {
         *doc = new;
         Ok(changed)
     }
+}
+
+/// Replaces the `$` component of `op`'s path by the index of the first element of that
+/// array for which `query` matches (the query is tried with the array narrowed to that
+/// one element).
+fn resolve_positional(
+    doc: &Document,
+    op: &FieldOp,
+    query: Option<&Filter>,
+) -> Result<FieldOp, QueryError> {
+    let not_found =
+        || QueryError::bad("The positional operator did not find the match needed from the query.");
+    let pos = op
+        .path
+        .iter()
+        .position(|p| p == "$")
+        .ok_or_else(not_found)?;
+    let query = query.ok_or_else(not_found)?;
+    let prefix = &op.path[..pos];
+    let Some(Bson::Array(items)) = paths::get(doc, prefix) else {
+        return Err(not_found());
+    };
+    for (i, item) in items.iter().enumerate() {
+        let mut narrowed = doc.clone();
+        paths::set(&mut narrowed, prefix, Bson::Array(vec![item.clone()]))?;
+        if query.matches(&narrowed) {
+            let mut resolved = op.clone();
+            resolved.path[pos] = i.to_string();
+            return Ok(resolved);
+        }
+    }
+    Err(not_found())
 }
 
 fn check_id(old: &Document, new: &mut Document) -> Result<(), QueryError> {

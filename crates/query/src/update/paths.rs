@@ -21,7 +21,10 @@ pub fn parse_update_path(path: &str) -> Result<Vec<String>, QueryError> {
                 "The update path '{path}' contains an empty field name, which is not allowed."
             )));
         }
-        if p == "$" || (p.starts_with("$[") && p.ends_with(']')) {
+        if p == "$" {
+            continue; // positional: resolved against the query at apply time
+        }
+        if p.starts_with("$[") && p.ends_with(']') {
             return Err(QueryError::bad(format!(
                 "The positional operator is not supported yet in update path '{path}'"
             )));
@@ -198,7 +201,8 @@ mod tests {
     fn invalid_paths_are_rejected() {
         assert_eq!(parse_update_path("").unwrap_err().code(), 56);
         assert_eq!(parse_update_path("a..b").unwrap_err().code(), 56);
-        assert_eq!(parse_update_path("a.$").unwrap_err().code(), 2);
+        assert!(parse_update_path("a.$").is_ok());
+        assert_eq!(parse_update_path("a.$[]").unwrap_err().code(), 2);
         assert_eq!(parse_update_path("$x").unwrap_err().code(), 52);
     }
 }

@@ -320,3 +320,17 @@ fn pipeline_updates_reshape_documents() {
         72
     );
 }
+
+#[test]
+fn positional_operator_targets_first_element_the_query_matched() {
+    let q = crate::filter::Filter::parse(&doc! {"o.k": "y"}).unwrap();
+    let u = Update::parse(&doc! {"$inc": {"o.$.v": 10}}).unwrap();
+    let mut d = doc! {"_id": 1, "o": [{"k": "x", "v": 1}, {"k": "y", "v": 2}]};
+    assert!(u.apply_matched(&mut d, false, Some(&q)).unwrap());
+    assert_eq!(
+        d,
+        doc! {"_id": 1, "o": [{"k": "x", "v": 1}, {"k": "y", "v": 12}]}
+    );
+    let err = u.apply(&mut d, false).unwrap_err();
+    assert_eq!(err.code(), 2);
+}
