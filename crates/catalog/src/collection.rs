@@ -65,16 +65,16 @@ impl Collection {
         &self.options
     }
 
-    pub(crate) fn tree(&self) -> &Tree {
+    pub fn tree(&self) -> &Tree {
         &self.tree
     }
 
-    pub(crate) fn engine(&self) -> &Engine {
+    pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
     /// Serializes writers of this collection.
-    pub(crate) fn lock_writes(&self) -> MutexGuard<'_, ()> {
+    pub fn lock_writes(&self) -> MutexGuard<'_, ()> {
         self.write_lock.lock()
     }
 

@@ -58,6 +58,18 @@ impl From<CatalogError> for CommandError {
     }
 }
 
+impl From<hourglass_timeseries::StoreError> for CommandError {
+    fn from(e: hourglass_timeseries::StoreError) -> Self {
+        CommandError::new(e.code(), e.code_name(), e.to_string())
+    }
+}
+
+impl From<hourglass_timeseries::TsError> for CommandError {
+    fn from(e: hourglass_timeseries::TsError) -> Self {
+        CommandError::new(e.code(), e.code_name(), e.to_string())
+    }
+}
+
 impl From<QueryError> for CommandError {
     fn from(e: QueryError) -> Self {
         CommandError::new(e.code(), e.code_name(), e.to_string())

@@ -5,6 +5,7 @@ use crate::cursor::CursorRegistry;
 use crate::params::Parameters;
 use bson::Document;
 use hourglass_catalog::Catalog;
+use hourglass_timeseries::{Limits, TimeseriesStore};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -81,6 +82,7 @@ pub struct CmdLine {
 
 pub struct ServerState {
     pub catalog: Catalog,
+    pub timeseries: TimeseriesStore,
     pub cursors: CursorRegistry,
     pub params: Parameters,
     pub opcounters: OpCounters,
@@ -98,8 +100,22 @@ impl ServerState {
         cmdline: CmdLine,
         log: Arc<RecentLog>,
     ) -> ServerState {
+        let timeseries = TimeseriesStore::default();
+        let defaults = Limits::default();
+        let param =
+            |name: &str, default: usize| params.get_i64(name, default as i64).max(1) as usize;
+        timeseries.set_limits(Limits {
+            max_count: param("timeseriesBucketMaxCount", defaults.max_count),
+            max_size: param("timeseriesBucketMaxSize", defaults.max_size),
+            idle_memory_threshold: param(
+                "timeseriesIdleBucketExpiryMemoryUsageThreshold",
+                defaults.idle_memory_threshold,
+            ),
+            ..defaults
+        });
         ServerState {
             catalog,
+            timeseries,
             cursors: CursorRegistry::default(),
             params,
             opcounters: OpCounters::default(),

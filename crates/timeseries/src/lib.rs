@@ -15,6 +15,7 @@ pub mod gorilla;
 pub mod meta;
 pub mod options;
 pub mod stats;
+pub mod store;
 
 pub use bucket::{decode_compressed, unpack_measurements, Bucket, DecodedBucket};
 pub use catalog::{BucketCatalog, CloseReason, InsertOutcome, Limits};
@@ -23,3 +24,4 @@ pub use error::TsError;
 pub use meta::{meta_key, normalize_meta};
 pub use options::{validate_expire_after_seconds, Granularity, TimeseriesOptions};
 pub use stats::BucketStats;
+pub use store::{options_of, StoreError, TimeseriesStore, TsInsertOutcome};

@@ -1,7 +1,8 @@
 //! `aggregate` over regular collections: the pipeline runs document-at-a-time in the query
 //! layer; a leading `$match` is applied while scanning.
 
-use super::find::{batch_size, cursor_reply, filtered_scan};
+use super::find::{batch_size, cursor_reply};
+use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
@@ -45,7 +46,6 @@ pub fn aggregate(req: &Request) -> CmdResult {
             "collectionless aggregate ({aggregate: 1}) is not supported by this server yet",
         ));
     };
-    let collection = req.state.catalog.get(&req.db, &coll);
     let filter = pipeline
         .leading_match()
         .cloned()
@@ -57,7 +57,9 @@ pub fn aggregate(req: &Request) -> CmdResult {
             "command": req.body.clone(),
         });
     }
-    let input = filtered_scan(collection, filter).collect::<Result<Vec<Document>, _>>()?;
+    let input = Target::resolve(req, &coll)
+        .scan(filter)?
+        .collect::<Result<Vec<Document>, _>>()?;
     let output = pipeline.run(input)?;
     let batch = match cursor_opts {
         Some(d) => {

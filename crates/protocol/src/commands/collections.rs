@@ -2,11 +2,14 @@
 //! `listIndexes`.
 
 use super::find::single_batch_cursor;
+use super::target::{Target, BUCKETS_PREFIX};
+use super::timeseries_ddl::{create_timeseries, describe_timeseries};
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
 use hourglass_catalog::{Collection, Namespace};
 use hourglass_query::filter::Filter;
+use hourglass_timeseries::options_of;
 
 /// Options `create` accepts and stores for a regular collection.
 const CREATE_OPTIONS: &[&str] = &[
@@ -38,6 +41,24 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
 
 pub fn create(req: &Request) -> CmdResult {
     let coll = req.collection()?;
+    if req.body.contains_key("timeseries") {
+        return create_timeseries(req, &coll);
+    }
+    if req.body.contains_key("expireAfterSeconds") && !req.body.contains_key("clusteredIndex") {
+        return Err(CommandError::invalid_options(
+            "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified",
+        ));
+    }
+    if let Target::TimeSeries { .. } = Target::resolve(req, &coll) {
+        return Err(CommandError::new(
+            48,
+            "NamespaceExists",
+            format!(
+                "namespace {}.{coll} already exists, but is a time-series collection",
+                req.db
+            ),
+        ));
+    }
     let mut options = Document::new();
     for (k, v) in req.body.iter().skip(1) {
         if super::args::GENERIC_FIELDS.contains(&k.as_str()) {
@@ -67,6 +88,15 @@ pub fn create(req: &Request) -> CmdResult {
 pub fn drop(req: &Request) -> CmdResult {
     let coll = req.collection()?;
     let ns = format!("{}.{coll}", req.db);
+    if let Target::TimeSeries { buckets, .. } | Target::Buckets { buckets, .. } =
+        Target::resolve(req, &coll)
+    {
+        req.state.timeseries.forget(&buckets);
+        req.state
+            .catalog
+            .drop_collection(&req.db, &buckets.namespace().coll)?;
+        return Ok(doc! {"nIndexesWas": 0, "ns": ns});
+    }
     if req.state.catalog.drop_collection(&req.db, &coll)? {
         Ok(doc! {"nIndexesWas": 1, "ns": ns})
     } else {
@@ -98,6 +128,23 @@ pub fn rename_collection(req: &Request) -> CmdResult {
     let from = split_ns(req, "renameCollection")?;
     let to = split_ns(req, "to")?;
     let drop_target = req.opt_bool("dropTarget")?.unwrap_or(false);
+    let buckets_of = |ns: &Namespace| format!("{BUCKETS_PREFIX}{}", ns.coll);
+    if req
+        .state
+        .catalog
+        .get(&from.db, &buckets_of(&from))
+        .is_some()
+        || from.coll.starts_with(BUCKETS_PREFIX)
+    {
+        return Err(CommandError::new(
+            20,
+            "IllegalOperation",
+            format!(
+                "Renaming a time-series collection is not allowed: {}.{}",
+                from.db, from.coll
+            ),
+        ));
+    }
     req.state.catalog.rename(&from, &to, drop_target)?;
     Ok(Document::new())
 }
@@ -128,11 +175,16 @@ pub fn list_collections(req: &Request) -> CmdResult {
         .catalog
         .collections(&req.db)
         .iter()
-        .map(|c| describe(c))
+        .flat_map(|c| match options_of(c) {
+            Some(options) if c.namespace().coll.starts_with(BUCKETS_PREFIX) => {
+                describe_timeseries(c, &options).to_vec()
+            }
+            _ => vec![describe(c)],
+        })
         .filter(|d| filter.matches(d))
         .map(|d| {
             if name_only {
-                doc! {"name": d.get("name").cloned().unwrap_or(Bson::Null), "type": "collection"}
+                doc! {"name": d.get("name").cloned().unwrap_or(Bson::Null), "type": d.get("type").cloned().unwrap_or(Bson::Null)}
             } else {
                 d
             }
@@ -146,15 +198,18 @@ pub fn list_collections(req: &Request) -> CmdResult {
 
 pub fn list_indexes(req: &Request) -> CmdResult {
     let coll = req.collection()?;
-    if req.state.catalog.get(&req.db, &coll).is_none() {
-        return Err(CommandError::new(
-            26,
-            "NamespaceNotFound",
-            format!("ns does not exist: {}.{coll}", req.db),
-        ));
-    }
-    Ok(single_batch_cursor(
-        &format!("{}.{coll}", req.db),
-        vec![id_index()],
-    ))
+    let indexes = match Target::resolve(req, &coll) {
+        Target::Regular(Some(_)) => vec![id_index()],
+        // Time-series collections have no secondary indexes yet (index translation is a
+        // later issue) and no _id index, as in MongoDB.
+        Target::TimeSeries { .. } | Target::Buckets { .. } => vec![],
+        Target::Regular(None) => {
+            return Err(CommandError::new(
+                26,
+                "NamespaceNotFound",
+                format!("ns does not exist: {}.{coll}", req.db),
+            ))
+        }
+    };
+    Ok(single_batch_cursor(&format!("{}.{coll}", req.db), indexes))
 }

@@ -1,6 +1,6 @@
 //! `count`: documents matching a query, after skip and limit.
 
-use super::find::filtered_scan;
+use super::target::Target;
 use super::Request;
 use crate::error::CmdResult;
 use crate::state::OpCounters;
@@ -29,7 +29,7 @@ pub fn count(req: &Request) -> CmdResult {
         .map(|l| l.unsigned_abs() as usize)
         .filter(|&l| l > 0);
     let mut n = 0usize;
-    for doc in filtered_scan(req.state.catalog.get(&req.db, &coll), filter).skip(skip) {
+    for doc in Target::resolve(req, &coll).scan(filter)?.skip(skip) {
         doc?;
         n += 1;
         if limit.is_some_and(|l| n >= l) {

@@ -1,6 +1,7 @@
 //! `delete`: a list of delete statements (`q`, `limit` 0 = all, 1 = one).
 
 use super::insert::check_batch_len;
+use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
@@ -40,7 +41,7 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
         }
     };
     let filter = Filter::parse(q)?;
-    match req.state.catalog.get(&req.db, coll) {
+    match Target::resolve(req, coll).require_regular("delete")? {
         Some(c) => Ok(c.delete(&filter, limit)?),
         None => Ok(0),
     }

@@ -1,6 +1,6 @@
 //! `distinct`: the distinct values of a (dotted) field, arrays unwound one level.
 
-use super::find::filtered_scan;
+use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
@@ -56,7 +56,7 @@ pub fn distinct(req: &Request) -> CmdResult {
     };
     let path: Vec<&str> = key.split('.').collect();
     let mut values: Vec<Bson> = Vec::new();
-    for doc in filtered_scan(req.state.catalog.get(&req.db, &coll), filter) {
+    for doc in Target::resolve(req, &coll).scan(filter)? {
         let doc: Document = doc?;
         let mut found = Vec::new();
         values_at(&Bson::Document(doc), &path, &mut found);

@@ -1,12 +1,12 @@
 //! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
 //! `aggregate` and the listing commands.
 
+use super::target::Target;
 use super::Request;
 use crate::cursor::{take_batch, DocSource};
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
-use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
 use hourglass_query::projection::Projection;
 use hourglass_query::sort::SortSpec;
@@ -45,24 +45,6 @@ pub fn batch_size(req: &Request, field: &str) -> Result<Option<usize>, CommandEr
         ))),
         Some(n) => Ok(Some(n as usize)),
     }
-}
-
-/// The documents of `collection` matching `filter` (point lookup when `_id` is pinned).
-pub fn filtered_scan(collection: Option<std::sync::Arc<Collection>>, filter: Filter) -> DocSource {
-    let Some(c) = collection else {
-        return Box::new(std::iter::empty());
-    };
-    if let Some(id) = filter.id_equality() {
-        let one = c.get(&id).transpose();
-        return Box::new(one.into_iter().filter(move |r| match r {
-            Ok(d) => filter.matches(d),
-            Err(_) => true,
-        }));
-    }
-    Box::new(c.scan().filter(move |r| match r {
-        Ok(d) => filter.matches(d),
-        Err(_) => true,
-    }))
 }
 
 /// Applies sort, skip, limit and projection to a stream of documents.
@@ -151,9 +133,8 @@ pub fn find(req: &Request) -> CmdResult {
     if single_batch && batch.is_none() {
         batch = limit;
     }
-    let collection = req.state.catalog.get(&req.db, &coll);
     let source = shape(
-        filtered_scan(collection, filter),
+        Target::resolve(req, &coll).scan(filter)?,
         sort,
         skip,
         limit,

@@ -1,5 +1,6 @@
 //! `findAndModify`: atomically update, upsert or remove one document and return it.
 
+use super::target::Target;
 use super::update::parse_update;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -53,7 +54,7 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
     } else {
         OpCounters::add(&req.state.opcounters.update, 1);
     }
-    let collection = match req.state.catalog.get(&req.db, &coll) {
+    let collection = match Target::resolve(req, &coll).require_regular("findAndModify")? {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, &coll)?,
         None => {

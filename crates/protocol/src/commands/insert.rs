@@ -1,9 +1,10 @@
 //! `insert`: ordered and unordered, with per-document `writeErrors`.
 
+use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
-use bson::{doc, Bson, Document};
+use bson::{doc, Document};
 use hourglass_catalog::CatalogError;
 
 /// maxWriteBatchSize advertised by `hello`.
@@ -39,19 +40,35 @@ pub fn insert(req: &Request) -> CmdResult {
     let docs = req.documents("documents")?;
     check_batch_len(docs.len())?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
-    let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
-    let out = collection.insert(docs, ordered);
-    OpCounters::add(
-        &req.state.opcounters.insert,
-        (out.inserted + out.errors.len()) as u64,
-    );
-    let mut reply = doc! {"n": out.inserted as i32};
-    if !out.errors.is_empty() {
-        let errors: Vec<Bson> = out
-            .errors
-            .iter()
-            .map(|(i, e)| Bson::Document(write_error(*i, e)))
-            .collect();
+    let n = docs.len() as u64;
+    let (inserted, errors): (usize, Vec<Document>) = match Target::resolve(req, &coll) {
+        Target::TimeSeries { buckets, options } => {
+            let out = req
+                .state
+                .timeseries
+                .insert(&buckets, &options, docs, ordered)?;
+            let errors = out
+                .errors
+                .iter()
+                .map(|(i, e)| doc! {"index": *i as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()})
+                .collect();
+            (out.inserted, errors)
+        }
+        Target::Buckets { .. } => {
+            return Err(CommandError::invalid_options(
+                "direct inserts into a time-series buckets collection are not supported",
+            ))
+        }
+        Target::Regular(_) => {
+            let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
+            let out = collection.insert(docs, ordered);
+            let errors = out.errors.iter().map(|(i, e)| write_error(*i, e)).collect();
+            (out.inserted, errors)
+        }
+    };
+    OpCounters::add(&req.state.opcounters.insert, n);
+    let mut reply = doc! {"n": inserted as i32};
+    if !errors.is_empty() {
         reply.insert("writeErrors", errors);
     }
     Ok(reply)

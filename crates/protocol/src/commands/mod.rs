@@ -15,6 +15,8 @@ mod find_and_modify;
 mod handshake;
 mod insert;
 mod parameters;
+mod target;
+mod timeseries_ddl;
 mod update;
 
 pub use args::Request;

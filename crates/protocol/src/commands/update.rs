@@ -1,6 +1,7 @@
 //! `update`: a list of update statements (`q`, `u`, `multi`, `upsert`), ordered or not.
 
 use super::insert::check_batch_len;
+use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
@@ -94,7 +95,7 @@ fn run_statement(
             "multi update is not supported for replacement-style update",
         ));
     }
-    let collection = match req.state.catalog.get(&req.db, coll) {
+    let collection = match Target::resolve(req, coll).require_regular("update")? {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, coll)?,
         None => {

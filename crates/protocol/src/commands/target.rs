@@ -1,0 +1,95 @@
+//! What a collection name in a command refers to: a regular collection, a time-series
+//! collection (the view over `system.buckets.<coll>`), or a buckets collection itself.
+
+use super::Request;
+use crate::cursor::DocSource;
+use crate::error::CommandError;
+use hourglass_catalog::Collection;
+use hourglass_query::filter::Filter;
+use hourglass_timeseries::{options_of, TimeseriesOptions, TimeseriesStore};
+use std::sync::Arc;
+
+pub const BUCKETS_PREFIX: &str = "system.buckets.";
+
+pub enum Target {
+    /// A regular collection (`None` when it does not exist).
+    Regular(Option<Arc<Collection>>),
+    /// A time-series collection, through the view over its buckets.
+    TimeSeries {
+        buckets: Arc<Collection>,
+        options: TimeseriesOptions,
+    },
+    /// `system.buckets.<coll>` read directly.
+    Buckets {
+        buckets: Arc<Collection>,
+        options: TimeseriesOptions,
+    },
+}
+
+impl Target {
+    pub fn resolve(req: &Request, coll: &str) -> Target {
+        let catalog = &req.state.catalog;
+        if coll.starts_with(BUCKETS_PREFIX) {
+            if let Some(b) = catalog.get(&req.db, coll) {
+                if let Some(options) = options_of(&b) {
+                    return Target::Buckets {
+                        buckets: b,
+                        options,
+                    };
+                }
+                return Target::Regular(Some(b));
+            }
+        }
+        if let Some(b) = catalog.get(&req.db, &format!("{BUCKETS_PREFIX}{coll}")) {
+            if let Some(options) = options_of(&b) {
+                return Target::TimeSeries {
+                    buckets: b,
+                    options,
+                };
+            }
+        }
+        Target::Regular(catalog.get(&req.db, coll))
+    }
+
+    /// Refuses writes other than inserts on time-series data (a later issue adds them).
+    pub fn require_regular(self, op: &str) -> Result<Option<Arc<Collection>>, CommandError> {
+        match self {
+            Target::Regular(c) => Ok(c),
+            _ => Err(CommandError::invalid_options(format!(
+                "{op} on time-series collections is not supported by this server yet"
+            ))),
+        }
+    }
+
+    /// The documents matching `filter` (point lookup when a regular collection's `_id` is
+    /// pinned; measurements for a time-series collection; bucket documents for buckets).
+    pub fn scan(self, filter: Filter) -> Result<DocSource, CommandError> {
+        let docs = match self {
+            Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
+            Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
+            Target::TimeSeries { buckets, options } => {
+                TimeseriesStore::measurements(&buckets, &options)?
+            }
+            Target::Buckets { buckets, options } => {
+                TimeseriesStore::bucket_documents(&buckets, &options)?
+            }
+        };
+        Ok(Box::new(
+            docs.into_iter().filter(move |d| filter.matches(d)).map(Ok),
+        ))
+    }
+}
+
+fn regular_scan(c: Arc<Collection>, filter: Filter) -> DocSource {
+    if let Some(id) = filter.id_equality() {
+        let one = c.get(&id).transpose();
+        return Box::new(one.into_iter().filter(move |r| match r {
+            Ok(d) => filter.matches(d),
+            Err(_) => true,
+        }));
+    }
+    Box::new(c.scan().filter(move |r| match r {
+        Ok(d) => filter.matches(d),
+        Err(_) => true,
+    }))
+}

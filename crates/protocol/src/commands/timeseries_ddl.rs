@@ -1,0 +1,121 @@
+//! Time-series DDL: `create` with `timeseries` options, and how `listCollections` shows a
+//! time-series collection (the view entry and its `system.buckets.<coll>` entry).
+
+use super::target::{Target, BUCKETS_PREFIX};
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Bson, Document};
+use hourglass_catalog::{CatalogError, Collection};
+use hourglass_timeseries::{validate_expire_after_seconds, TimeseriesOptions};
+
+/// Options MongoDB accepts beside `timeseries` in `create`.
+const ALLOWED_WITH_TIMESERIES: &[&str] = &[
+    "timeseries",
+    "expireAfterSeconds",
+    "storageEngine",
+    "indexOptionDefaults",
+    "collation",
+];
+
+/// `create` of a time-series collection: validates the options as MongoDB does and
+/// creates `system.buckets.<coll>` carrying them.
+pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
+    let ns = format!("{}.{coll}", req.db);
+    let mut stored = Document::new();
+    for (k, v) in req.body.iter().skip(1) {
+        if super::args::GENERIC_FIELDS.contains(&k.as_str()) || k == "timeseries" {
+            continue;
+        }
+        if k == "capped" && matches!(v, Bson::Boolean(false)) {
+            continue;
+        }
+        if !ALLOWED_WITH_TIMESERIES.contains(&k.as_str()) {
+            return Err(CommandError::invalid_options(format!(
+                "{ns}: 'timeseries' is not allowed with '{k}'"
+            )));
+        }
+    }
+    let spec = req.body.get("timeseries").unwrap_or(&Bson::Null);
+    let options = TimeseriesOptions::parse_value(Some(&ns), spec)?;
+    stored.insert("timeseries", options.to_document());
+    if let Some(v) = req.body.get("expireAfterSeconds") {
+        stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
+    }
+    for k in ["storageEngine", "indexOptionDefaults", "collation"] {
+        if let Some(v) = req.body.get(k) {
+            stored.insert(k, v.clone());
+        }
+    }
+    let buckets_name = if coll.starts_with(BUCKETS_PREFIX) {
+        coll.to_string()
+    } else {
+        if let Target::Regular(Some(_)) = Target::resolve(req, coll) {
+            return Err(CommandError::new(
+                48,
+                "NamespaceExists",
+                format!("Collection {ns} already exists."),
+            ));
+        }
+        format!("{BUCKETS_PREFIX}{coll}")
+    };
+    match req.state.catalog.create(&req.db, &buckets_name, stored) {
+        Ok(_) => Ok(Document::new()),
+        Err(CatalogError::NamespaceExists(_)) => Err(CommandError::new(
+            48,
+            "NamespaceExists",
+            format!("A timeseries collection already exists. NS: {ns}"),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The schema MongoDB 7.0 puts on a buckets collection.
+fn bucket_validator(time_field: &str) -> Document {
+    let time_bound = doc! {"bsonType": "object", "required": [time_field], "properties": {time_field: {"bsonType": "date"}}};
+    doc! {"$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "control", "data"],
+        "properties": {
+            "_id": {"bsonType": "objectId"},
+            "control": {
+                "bsonType": "object",
+                "required": ["version", "min", "max"],
+                "properties": {
+                    "version": {"bsonType": "number"},
+                    "min": time_bound.clone(),
+                    "max": time_bound,
+                    "closed": {"bsonType": "bool"},
+                },
+            },
+            "data": {"bsonType": "object"},
+            "meta": {},
+        },
+        "additionalProperties": false,
+    }}
+}
+
+/// The two `listCollections` entries of a time-series collection whose buckets
+/// collection is `buckets`: the view, then the buckets collection.
+pub fn describe_timeseries(buckets: &Collection, options: &TimeseriesOptions) -> [Document; 2] {
+    let name = buckets.namespace().coll;
+    let view_name = name
+        .strip_prefix(BUCKETS_PREFIX)
+        .unwrap_or(&name)
+        .to_string();
+    let view = doc! {
+        "name": view_name,
+        "type": "timeseries",
+        "options": buckets.options().clone(),
+        "info": {"readOnly": false},
+    };
+    let mut bucket_options =
+        doc! {"validator": bucket_validator(&options.time_field), "clusteredIndex": true};
+    bucket_options.extend(buckets.options().clone());
+    let bucket_entry = doc! {
+        "name": name,
+        "type": "collection",
+        "options": bucket_options,
+        "info": {"readOnly": false, "uuid": buckets.uuid},
+    };
+    [view, bucket_entry]
+}

@@ -1,0 +1,358 @@
+//! Persistence of one time-series collection's buckets in its `system.buckets.<coll>`
+//! tree, and the bucket catalogs of all time-series collections.
+//!
+//! Keys of a buckets tree:
+//!
+//! | key | value |
+//! |---|---|
+//! | `B` + bucket `_id` (12 bytes) | a closed bucket, compressed (`Bucket::encode_compressed`) |
+//! | `D` + bucket `_id` + seq (u32 big-endian) | a delta of an open bucket: BSON `{m: [measurements]}`; seq 0 also holds `min` (rounded min time, int64 ms) and `meta` |
+//!
+//! An insert appends one small delta per touched open bucket (never rewriting the
+//! bucket) and, for every bucket it closes, writes the compressed bucket and deletes the
+//! bucket's deltas — all in one atomic, durable storage batch. On first use after a
+//! restart every open bucket left as deltas is closed (as MongoDB closes all buckets on
+//! restart). Reads go through one storage snapshot, so they see exactly the committed
+//! measurements.
+
+use crate::bucket::{decode_compressed, unpack_measurements, Bucket};
+use crate::catalog::{BucketCatalog, Limits};
+use crate::error::TsError;
+use crate::options::TimeseriesOptions;
+use crate::stats::BucketStats;
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use hourglass_catalog::{CatalogError, Collection};
+use hourglass_storage::{Batch, Snapshot, StorageError};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const CLOSED: u8 = b'B';
+const DELTA: u8 = b'D';
+
+/// Errors of the time-series store, each with MongoDB's code.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Ts(#[from] TsError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl StoreError {
+    pub fn code(&self) -> i32 {
+        match self {
+            StoreError::Ts(e) => e.code(),
+            StoreError::Catalog(e) => e.code(),
+            StoreError::Storage(_) => 1,
+        }
+    }
+    pub fn code_name(&self) -> &'static str {
+        match self {
+            StoreError::Ts(e) => e.code_name(),
+            StoreError::Catalog(e) => e.code_name(),
+            StoreError::Storage(_) => "InternalError",
+        }
+    }
+}
+
+/// The options of a buckets collection, if it is one.
+pub fn options_of(buckets: &Collection) -> Option<TimeseriesOptions> {
+    let spec = buckets.options().get_document("timeseries").ok()?;
+    TimeseriesOptions::parse(spec).ok()
+}
+
+/// In-memory state of one time-series collection.
+struct Series {
+    catalog: BucketCatalog,
+    /// Next delta sequence number of each open bucket.
+    next_seq: HashMap<ObjectId, u32>,
+}
+
+/// Outcome of an insert into a time-series collection.
+#[derive(Debug, Default)]
+pub struct TsInsertOutcome {
+    pub inserted: usize,
+    pub errors: Vec<(usize, StoreError)>,
+}
+
+/// Bucket catalogs of every time-series collection, by buckets-collection id.
+#[derive(Default)]
+pub struct TimeseriesStore {
+    series: Mutex<HashMap<u64, Arc<Mutex<Series>>>>,
+    limits: Mutex<Limits>,
+}
+
+fn key(kind: u8, id: &ObjectId) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.push(kind);
+    k.extend_from_slice(&id.bytes());
+    k
+}
+
+fn delta_key(id: &ObjectId, seq: u32) -> Vec<u8> {
+    let mut k = key(DELTA, id);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn object_id_at(k: &[u8]) -> Option<ObjectId> {
+    let b: [u8; 12] = k.get(1..13)?.try_into().ok()?;
+    Some(ObjectId::from_bytes(b))
+}
+
+fn corrupt(msg: impl Into<String>) -> StoreError {
+    StoreError::Catalog(CatalogError::Corrupt(msg.into()))
+}
+
+/// Rebuilds the open buckets left as deltas in `snap`, in `_id` order, with the number
+/// of deltas each has.
+fn open_buckets_in(
+    snap: &Snapshot,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+) -> Result<Vec<(Bucket, u32)>, StoreError> {
+    let mut out: Vec<(Bucket, u32)> = Vec::new();
+    for entry in snap.scan_prefix(buckets.tree(), &[DELTA]) {
+        let (k, v) = entry?;
+        let id = object_id_at(&k).ok_or_else(|| corrupt("short delta key"))?;
+        let delta: Document = bson::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
+        if out.last().map(|(b, _)| b.id) != Some(id) {
+            let min = delta
+                .get_i64("min")
+                .map_err(|_| corrupt("first delta of a bucket lacks its min time"))?;
+            let bucket = Bucket::with_id(options, id, delta.get("meta").cloned(), min);
+            out.push((bucket, 0));
+        }
+        let Some((bucket, n)) = out.last_mut() else {
+            continue;
+        };
+        for m in delta.get_array("m").map_err(|_| corrupt("delta lacks m"))? {
+            if let Bson::Document(d) = m {
+                bucket.add(d.clone());
+            }
+        }
+        *n += 1;
+    }
+    Ok(out)
+}
+
+/// Stages the writes that close `bucket`: its compressed form in, its deltas out.
+fn stage_close(batch: &mut Batch, buckets: &Collection, bucket: &Bucket, deltas: u32) {
+    batch.put(
+        buckets.tree(),
+        &key(CLOSED, &bucket.id),
+        &bucket.encode_compressed(),
+    );
+    for seq in 0..deltas {
+        batch.delete(buckets.tree(), &delta_key(&bucket.id, seq));
+    }
+}
+
+impl TimeseriesStore {
+    /// Sets the bucket limits used by catalogs created from now on.
+    pub fn set_limits(&self, limits: Limits) {
+        *self.limits.lock() = limits;
+    }
+
+    /// The state of `buckets`, loading it (and closing buckets left open by a previous
+    /// run) on first use.
+    fn series(
+        &self,
+        buckets: &Collection,
+        options: &TimeseriesOptions,
+    ) -> Result<Arc<Mutex<Series>>, StoreError> {
+        let mut all = self.series.lock();
+        if let Some(s) = all.get(&buckets.id) {
+            return Ok(s.clone());
+        }
+        let engine = buckets.engine();
+        let leftovers = open_buckets_in(&engine.snapshot(), buckets, options)?;
+        if !leftovers.is_empty() {
+            let mut batch = engine.batch();
+            for (bucket, deltas) in &leftovers {
+                stage_close(&mut batch, buckets, bucket, *deltas);
+            }
+            engine.commit(batch)?;
+            tracing::info!(ns = %buckets.namespace(), count = leftovers.len(), "closed buckets left open by the previous run");
+        }
+        let series = Arc::new(Mutex::new(Series {
+            catalog: BucketCatalog::new(options.clone(), *self.limits.lock()),
+            next_seq: HashMap::new(),
+        }));
+        all.insert(buckets.id, series.clone());
+        Ok(series)
+    }
+
+    /// Forgets the state of a dropped buckets collection.
+    pub fn forget(&self, buckets: &Collection) {
+        self.series.lock().remove(&buckets.id);
+    }
+
+    /// Inserts measurements: one atomic, durable batch of deltas and closed buckets.
+    pub fn insert(
+        &self,
+        buckets: &Collection,
+        options: &TimeseriesOptions,
+        measurements: Vec<Document>,
+        ordered: bool,
+    ) -> Result<TsInsertOutcome, StoreError> {
+        let series = self.series(buckets, options)?;
+        let engine = buckets.engine();
+        let mut s = series.lock();
+        let out = s.catalog.insert(measurements, ordered);
+        let mut batch = engine.batch();
+        for bucket in &out.closed {
+            let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
+            stage_close(&mut batch, buckets, bucket, deltas);
+        }
+        for (id, range) in &out.appended {
+            let Some(bucket) = s.catalog.open_bucket(*id) else {
+                continue;
+            };
+            let slice = bucket.measurements.get(range.clone()).unwrap_or(&[]);
+            let ms: Vec<Bson> = slice.iter().cloned().map(Bson::Document).collect();
+            let seq = s.next_seq.get(id).copied().unwrap_or(0);
+            let mut delta = doc! {"m": ms};
+            if seq == 0 {
+                delta.insert("min", bucket.min_time_ms);
+                if let Some(meta) = &bucket.meta {
+                    delta.insert("meta", meta.clone());
+                }
+            }
+            let bytes = bson::to_vec(&delta).map_err(|e| corrupt(e.to_string()))?;
+            batch.put(buckets.tree(), &delta_key(id, seq), &bytes);
+            s.next_seq.insert(*id, seq + 1);
+        }
+        let ticket = engine.apply(batch);
+        drop(s);
+        ticket.and_then(|t| engine.wait_durable(t))?;
+        Ok(TsInsertOutcome {
+            inserted: out.inserted,
+            errors: out
+                .errors
+                .into_iter()
+                .map(|(i, e)| (i, StoreError::Ts(e)))
+                .collect(),
+        })
+    }
+
+    /// The catalog counters of a time-series collection (zero before first use).
+    pub fn stats(&self, buckets: &Collection) -> BucketStats {
+        match self.series.lock().get(&buckets.id) {
+            Some(s) => s.lock().catalog.stats().clone(),
+            None => BucketStats::default(),
+        }
+    }
+
+    /// Every bucket as MongoDB's bucket document (closed ones first, in `_id` order, then
+    /// open ones), as a read of `system.buckets.<coll>` returns them.
+    pub fn bucket_documents(
+        buckets: &Collection,
+        options: &TimeseriesOptions,
+    ) -> Result<Vec<Document>, StoreError> {
+        let snap = buckets.engine().snapshot();
+        let mut out = Vec::new();
+        for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
+            let (_, v) = entry?;
+            out.push(decode_compressed(&v)?.to_document()?);
+        }
+        for (bucket, _) in open_buckets_in(&snap, buckets, options)? {
+            out.push(bucket.to_document(false));
+        }
+        Ok(out)
+    }
+
+    /// Every measurement, unpacked from closed and open buckets of one snapshot.
+    pub fn measurements(
+        buckets: &Collection,
+        options: &TimeseriesOptions,
+    ) -> Result<Vec<Document>, StoreError> {
+        let snap = buckets.engine().snapshot();
+        let mut out = Vec::new();
+        for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
+            let (_, v) = entry?;
+            out.extend(decode_compressed(&v)?.unpack(None)?);
+        }
+        for (bucket, _) in open_buckets_in(&snap, buckets, options)? {
+            out.extend(unpack_measurements(&bucket, options));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hourglass_catalog::Catalog;
+    use hourglass_storage::Engine;
+
+    fn measurement(i: i64, host: &str) -> Document {
+        doc! {"t": bson::DateTime::from_millis(1_700_000_000_000 + i * 1000), "host": host, "v": i as f64 / 4.0}
+    }
+
+    fn open(dir: &std::path::Path) -> (Catalog, Arc<Collection>, TimeseriesOptions) {
+        let cat = Catalog::open(Engine::open(dir).unwrap()).unwrap();
+        let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "host"}).unwrap();
+        let (c, _) = cat
+            .create(
+                "db",
+                "system.buckets.m",
+                doc! {"timeseries": opts.to_document()},
+            )
+            .unwrap();
+        (cat, c, opts)
+    }
+
+    #[test]
+    fn insert_persists_deltas_and_closes_full_buckets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, opts) = open(dir.path());
+        let store = TimeseriesStore::default();
+        let docs: Vec<Document> = (0..2500).map(|i| measurement(i, "a")).collect();
+        let out = store.insert(&c, &opts, docs, true).unwrap();
+        assert_eq!(out.inserted, 2500);
+        assert_eq!(store.stats(&c).num_buckets_closed_due_to_count, 2);
+        let buckets = TimeseriesStore::bucket_documents(&c, &opts).unwrap();
+        assert_eq!(buckets.len(), 3);
+        let ms = TimeseriesStore::measurements(&c, &opts).unwrap();
+        assert_eq!(ms.len(), 2500);
+        assert_eq!(ms[0].get_str("host").unwrap(), "a");
+    }
+
+    #[test]
+    fn restart_closes_open_buckets_without_losing_measurements() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (_cat, c, opts) = open(dir.path());
+            let store = TimeseriesStore::default();
+            for i in 0..10 {
+                store
+                    .insert(
+                        &c,
+                        &opts,
+                        vec![measurement(i, "a"), measurement(i, "b")],
+                        true,
+                    )
+                    .unwrap();
+            }
+        }
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let c = cat.get("db", "system.buckets.m").unwrap();
+        let opts = options_of(&c).unwrap();
+        let store = TimeseriesStore::default();
+        store
+            .insert(&c, &opts, vec![measurement(100, "a")], true)
+            .unwrap();
+        let buckets = TimeseriesStore::bucket_documents(&c, &opts).unwrap();
+        assert_eq!(
+            buckets.len(),
+            3,
+            "two closed at restart, one new open bucket"
+        );
+        assert_eq!(TimeseriesStore::measurements(&c, &opts).unwrap().len(), 21);
+    }
+}
