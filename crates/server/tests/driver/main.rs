@@ -8,4 +8,5 @@ mod collections;
 mod crud;
 mod durability;
 mod handshake;
+mod timeseries;
 mod wire;
