@@ -39,7 +39,16 @@ t.people.insertMany([{ name: 'bob', born: 1900 }, { name: 'cy', born: 1950 }]);
 check(t.people.countDocuments({ born: { $gt: 1850 } }) === 2, 'countDocuments');
 const sorted = t.people.find({}, { _id: 0, name: 1 }).sort({ born: -1 }).toArray().map((d) => d.name);
 check(JSON.stringify(sorted) === JSON.stringify(['cy', 'bob', 'ada']), 'sort desc: ' + sorted);
-check(t.getCollectionNames().sort().join(',') === 'counters,people', 'collection names');
+check(t.getCollectionNames().sort().join(',') === 'counters,people', 'collection names: ' + t.getCollectionNames());
+
+// a time-series collection, as a shell user creates one
+t.createCollection('weather', { timeseries: { timeField: 'ts', metaField: 'sensor' } });
+const base = new Date('2026-01-01T00:00:00Z').getTime();
+t.weather.insertMany([0, 1, 2].map((i) => ({ ts: new Date(base + i * 1000), sensor: 'a', temp: 20 + i })));
+check(t.weather.countDocuments({ temp: { $gte: 21 } }) === 2, 'time-series countDocuments');
+check(t.getCollection('system.buckets.weather').countDocuments({}) === 1, 'one bucket for one series');
+const info = t.getCollectionInfos({ name: 'weather' })[0];
+check(info.type === 'timeseries', 'weather is a time-series collection');
 
 t.dropDatabase();
 print('mongosh smoke: all checks passed');
