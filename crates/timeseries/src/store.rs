@@ -248,6 +248,28 @@ impl TimeseriesStore {
         }
     }
 
+    /// Number of buckets (closed and open) and their bytes as stored.
+    pub fn bucket_summary(buckets: &Collection) -> Result<(u64, u64), StoreError> {
+        let snap = buckets.engine().snapshot();
+        let (mut count, mut bytes) = (0u64, 0u64);
+        for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
+            let (_, v) = entry?;
+            count += 1;
+            bytes += v.len() as u64;
+        }
+        let mut last = None;
+        for entry in snap.scan_prefix(buckets.tree(), &[DELTA]) {
+            let (k, v) = entry?;
+            let id = object_id_at(&k);
+            if id != last {
+                count += 1;
+                last = id;
+            }
+            bytes += v.len() as u64;
+        }
+        Ok((count, bytes))
+    }
+
     /// Every bucket as MongoDB's bucket document (closed ones first, in `_id` order, then
     /// open ones), as a read of `system.buckets.<coll>` returns them.
     pub fn bucket_documents(
@@ -266,21 +288,114 @@ impl TimeseriesStore {
         Ok(out)
     }
 
-    /// Every measurement, unpacked from closed and open buckets of one snapshot.
+    /// Every measurement whose time may lie in `bounds` (inclusive milliseconds; `None`
+    /// = unbounded), unpacked from closed and open buckets of one snapshot. Buckets whose
+    /// control min/max time lie outside the bounds are skipped without decoding a column.
     pub fn measurements(
         buckets: &Collection,
         options: &TimeseriesOptions,
+        bounds: TimeBounds,
     ) -> Result<Vec<Document>, StoreError> {
         let snap = buckets.engine().snapshot();
         let mut out = Vec::new();
         for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
             let (_, v) = entry?;
-            out.extend(decode_compressed(&v)?.unpack(None)?);
+            let bucket = decode_compressed(&v)?;
+            let control = bucket.control_document();
+            let time = |side: &str| {
+                control
+                    .get_document(side)
+                    .ok()
+                    .and_then(|d| d.get_datetime(&options.time_field).ok())
+                    .map(|t| t.timestamp_millis())
+            };
+            if bounds.excludes(time("min"), time("max")) {
+                continue;
+            }
+            out.extend(bucket.unpack(None)?);
         }
         for (bucket, _) in open_buckets_in(&snap, buckets, options)? {
-            out.extend(unpack_measurements(&bucket, options));
+            if !bounds.excludes(Some(bucket.min_time_ms), Some(bucket.max_time_ms)) {
+                out.extend(unpack_measurements(&bucket, options));
+            }
         }
         Ok(out)
+    }
+}
+
+/// Inclusive bounds on the time field, in milliseconds, used to prune buckets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeBounds {
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+}
+
+impl TimeBounds {
+    /// Whether a bucket spanning [`lo`, `hi`] holds no time inside the bounds.
+    pub fn excludes(&self, lo: Option<i64>, hi: Option<i64>) -> bool {
+        matches!((self.min, hi), (Some(min), Some(hi)) if hi < min)
+            || matches!((self.max, lo), (Some(max), Some(lo)) if lo > max)
+    }
+
+    /// Narrows the bounds by `other` (both must hold).
+    pub fn intersect(self, other: TimeBounds) -> TimeBounds {
+        TimeBounds {
+            min: match (self.min, other.min) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+            max: match (self.max, other.max) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
+    /// The bounds a query filter puts on `time_field`: top-level (or `$and`ed) equality
+    /// and `$gt/$gte/$lt/$lte/$eq` on dates. Anything else leaves the bounds open, so
+    /// pruning never drops a bucket the filter could match.
+    pub fn from_filter(filter: &Document, time_field: &str) -> TimeBounds {
+        let mut b = TimeBounds::default();
+        for (k, v) in filter {
+            if k == "$and" {
+                if let Bson::Array(items) = v {
+                    for item in items.iter().filter_map(Bson::as_document) {
+                        b = b.intersect(TimeBounds::from_filter(item, time_field));
+                    }
+                }
+            } else if k == time_field {
+                b = b.intersect(TimeBounds::from_condition(v));
+            }
+        }
+        b
+    }
+
+    fn from_condition(v: &Bson) -> TimeBounds {
+        let ms = |v: &Bson| match v {
+            Bson::DateTime(d) => Some(d.timestamp_millis()),
+            _ => None,
+        };
+        match v {
+            Bson::DateTime(d) => TimeBounds {
+                min: Some(d.timestamp_millis()),
+                max: Some(d.timestamp_millis()),
+            },
+            Bson::Document(ops) => {
+                let mut b = TimeBounds::default();
+                for (op, arg) in ops {
+                    let t = ms(arg);
+                    let one = match op.as_str() {
+                        "$gt" | "$gte" => TimeBounds { min: t, max: None },
+                        "$lt" | "$lte" => TimeBounds { min: None, max: t },
+                        "$eq" => TimeBounds { min: t, max: t },
+                        _ => TimeBounds::default(),
+                    };
+                    b = b.intersect(one);
+                }
+                b
+            }
+            _ => TimeBounds::default(),
+        }
     }
 }
 
@@ -318,9 +433,36 @@ mod tests {
         assert_eq!(store.stats(&c).num_buckets_closed_due_to_count, 2);
         let buckets = TimeseriesStore::bucket_documents(&c, &opts).unwrap();
         assert_eq!(buckets.len(), 3);
-        let ms = TimeseriesStore::measurements(&c, &opts).unwrap();
+        let ms = TimeseriesStore::measurements(&c, &opts, TimeBounds::default()).unwrap();
         assert_eq!(ms.len(), 2500);
+        // Times 0..2500 s after T0; bounds on the first 100 s keep only the first bucket.
+        let lo = 1_700_000_000_000;
+        let f = doc! {"t": {"$gte": bson::DateTime::from_millis(lo), "$lt": bson::DateTime::from_millis(lo + 100_000)}};
+        let pruned =
+            TimeseriesStore::measurements(&c, &opts, TimeBounds::from_filter(&f, "t")).unwrap();
+        assert_eq!(pruned.len(), 1000, "only the first bucket is decoded");
         assert_eq!(ms[0].get_str("host").unwrap(), "a");
+    }
+
+    #[test]
+    fn time_bounds_come_from_top_level_and_anded_conditions_only() {
+        let t = |ms| bson::DateTime::from_millis(ms);
+        let b = TimeBounds::from_filter(
+            &doc! {"t": {"$gte": t(10)}, "$and": [{"t": {"$lt": t(20)}}]},
+            "t",
+        );
+        assert_eq!(
+            b,
+            TimeBounds {
+                min: Some(10),
+                max: Some(20)
+            }
+        );
+        assert!(b.excludes(Some(21), Some(30)));
+        assert!(b.excludes(Some(0), Some(9)));
+        assert!(!b.excludes(Some(0), Some(10)));
+        let open = TimeBounds::from_filter(&doc! {"$or": [{"t": t(1)}], "t": {"$ne": t(5)}}, "t");
+        assert_eq!(open, TimeBounds::default());
     }
 
     #[test]
@@ -353,6 +495,11 @@ mod tests {
             3,
             "two closed at restart, one new open bucket"
         );
-        assert_eq!(TimeseriesStore::measurements(&c, &opts).unwrap().len(), 21);
+        assert_eq!(
+            TimeseriesStore::measurements(&c, &opts, TimeBounds::default())
+                .unwrap()
+                .len(),
+            21
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `aggregate` over regular collections: the pipeline runs document-at-a-time in the query
 //! layer; a leading `$match` is applied while scanning.
 
+use super::coll_stats::stats_document;
 use super::find::{batch_size, cursor_reply};
 use super::target::Target;
 use super::Request;
@@ -30,7 +31,17 @@ pub fn aggregate(req: &Request) -> CmdResult {
         _ => Some(req.collection()?),
     };
     let stages = req.documents("pipeline")?;
-    let pipeline = Pipeline::parse(&stages)?;
+    // A leading $collStats produces the input; the rest runs as usual.
+    let coll_stats = stages
+        .first()
+        .and_then(|s| s.get_document("$collStats").ok())
+        .cloned();
+    let rest = if coll_stats.is_some() {
+        &stages[1..]
+    } else {
+        &stages[..]
+    };
+    let pipeline = Pipeline::parse(rest)?;
     let explain = req.opt_bool("explain")?.unwrap_or(false);
     let cursor_opts =
         match req.body.get("cursor") {
@@ -57,9 +68,15 @@ pub fn aggregate(req: &Request) -> CmdResult {
             "command": req.body.clone(),
         });
     }
-    let input = Target::resolve(req, &coll)
-        .scan(filter)?
-        .collect::<Result<Vec<Document>, _>>()?;
+    let input = match coll_stats {
+        Some(spec) => vec![coll_stats_stage(req, &coll, &spec)?],
+        None => Target::resolve(req, &coll)
+            .scan(
+                filter,
+                rest.first().and_then(|s| s.get_document("$match").ok()),
+            )?
+            .collect::<Result<Vec<Document>, _>>()?,
+    };
     let output = pipeline.run(input)?;
     let batch = match cursor_opts {
         Some(d) => {
@@ -80,4 +97,35 @@ pub fn aggregate(req: &Request) -> CmdResult {
         batch,
         false,
     )
+}
+
+/// The one document `$collStats` outputs: `storageStats` and `count` when asked for.
+fn coll_stats_stage(req: &Request, coll: &str, spec: &Document) -> Result<Document, CommandError> {
+    let mut out = doc! {
+        "ns": format!("{}.{coll}", req.db),
+        "host": &req.state.host,
+        "localTime": bson::DateTime::now(),
+    };
+    for (k, v) in spec {
+        match (k.as_str(), v) {
+            ("storageStats", Bson::Document(o)) => {
+                let scale = o.get("scale").and_then(super::args::as_i64).unwrap_or(1);
+                out.insert("storageStats", stats_document(req, coll, scale)?);
+            }
+            ("count", Bson::Document(_)) => {
+                let stats = stats_document(req, coll, 1)?;
+                out.insert(
+                    "count",
+                    doc! {"count": stats.get("count").cloned().unwrap_or(Bson::Int64(0))},
+                );
+            }
+            ("latencyStats" | "queryExecStats", Bson::Document(_)) => {}
+            _ => {
+                return Err(CommandError::failed_to_parse(format!(
+                    "unrecognized option to $collStats: {k}"
+                )))
+            }
+        }
+    }
+    Ok(out)
 }

@@ -29,7 +29,10 @@ pub fn count(req: &Request) -> CmdResult {
         .map(|l| l.unsigned_abs() as usize)
         .filter(|&l| l > 0);
     let mut n = 0usize;
-    for doc in Target::resolve(req, &coll).scan(filter)?.skip(skip) {
+    for doc in Target::resolve(req, &coll)
+        .scan(filter, req.opt_document("query")?)?
+        .skip(skip)
+    {
         doc?;
         n += 1;
         if limit.is_some_and(|l| n >= l) {

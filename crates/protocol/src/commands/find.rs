@@ -134,7 +134,7 @@ pub fn find(req: &Request) -> CmdResult {
         batch = limit;
     }
     let source = shape(
-        Target::resolve(req, &coll).scan(filter)?,
+        Target::resolve(req, &coll).scan(filter, req.opt_document("filter")?)?,
         sort,
         skip,
         limit,

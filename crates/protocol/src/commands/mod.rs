@@ -4,6 +4,7 @@
 
 mod aggregate;
 pub mod args;
+mod coll_stats;
 mod collections;
 mod count;
 mod databases;
@@ -66,6 +67,11 @@ pub static COMMANDS: &[Command] = &[
         "Returns the server version and build details.",
     ),
     cmd("buildinfo", diagnostics::build_info, "Alias of buildInfo."),
+    cmd(
+        "collStats",
+        coll_stats::coll_stats,
+        "Returns sizes, counts and time-series bucket statistics of a collection.",
+    ),
     cmd(
         "connectionStatus",
         handshake::connection_status,

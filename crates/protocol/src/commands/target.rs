@@ -4,9 +4,10 @@
 use super::Request;
 use crate::cursor::DocSource;
 use crate::error::CommandError;
+use bson::Document;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
-use hourglass_timeseries::{options_of, TimeseriesOptions, TimeseriesStore};
+use hourglass_timeseries::{options_of, TimeBounds, TimeseriesOptions, TimeseriesStore};
 use std::sync::Arc;
 
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
@@ -63,12 +64,17 @@ impl Target {
 
     /// The documents matching `filter` (point lookup when a regular collection's `_id` is
     /// pinned; measurements for a time-series collection; bucket documents for buckets).
-    pub fn scan(self, filter: Filter) -> Result<DocSource, CommandError> {
+    /// `spec` is the filter as the client sent it; time-series reads derive from it the
+    /// time bounds that prune buckets.
+    pub fn scan(self, filter: Filter, spec: Option<&Document>) -> Result<DocSource, CommandError> {
         let docs = match self {
             Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
             Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
             Target::TimeSeries { buckets, options } => {
-                TimeseriesStore::measurements(&buckets, &options)?
+                let bounds = spec
+                    .map(|s| TimeBounds::from_filter(s, &options.time_field))
+                    .unwrap_or_default();
+                TimeseriesStore::measurements(&buckets, &options, bounds)?
             }
             Target::Buckets { buckets, options } => {
                 TimeseriesStore::bucket_documents(&buckets, &options)?

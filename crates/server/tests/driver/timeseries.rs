@@ -349,3 +349,250 @@ async fn acknowledged_measurements_survive_kill_9() {
         151
     );
 }
+
+async fn buckets_of(db: &mongodb::Database, coll: &str) -> Vec<Document> {
+    all(
+        &db.collection::<Document>(&format!("system.buckets.{coll}")),
+        doc! {},
+    )
+    .await
+}
+
+fn min_time(bucket: &Document, field: &str) -> i64 {
+    bucket
+        .get_document("control")
+        .unwrap()
+        .get_document("min")
+        .unwrap()
+        .get_datetime(field)
+        .unwrap()
+        .timestamp_millis()
+}
+
+#[tokio::test]
+async fn control_min_time_is_rounded_per_granularity_and_rounding_seconds() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ts_round");
+    // 2026-01-01T05:37:29.123Z
+    let t = DateTime::from_millis(T0 + ((5 * 60 + 37) * 60 + 29) * 1000 + 123);
+    let cases = [
+        (
+            "sec",
+            doc! {"timeField": "t", "granularity": "seconds"},
+            T0 + (5 * 60 + 37) * 60_000,
+        ),
+        (
+            "min",
+            doc! {"timeField": "t", "granularity": "minutes"},
+            T0 + 5 * 3_600_000,
+        ),
+        ("hrs", doc! {"timeField": "t", "granularity": "hours"}, T0),
+        (
+            "fix",
+            doc! {"timeField": "t", "bucketMaxSpanSeconds": 900, "bucketRoundingSeconds": 900},
+            T0 + (5 * 60 + 30) * 60_000,
+        ),
+    ];
+    for (name, spec, expected) in cases {
+        run_ok(&db, doc! {"create": name, "timeseries": spec}).await;
+        db.collection::<Document>(name)
+            .insert_one(doc! {"t": t, "x": 1})
+            .await
+            .unwrap();
+        let b = buckets_of(&db, name).await;
+        assert_eq!(b.len(), 1);
+        assert_eq!(min_time(&b[0], "t"), expected, "{name}");
+        assert_eq!(
+            b[0].get_object_id("_id")
+                .unwrap()
+                .timestamp()
+                .timestamp_millis(),
+            expected,
+            "{name}: bucket _id timestamp"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bucket_boundaries_follow_meta_count_and_span() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ts_bounds");
+    run_ok(
+        &db,
+        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
+    )
+    .await;
+    let coll = db.collection::<Document>("c");
+    // 1001 measurements of meta "a" within the span: the 1001st opens a second bucket.
+    let docs: Vec<Document> = (0..1001)
+        .map(|i| doc! {"t": at(i % 600), "m": "a", "i": i})
+        .collect();
+    coll.insert_many(docs).await.unwrap();
+    assert_eq!(buckets_of(&db, "c").await.len(), 2);
+    // Another meta value: its own bucket.
+    coll.insert_one(doc! {"t": at(0), "m": "b"}).await.unwrap();
+    assert_eq!(buckets_of(&db, "c").await.len(), 3);
+    // A measurement of meta "b" one hour after its bucket's min time: past the span.
+    coll.insert_one(doc! {"t": at(3600), "m": "b"})
+        .await
+        .unwrap();
+    assert_eq!(buckets_of(&db, "c").await.len(), 4);
+    // A measurement of "b" within the span goes to the open bucket.
+    coll.insert_one(doc! {"t": at(3601), "m": "b"})
+        .await
+        .unwrap();
+    assert_eq!(buckets_of(&db, "c").await.len(), 4);
+    // Schema change: field i changes type.
+    coll.insert_one(doc! {"t": at(3602), "m": "b", "i": 1})
+        .await
+        .unwrap();
+    coll.insert_one(doc! {"t": at(3603), "m": "b", "i": "one"})
+        .await
+        .unwrap();
+    assert_eq!(buckets_of(&db, "c").await.len(), 5);
+
+    let stats = run_ok(&db, doc! {"collStats": "c"}).await;
+    let ts = stats.get_document("timeseries").unwrap();
+    assert_eq!(
+        ts.get_str("bucketsNs").unwrap(),
+        "ts_bounds.system.buckets.c"
+    );
+    assert_eq!(num(ts, "bucketCount"), 5);
+    assert_eq!(num(ts, "numBucketsClosedDueToCount"), 1);
+    assert_eq!(num(ts, "numBucketsClosedDueToTimeForward"), 1);
+    assert_eq!(num(ts, "numBucketsClosedDueToSchemaChange"), 1);
+    assert_eq!(num(ts, "numBucketInserts"), 5);
+}
+
+#[tokio::test]
+async fn collstats_counts_2500_measurements_of_one_series_as_three_buckets() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ts_stats");
+    run_ok(
+        &db,
+        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
+    )
+    .await;
+    let docs: Vec<Document> = (0..2500)
+        .map(|i| doc! {"t": at(i), "m": 7, "v": i})
+        .collect();
+    db.collection::<Document>("c")
+        .insert_many(docs)
+        .await
+        .unwrap();
+    let reply: Vec<Document> = db
+        .collection::<Document>("c")
+        .aggregate(vec![doc! {"$collStats": {"storageStats": {}}}])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let ts = reply[0]
+        .get_document("storageStats")
+        .unwrap()
+        .get_document("timeseries")
+        .unwrap();
+    assert_eq!(num(ts, "bucketCount"), 3);
+    assert_eq!(num(ts, "numBucketsClosedDueToCount"), 2);
+    assert!(num(ts, "numMeasurementsCommitted") >= 2500, "{ts}");
+}
+
+#[tokio::test]
+async fn every_bson_type_round_trips_as_field_and_as_meta() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ts_types");
+    run_ok(
+        &db,
+        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
+    )
+    .await;
+    let coll = db.collection::<Document>("c");
+    let values: Vec<Bson> = vec![
+        Bson::Double(1.5),
+        Bson::String("s".into()),
+        Bson::Document(doc! {"x": 1, "y": [1, 2]}),
+        Bson::Array(vec![Bson::Int32(1), Bson::String("a".into())]),
+        Bson::Binary(bson::Binary {
+            subtype: bson::spec::BinarySubtype::Generic,
+            bytes: vec![1, 2, 3],
+        }),
+        Bson::ObjectId(bson::oid::ObjectId::new()),
+        Bson::Boolean(true),
+        Bson::DateTime(at(99)),
+        Bson::Null,
+        Bson::RegularExpression(bson::Regex {
+            pattern: "a.b".into(),
+            options: "i".into(),
+        }),
+        Bson::Int32(-7),
+        Bson::Timestamp(bson::Timestamp {
+            time: 5,
+            increment: 6,
+        }),
+        Bson::Int64(1 << 40),
+        Bson::Decimal128("1.25".parse().unwrap()),
+        Bson::MinKey,
+        Bson::MaxKey,
+        Bson::JavaScriptCode("x = 1".into()),
+    ];
+    for (i, v) in values.iter().enumerate() {
+        let d = doc! {"t": at(i as i64), "m": v.clone(), "_id": i as i32, "f": v.clone()};
+        coll.insert_one(d).await.unwrap();
+    }
+    for (i, v) in values.iter().enumerate() {
+        let got = coll
+            .find_one(doc! {"_id": i as i32})
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.get("f"), Some(v), "field of type {v:?}");
+        assert_eq!(got.get("m"), Some(v), "meta of type {v:?}");
+        assert_eq!(got.get_datetime("t").unwrap(), &at(i as i64));
+    }
+}
+
+#[tokio::test]
+async fn concurrent_inserters_lose_nothing_and_time_range_queries_prune_correctly() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ts_conc");
+    run_ok(
+        &db,
+        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "host"}},
+    )
+    .await;
+    let coll = db.collection::<Document>("c");
+    let mut tasks = Vec::new();
+    for h in 0..8 {
+        let coll = coll.clone();
+        tasks.push(tokio::spawn(async move {
+            for batch in 0..10 {
+                let docs: Vec<Document> = (0..50)
+                    .map(|i| {
+                        let n = batch * 50 + i;
+                        doc! {"t": at(n * 10), "host": h % 3, "w": h, "n": n}
+                    })
+                    .collect();
+                coll.insert_many(docs).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 4000);
+    for w in 0..8 {
+        assert_eq!(coll.count_documents(doc! {"w": w}).await.unwrap(), 500);
+    }
+    // Times span 0..4990 s: more than one bucket per host; a range must find exactly
+    // the measurements inside it, whichever buckets hold them.
+    let range = doc! {"t": {"$gte": at(1000), "$lt": at(2000)}};
+    assert_eq!(coll.count_documents(range.clone()).await.unwrap(), 8 * 100);
+    let exact = doc! {"$and": [{"t": {"$gt": at(3990)}}, {"t": {"$lte": at(4000)}}]};
+    assert_eq!(coll.count_documents(exact).await.unwrap(), 8);
+}

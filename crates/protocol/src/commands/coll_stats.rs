@@ -1,0 +1,75 @@
+//! `collStats` (and the `storageStats` of the `$collStats` stage): sizes and counts of a
+//! collection, and for a time-series collection the `timeseries` section with the bucket
+//! catalog's counters under MongoDB's names.
+
+use super::target::Target;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Document};
+use hourglass_timeseries::TimeseriesStore;
+
+/// The statistics document of `coll`, sizes divided by `scale`.
+pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
+    let ns = format!("{}.{coll}", req.db);
+    let scale = scale.max(1);
+    let mut out = doc! {"ns": &ns};
+    match Target::resolve(req, coll) {
+        Target::Regular(None) => {
+            return Err(CommandError::new(
+                26,
+                "NamespaceNotFound",
+                format!("Collection [{ns}] not found."),
+            ));
+        }
+        Target::Regular(Some(c)) => {
+            let (mut count, mut size) = (0i64, 0i64);
+            for d in c.scan() {
+                let d = d?;
+                count += 1;
+                size += bson::to_vec(&d).map(|v| v.len() as i64).unwrap_or(0);
+            }
+            out.insert("size", size / scale);
+            out.insert("count", count);
+            if count > 0 {
+                out.insert("avgObjSize", size / count);
+            }
+            out.insert("storageSize", c.storage_size() as i64 / scale);
+            out.insert("nindexes", 1);
+            out.insert("totalIndexSize", 0_i64);
+            out.insert("indexSizes", doc! {"_id_": 0_i64});
+        }
+        Target::TimeSeries { buckets, .. } | Target::Buckets { buckets, .. } => {
+            let (bucket_count, bytes) = TimeseriesStore::bucket_summary(&buckets)?;
+            let stats = req.state.timeseries.stats(&buckets);
+            let mut ts = doc! {
+                "bucketsNs": format!("{}.{}", req.db, buckets.namespace().coll),
+                "bucketCount": bucket_count as i64,
+            };
+            if bucket_count > 0 {
+                ts.insert("avgBucketSize", (bytes / bucket_count) as i64);
+            }
+            ts.extend(stats.to_document());
+            out.insert("size", bytes as i64 / scale);
+            out.insert("count", bucket_count as i64);
+            out.insert("storageSize", buckets.storage_size() as i64 / scale);
+            out.insert("nindexes", 0);
+            out.insert("totalIndexSize", 0_i64);
+            out.insert("indexSizes", Document::new());
+            out.insert("timeseries", ts);
+        }
+    }
+    out.insert("scaleFactor", scale);
+    Ok(out)
+}
+
+pub fn coll_stats(req: &Request) -> CmdResult {
+    req.check_fields(&["scale", "verbose"])?;
+    let coll = req.collection()?;
+    let scale = req.opt_i64("scale")?.unwrap_or(1);
+    if scale < 1 {
+        return Err(CommandError::bad_value(
+            "Scale factor must be a positive integer",
+        ));
+    }
+    stats_document(req, &coll, scale)
+}
