@@ -30,8 +30,8 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
             }
             out.insert("size", size / scale);
             out.insert("count", count);
-            if count > 0 {
-                out.insert("avgObjSize", size / count);
+            if let Some(avg) = size.checked_div(count) {
+                out.insert("avgObjSize", avg);
             }
             out.insert("storageSize", c.storage_size() as i64 / scale);
             out.insert("nindexes", 1);
@@ -45,8 +45,8 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
                 "bucketsNs": format!("{}.{}", req.db, buckets.namespace().coll),
                 "bucketCount": bucket_count as i64,
             };
-            if bucket_count > 0 {
-                ts.insert("avgBucketSize", (bytes / bucket_count) as i64);
+            if let Some(avg) = bytes.checked_div(bucket_count) {
+                ts.insert("avgBucketSize", avg as i64);
             }
             ts.extend(stats.to_document());
             out.insert("size", bytes as i64 / scale);
