@@ -12,6 +12,10 @@ pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
 pub const MAX_WIRE_VERSION: i32 = 21;
 
 /// The handshake reply; `legacy` selects `ismaster` (isMaster) over `isWritablePrimary`.
+///
+/// No `topologyVersion` is sent: with it, drivers switch their monitors to the streaming
+/// (exhaust, awaitable `hello`) protocol, which this server does not speak; without it
+/// they poll, which is all a standalone server needs.
 pub fn handshake_reply(req: &Request, legacy: bool) -> Document {
     let mut reply = Document::new();
     if req.body.get_bool("helloOk").unwrap_or(false) {
@@ -23,7 +27,6 @@ pub fn handshake_reply(req: &Request, legacy: bool) -> Document {
         reply.insert("isWritablePrimary", true);
     }
     reply.extend(doc! {
-        "topologyVersion": {"processId": bson::oid::ObjectId::new(), "counter": 0_i64},
         "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
         "maxMessageSizeBytes": MAX_MESSAGE_SIZE_BYTES,
         "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,

@@ -336,3 +336,13 @@ async fn unknown_command_is_command_not_found() {
     // the connection is still usable afterwards
     run_ok(&client.database("admin"), doc! {"ping": 1}).await;
 }
+
+/// Drivers switch to the streaming monitoring protocol (exhaust `hello`) when the reply
+/// carries a topologyVersion; the server answers requests one by one, so it must not.
+#[tokio::test]
+async fn hello_does_not_invite_streaming_monitoring() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let reply = run_ok(&client.database("admin"), bson::doc! {"hello": 1}).await;
+    assert!(!reply.contains_key("topologyVersion"), "{reply}");
+}
