@@ -46,6 +46,21 @@ impl CommandError {
         )
     }
 
+    /// An IDL-style "missing required field" error (MongoDB's 40414); `path` is e.g.
+    /// `update.updates.q`.
+    pub fn missing_field(path: &str) -> CommandError {
+        CommandError::new(
+            40414,
+            "Location40414",
+            format!("BSON field '{path}' is missing but a required field"),
+        )
+    }
+
+    /// This error as an entry of a write command's `writeErrors`.
+    pub fn write_error(&self, index: usize) -> Document {
+        doc! {"index": index as i32, "code": self.code, "codeName": &self.code_name, "errmsg": &self.errmsg}
+    }
+
     /// The reply document for this error.
     pub fn to_reply(&self) -> Document {
         doc! { "ok": 0.0, "errmsg": &self.errmsg, "code": self.code, "codeName": &self.code_name }

@@ -116,18 +116,14 @@ impl Request {
                 .iter()
                 .map(|v| match v {
                     Bson::Document(d) => Ok(d.clone()),
-                    other => Err(self.wrong_type(&format!("{field}.{}", 0), other, "object")),
+                    other => Err(self.wrong_type(field, other, "object")),
                 })
                 .collect(),
             Some(v) => Err(self.wrong_type(field, v, "array")),
-            None => Err(CommandError::new(
-                40414,
-                "Location40414",
-                format!(
-                    "BSON field '{}.{field}' is missing but a required field",
-                    self.command_name()
-                ),
-            )),
+            None => Err(CommandError::missing_field(&format!(
+                "{}.{field}",
+                self.command_name()
+            ))),
         }
     }
 

@@ -115,11 +115,9 @@ fn split_ns(req: &Request, field: &str) -> Result<Namespace, CommandError> {
             )),
         },
         Some(v) => Err(req.wrong_type(field, v, "string")),
-        None => Err(CommandError::new(
-            40414,
-            "Location40414",
-            format!("BSON field 'renameCollection.{field}' is missing but a required field"),
-        )),
+        None => Err(CommandError::missing_field(&format!(
+            "renameCollection.{field}"
+        ))),
     }
 }
 

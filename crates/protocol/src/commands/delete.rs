@@ -16,13 +16,7 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
     }
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
-        _ => {
-            return Err(CommandError::new(
-                40414,
-                "Location40414",
-                "BSON field 'delete.deletes.q' is missing but a required field",
-            ))
-        }
+        _ => return Err(CommandError::missing_field("delete.deletes.q")),
     };
     let limit = match stmt.get("limit").and_then(super::args::as_i64) {
         Some(0) => false,
@@ -32,13 +26,7 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
                 "The limit field in delete objects must be 0 or 1. Got {n}"
             )))
         }
-        None => {
-            return Err(CommandError::new(
-                40414,
-                "Location40414",
-                "BSON field 'delete.deletes.limit' is missing but a required field",
-            ))
-        }
+        None => return Err(CommandError::missing_field("delete.deletes.limit")),
     };
     let filter = Filter::parse(q)?;
     match Target::resolve(req, coll).require_regular("delete")? {
@@ -60,7 +48,7 @@ pub fn delete(req: &Request) -> CmdResult {
         match run_statement(req, &coll, stmt) {
             Ok(k) => n += k,
             Err(e) => {
-                errors.push(doc! {"index": i as i32, "code": e.code, "codeName": e.code_name, "errmsg": e.errmsg});
+                errors.push(e.write_error(i));
                 if ordered {
                     break;
                 }

@@ -42,13 +42,7 @@ pub fn distinct(req: &Request) -> CmdResult {
     let key = match req.body.get("key") {
         Some(Bson::String(s)) => s.clone(),
         Some(v) => return Err(req.wrong_type("key", v, "string")),
-        None => {
-            return Err(CommandError::new(
-                40414,
-                "Location40414",
-                "BSON field 'distinct.key' is missing but a required field",
-            ))
-        }
+        None => return Err(CommandError::missing_field("distinct.key")),
     };
     let filter = match req.opt_document("query")? {
         Some(f) => Filter::parse(f)?,

@@ -169,13 +169,7 @@ pub fn get_more(req: &Request) -> CmdResult {
     let coll = match req.body.get("collection") {
         Some(Bson::String(s)) => s.clone(),
         Some(v) => return Err(req.wrong_type("collection", v, "string")),
-        None => {
-            return Err(CommandError::new(
-                40414,
-                "Location40414",
-                "BSON field 'getMore.collection' is missing but a required field",
-            ))
-        }
+        None => return Err(CommandError::missing_field("getMore.collection")),
     };
     let ns = format!("{}.{coll}", req.db);
     let not_found = || CommandError::new(43, "CursorNotFound", format!("cursor id {id} not found"));
@@ -205,13 +199,7 @@ pub fn kill_cursors(req: &Request) -> CmdResult {
     let ids = match req.body.get("cursors") {
         Some(Bson::Array(a)) => a.clone(),
         Some(v) => return Err(req.wrong_type("cursors", v, "array")),
-        None => {
-            return Err(CommandError::new(
-                40414,
-                "Location40414",
-                "BSON field 'killCursors.cursors' is missing but a required field",
-            ))
-        }
+        None => return Err(CommandError::missing_field("killCursors.cursors")),
     };
     let mut killed = Vec::new();
     let mut not_found = Vec::new();

@@ -49,8 +49,8 @@ pub fn insert(req: &Request) -> CmdResult {
                 .insert(&buckets, &options, docs, ordered)?;
             let errors = out
                 .errors
-                .iter()
-                .map(|(i, e)| doc! {"index": *i as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()})
+                .into_iter()
+                .map(|(i, e)| CommandError::from(e).write_error(i))
                 .collect();
             (out.inserted, errors)
         }

@@ -39,7 +39,7 @@ pub fn parse_update(u: Option<&Bson>) -> Result<Update, CommandError> {
             "BSON field 'update.updates.u' is the wrong type '{}', expected type 'object' or 'array'",
             super::args::type_name(v)
         ))),
-        None => Err(CommandError::new(40414, "Location40414", "BSON field 'update.updates.u' is missing but a required field")),
+        None => Err(CommandError::missing_field("update.updates.u")),
     }
 }
 
@@ -71,13 +71,7 @@ fn run_statement(
     }
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
-        _ => {
-            return Err(CommandError::new(
-                40414,
-                "Location40414",
-                "BSON field 'update.updates.q' is missing but a required field",
-            ))
-        }
+        _ => return Err(CommandError::missing_field("update.updates.q")),
     };
     if stmt.contains_key("arrayFilters") {
         return Err(CommandError::new(
@@ -135,7 +129,7 @@ pub fn update(req: &Request) -> CmdResult {
                 }
             }
             Err(e) => {
-                errors.push(doc! {"index": i as i32, "code": e.code, "codeName": e.code_name, "errmsg": e.errmsg});
+                errors.push(e.write_error(i));
                 if ordered {
                     break;
                 }
