@@ -16,7 +16,8 @@
 //! are sent pre-encoded (`Collection<RawDocumentBuf>`). Rows are partitioned by a hash of
 //! `tags.hostname` into N groups, so each host's rows reach the server in time order from
 //! one client; the groups keep the file's order. Output ends with one machine-readable line:
-//! `RESULT rows=.. clients=.. seconds=.. rows_per_s=.. metrics_per_s=.. bytes=.. bytes_per_value=..`
+//! `RESULT rows=.. clients=.. seconds=.. rows_per_s=.. metrics_per_s=.. bytes=.. bytes_per_value=..
+//! alloc_bytes=.. alloc_bytes_per_value=..` (bytes = sum of file sizes, alloc = allocated blocks).
 
 use bson::{doc, RawDocumentBuf};
 use mongodb::{options::ClientOptions, Client};
@@ -86,18 +87,28 @@ fn free_port() -> u16 {
         .expect("no free port")
 }
 
-fn dir_size(p: &Path) -> u64 {
-    let mut total = 0;
+/// (sum of file sizes, sum of allocated bytes) under `p`. The two differ for sparse or
+/// preallocated files (the storage engine's journal is preallocated).
+fn dir_size(p: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let (mut len, mut alloc) = (0, 0);
     if let Ok(rd) = std::fs::read_dir(p) {
         for e in rd.flatten() {
             match e.metadata() {
-                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
-                Ok(m) => total += m.len(),
+                Ok(m) if m.is_dir() => {
+                    let (l, a) = dir_size(&e.path());
+                    len += l;
+                    alloc += a;
+                }
+                Ok(m) => {
+                    len += m.len();
+                    alloc += m.blocks() * 512;
+                }
                 Err(_) => {}
             }
         }
     }
-    total
+    (len, alloc)
 }
 
 /// Split a concatenated BSON stream into documents, partitioned by hostname hash into
@@ -298,12 +309,12 @@ async fn main() {
         }
         stop_secs = t_stop.elapsed().as_secs_f64();
     }
-    let bytes = dbpath.as_deref().map(dir_size).unwrap_or(0);
+    let (bytes, alloc) = dbpath.as_deref().map(dir_size).unwrap_or((0, 0));
     let values = rows * FIELDS_PER_ROW;
-    let bpv = if bytes > 0 {
-        bytes as f64 / values as f64
+    let (bpv, abpv) = if bytes > 0 {
+        (bytes as f64 / values as f64, alloc as f64 / values as f64)
     } else {
-        f64::NAN
+        (f64::NAN, f64::NAN)
     };
 
     println!("file:           {}", a.file.display());
@@ -314,9 +325,10 @@ async fn main() {
     println!("metrics/s:      {:.0}", rows_per_s * FIELDS_PER_ROW as f64);
     println!("shutdown secs:  {stop_secs:.2}");
     println!("bytes on disk:  {bytes}");
-    println!("bytes/value:    {bpv:.2}");
+    println!("bytes allocated:{alloc}");
+    println!("bytes/value:    {bpv:.2} (allocated: {abpv:.2})");
     println!(
-        "RESULT rows={rows} counted={counted} clients={} seconds={secs:.3} rows_per_s={rows_per_s:.0} metrics_per_s={:.0} bytes={bytes} bytes_per_value={bpv:.3}",
+        "RESULT rows={rows} counted={counted} clients={} seconds={secs:.3} rows_per_s={rows_per_s:.0} metrics_per_s={:.0} bytes={bytes} bytes_per_value={bpv:.3} alloc_bytes={alloc} alloc_bytes_per_value={abpv:.3}",
         a.clients,
         rows_per_s * FIELDS_PER_ROW as f64
     );
