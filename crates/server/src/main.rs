@@ -104,6 +104,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args, state.clone()))?;
+    state
+        .timeseries
+        .close_all()
+        .context("closing open time-series buckets failed")?;
     state.catalog.flush().context("final flush failed")?;
     tracing::info!("shutdown complete");
     Ok(())

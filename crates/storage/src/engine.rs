@@ -169,8 +169,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Flushes the journal to disk (used on clean shutdown).
+    /// Writes every tree's in-memory table out to its table files and syncs (clean
+    /// shutdown), so that the data no longer lives only in the journal.
     pub fn flush(&self) -> Result<()> {
+        self.db.persist(PersistMode::SyncAll)?;
+        for name in self.db.list_keyspace_names() {
+            let ks = self.db.keyspace(&name, KeyspaceCreateOptions::default)?;
+            ks.rotate_memtable_and_wait()?;
+        }
         self.db.persist(PersistMode::SyncAll)?;
         Ok(())
     }

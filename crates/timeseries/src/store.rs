@@ -67,6 +67,7 @@ pub fn options_of(buckets: &Collection) -> Option<TimeseriesOptions> {
 
 /// In-memory state of one time-series collection.
 struct Series {
+    buckets: Arc<Collection>,
     catalog: BucketCatalog,
     /// Next delta sequence number of each open bucket.
     next_seq: HashMap<ObjectId, u32>,
@@ -162,7 +163,7 @@ impl TimeseriesStore {
     /// run) on first use.
     fn series(
         &self,
-        buckets: &Collection,
+        buckets: &Arc<Collection>,
         options: &TimeseriesOptions,
     ) -> Result<Arc<Mutex<Series>>, StoreError> {
         let mut all = self.series.lock();
@@ -180,11 +181,30 @@ impl TimeseriesStore {
             tracing::info!(ns = %buckets.namespace(), count = leftovers.len(), "closed buckets left open by the previous run");
         }
         let series = Arc::new(Mutex::new(Series {
+            buckets: buckets.clone(),
             catalog: BucketCatalog::new(options.clone(), *self.limits.lock()),
             next_seq: HashMap::new(),
         }));
         all.insert(buckets.id, series.clone());
         Ok(series)
+    }
+
+    /// Closes every open bucket of every collection (clean shutdown): compressed
+    /// buckets in, deltas out.
+    pub fn close_all(&self) -> Result<(), StoreError> {
+        let all: Vec<Arc<Mutex<Series>>> = self.series.lock().values().cloned().collect();
+        for series in all {
+            let mut s = series.lock();
+            let closed = s.catalog.close_all();
+            let engine = s.buckets.engine().clone();
+            let mut batch = engine.batch();
+            for bucket in &closed {
+                let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
+                stage_close(&mut batch, &s.buckets, bucket, deltas);
+            }
+            engine.commit(batch)?;
+        }
+        Ok(())
     }
 
     /// Forgets the state of a dropped buckets collection.
@@ -195,7 +215,7 @@ impl TimeseriesStore {
     /// Inserts measurements: one atomic, durable batch of deltas and closed buckets.
     pub fn insert(
         &self,
-        buckets: &Collection,
+        buckets: &Arc<Collection>,
         options: &TimeseriesOptions,
         measurements: Vec<Document>,
         ordered: bool,

@@ -596,3 +596,43 @@ async fn concurrent_inserters_lose_nothing_and_time_range_queries_prune_correctl
     let exact = doc! {"$and": [{"t": {"$gt": at(3990)}}, {"t": {"$lte": at(4000)}}]};
     assert_eq!(coll.count_documents(exact).await.unwrap(), 8);
 }
+
+#[tokio::test]
+async fn clean_shutdown_closes_open_buckets_and_keeps_measurements() {
+    let mut server = TestServer::start();
+    {
+        let client = server.client().await;
+        let db = client.database("ts_clean");
+        run_ok(
+            &db,
+            doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
+        )
+        .await;
+        let docs: Vec<Document> = (0..30)
+            .map(|i| doc! {"t": at(i), "m": i % 3, "v": i})
+            .collect();
+        db.collection::<Document>("c")
+            .insert_many(docs)
+            .await
+            .unwrap();
+        client.shutdown().await;
+    }
+    server.stop();
+    server.restart();
+    let client = server.client().await;
+    let db = client.database("ts_clean");
+    assert_eq!(
+        db.collection::<Document>("c")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        30
+    );
+    let buckets = buckets_of(&db, "c").await;
+    assert_eq!(buckets.len(), 3);
+    // Closed buckets come back from their compressed form with every measurement.
+    for b in &buckets {
+        let data = b.get_document("data").unwrap();
+        assert_eq!(data.get_document("v").unwrap().len(), 10, "{b}");
+    }
+}
