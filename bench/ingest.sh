@@ -118,10 +118,10 @@ for name in full dec2; do
     for c in $CLIENTS; do
         res=$("$ROOT/target/release/ingest" "$WORK/$name.bson" --clients "$c" --batch "$BATCH" \
                 --bin "$ROOT/target/release/hourglass" --dbpath "$WORK/hg-$name-$c" | tee -a "$WORK/hourglass.log" | grep '^RESULT') || {
-            echo "hourglass ingest failed ($name, $c clients)" >&2; res="RESULT rows_per_s=0 metrics_per_s=0 bytes_per_value=nan alloc_bytes_per_value=nan"; }
+            echo "hourglass ingest failed ($name, $c clients)" >&2; res="RESULT rows_per_s=0 metrics_per_s=0 bytes_per_value=nan alloc_bytes_per_value=nan table_bytes_per_value=nan"; }
         tail -n 12 "$WORK/hourglass.log" >&2
         rm -rf "$WORK/hg-$name-$c"
-        HG+=("$c $(sed -n 's/.*rows_per_s=\([0-9]*\).*metrics_per_s=\([0-9]*\).* bytes_per_value=\([^ ]*\).*alloc_bytes_per_value=\([^ ]*\).*/\1 \2 \3 \4/p' <<<"$res")")
+        HG+=("$c $(sed -n 's/.*rows_per_s=\([0-9]*\).*metrics_per_s=\([0-9]*\).* bytes_per_value=\([^ ]*\).*alloc_bytes_per_value=\([^ ]*\).*table_bytes_per_value=\([^ ]*\).*/\1 \2 \3 \4 \5/p' <<<"$res")")
     done
     echo "== $label: influxdb" >&2
     read -r irps itsm iall < <(influx_run "$name")
@@ -132,9 +132,9 @@ for name in full dec2; do
         echo "| loader | clients | rows/s | metrics/s | bytes/value | ratio to InfluxDB rows/s |"
         echo "|---|---|---|---|---|---|"
         for line in "${HG[@]}"; do
-            read -r c rps mps bpv abpv <<<"$line"
+            read -r c rps mps bpv abpv tbpv <<<"$line"
             ratio=$(awk -v a="$rps" -v b="$irps" 'BEGIN {printf "%.2f", (b>0 ? a/b : 0)}')
-            printf "| hourglass | %s | %s | %s | %.2f (%.2f allocated) | %s |\n" "$c" "$(fmt "$rps")" "$(fmt "$mps")" "$bpv" "$abpv" "$ratio"
+            printf "| hourglass | %s | %s | %s | %.2f (tables; %.2f whole dir, %.2f allocated) | %s |\n" "$c" "$(fmt "$rps")" "$(fmt "$mps")" "$tbpv" "$bpv" "$abpv" "$ratio"
         done
         printf "| influxdb 1.x (influx_load.py) | %s | %s | %s | %s (TSM; %s whole dir) | 1.00 |\n" \
             "$INFLUX_WORKERS" "$(fmt "$irps")" "$(fmt $((irps * 10)))" "$itsm" "$iall"

@@ -87,28 +87,34 @@ fn free_port() -> u16 {
         .expect("no free port")
 }
 
-/// (sum of file sizes, sum of allocated bytes) under `p`. The two differ for sparse or
-/// preallocated files (the storage engine's journal is preallocated).
-fn dir_size(p: &Path) -> (u64, u64) {
+/// (sum of file sizes, sum of allocated bytes, sum of file sizes without the write-ahead
+/// journal `*.jnl`) under `p`. The first two differ for sparse or preallocated files (the
+/// storage engine's journal is preallocated); the third is the data proper, comparable
+/// to InfluxDB's TSM files without its WAL.
+fn dir_size(p: &Path) -> (u64, u64, u64) {
     use std::os::unix::fs::MetadataExt;
-    let (mut len, mut alloc) = (0, 0);
+    let (mut len, mut alloc, mut tables) = (0, 0, 0);
     if let Ok(rd) = std::fs::read_dir(p) {
         for e in rd.flatten() {
             match e.metadata() {
                 Ok(m) if m.is_dir() => {
-                    let (l, a) = dir_size(&e.path());
+                    let (l, a, t) = dir_size(&e.path());
                     len += l;
                     alloc += a;
+                    tables += t;
                 }
                 Ok(m) => {
                     len += m.len();
                     alloc += m.blocks() * 512;
+                    if e.path().extension().is_none_or(|x| x != "jnl") {
+                        tables += m.len();
+                    }
                 }
                 Err(_) => {}
             }
         }
     }
-    (len, alloc)
+    (len, alloc, tables)
 }
 
 /// Split a concatenated BSON stream into documents, partitioned by hostname hash into
@@ -309,7 +315,8 @@ async fn main() {
         }
         stop_secs = t_stop.elapsed().as_secs_f64();
     }
-    let (bytes, alloc) = dbpath.as_deref().map(dir_size).unwrap_or((0, 0));
+    let (bytes, alloc, tables) = dbpath.as_deref().map(dir_size).unwrap_or((0, 0, 0));
+    let tbpv = tables as f64 / (rows * FIELDS_PER_ROW) as f64;
     let values = rows * FIELDS_PER_ROW;
     let (bpv, abpv) = if bytes > 0 {
         (bytes as f64 / values as f64, alloc as f64 / values as f64)
@@ -326,9 +333,9 @@ async fn main() {
     println!("shutdown secs:  {stop_secs:.2}");
     println!("bytes on disk:  {bytes}");
     println!("bytes allocated:{alloc}");
-    println!("bytes/value:    {bpv:.2} (allocated: {abpv:.2})");
+    println!("bytes/value:    {bpv:.2} (allocated: {abpv:.2}; without journal: {tbpv:.2})");
     println!(
-        "RESULT rows={rows} counted={counted} clients={} seconds={secs:.3} rows_per_s={rows_per_s:.0} metrics_per_s={:.0} bytes={bytes} bytes_per_value={bpv:.3} alloc_bytes={alloc} alloc_bytes_per_value={abpv:.3}",
+        "RESULT rows={rows} counted={counted} clients={} seconds={secs:.3} rows_per_s={rows_per_s:.0} metrics_per_s={:.0} bytes={bytes} bytes_per_value={bpv:.3} alloc_bytes={alloc} alloc_bytes_per_value={abpv:.3} table_bytes_per_value={tbpv:.3}",
         a.clients,
         rows_per_s * FIELDS_PER_ROW as f64
     );

@@ -64,8 +64,7 @@ pub async fn serve(
         let reply = match wire::parse_message(&header, &whole) {
             Ok(Message::Msg(msg)) => {
                 let more_to_come = msg.more_to_come();
-                let body = msg.into_command();
-                let reply = run(&state, &conn, body).await;
+                let reply = run(&state, &conn, msg.body, msg.sequences).await;
                 if more_to_come {
                     continue;
                 }
@@ -111,7 +110,12 @@ pub async fn serve(
 }
 
 /// Runs one command on the blocking pool.
-async fn run(state: &Arc<ServerState>, conn: &Arc<ConnInfo>, body: Document) -> Document {
+async fn run(
+    state: &Arc<ServerState>,
+    conn: &Arc<ConnInfo>,
+    body: Document,
+    sequences: Vec<(String, Vec<Document>)>,
+) -> Document {
     let db = match body.get("$db") {
         Some(bson::Bson::String(s)) => s.clone(),
         _ => {
@@ -128,6 +132,7 @@ async fn run(state: &Arc<ServerState>, conn: &Arc<ConnInfo>, body: Document) -> 
         conn: conn.clone(),
         db,
         body,
+        sequences: parking_lot::Mutex::new(sequences),
     };
     state.connections.active.fetch_add(1, Ordering::Relaxed);
     let result = tokio::task::spawn_blocking(move || commands::dispatch(&req)).await;
@@ -170,5 +175,5 @@ async fn answer_op_query(
         };
     }
     body.insert("$db", db);
-    run(state, conn, body).await
+    run(state, conn, body, Vec::new()).await
 }

@@ -160,11 +160,58 @@ fn merge_extreme(cur: &mut Bson, new: &Bson, want: Ordering) {
     }
 }
 
+/// Encoded BSON size of a document, computed without encoding it.
 fn bson_size(d: &Document) -> usize {
-    let mut buf = Vec::new();
-    match d.to_writer(&mut buf) {
-        Ok(()) => buf.len(),
-        Err(_) => 0,
+    5 + d
+        .iter()
+        .map(|(k, v)| element_size(k.len(), v))
+        .sum::<usize>()
+}
+
+/// Encoded size of one element: type byte, name and its NUL, value.
+fn element_size(name_len: usize, v: &Bson) -> usize {
+    2 + name_len + value_size(v)
+}
+
+fn digits(mut i: usize) -> usize {
+    let mut n = 1;
+    while i >= 10 {
+        i /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// Encoded size of a BSON value (without type byte and name).
+fn value_size(v: &Bson) -> usize {
+    match v {
+        Bson::Double(_) | Bson::DateTime(_) | Bson::Timestamp(_) | Bson::Int64(_) => 8,
+        Bson::Int32(_) => 4,
+        Bson::Boolean(_) => 1,
+        Bson::Decimal128(_) => 16,
+        Bson::ObjectId(_) => 12,
+        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
+        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => 5 + s.len(),
+        Bson::Document(d) => bson_size(d),
+        Bson::Array(a) => {
+            5 + a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| element_size(digits(i), x))
+                .sum::<usize>()
+        }
+        Bson::Binary(b) => {
+            let old = b.subtype == bson::spec::BinarySubtype::BinaryOld;
+            5 + b.bytes.len() + if old { 4 } else { 0 }
+        }
+        Bson::RegularExpression(r) => r.pattern.len() + r.options.len() + 2,
+        Bson::JavaScriptCodeWithScope(c) => 4 + 5 + c.code.len() + bson_size(&c.scope),
+        Bson::DbPointer(_) => {
+            let mut d = Document::new();
+            d.insert("", v.clone());
+            let mut buf = Vec::new();
+            d.to_writer(&mut buf).map(|_| buf.len() - 7).unwrap_or(0)
+        }
     }
 }
 
@@ -259,13 +306,14 @@ impl Bucket {
 
     /// Size the measurement adds to the bucket (see the module docs).
     pub fn measurement_size(&self, m: &Document) -> usize {
-        match &self.meta_field {
-            Some(mf) if m.contains_key(mf) => {
-                let mut c = m.clone();
-                c.remove(mf);
-                bson_size(&c)
-            }
-            _ => bson_size(m),
+        let whole = bson_size(m);
+        match self
+            .meta_field
+            .as_ref()
+            .and_then(|mf| Some((mf, m.get(mf)?)))
+        {
+            Some((mf, meta)) => whole - element_size(mf.len(), meta),
+            None => whole,
         }
     }
 
@@ -678,6 +726,30 @@ pub fn unpack_measurements(bucket: &Bucket, options: &TimeseriesOptions) -> Vec<
         &cols,
         None,
     )
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn computed_bson_size_matches_encoding_for_every_type() {
+        let d = doc! {
+            "d": 1.5, "s": "abc", "o": {"x": [1, "y", {"z": null}]}, "b": true,
+            "t": DateTime::from_millis(1), "i": 1, "l": 2_i64, "n": null,
+            "bin": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] },
+            "old": bson::Binary { subtype: bson::spec::BinarySubtype::BinaryOld, bytes: vec![1] },
+            "re": bson::Regex { pattern: "a".into(), options: "i".into() },
+            "ts": bson::Timestamp { time: 1, increment: 2 },
+            "js": Bson::JavaScriptCode("x".into()),
+            "jsw": Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope { code: "x".into(), scope: doc! {"a": 1} }),
+            "dec": bson::Decimal128::from_bytes([0; 16]), "min": Bson::MinKey, "max": Bson::MaxKey,
+            "arr": (0..12).map(Bson::Int32).collect::<Vec<_>>(),
+        };
+        let mut buf = Vec::new();
+        d.to_writer(&mut buf).unwrap();
+        assert_eq!(bson_size(&d), buf.len());
+    }
 }
 
 #[cfg(test)]

@@ -215,6 +215,7 @@ impl BucketCatalog {
         // Buckets that received measurements, with the first new index.
         let mut touched: Vec<(ObjectId, usize)> = Vec::new();
         let mut opened_now: HashSet<ObjectId> = HashSet::new();
+        let mut last_meta: Option<(Option<Bson>, Option<Bson>, Vec<u8>)> = None;
         for (i, m) in measurements.into_iter().enumerate() {
             let t = match self.check_time(&m) {
                 Ok(t) => t,
@@ -226,13 +227,20 @@ impl BucketCatalog {
                     continue;
                 }
             };
-            let meta = self
-                .options
-                .meta_field
-                .as_ref()
-                .and_then(|f| m.get(f))
-                .map(normalize_meta);
-            let key = meta_key(meta.as_ref());
+            // Consecutive measurements usually share their series: reuse the
+            // normalization and key of the previous one when the raw meta is equal.
+            let raw = self.options.meta_field.as_ref().and_then(|f| m.get(f));
+            let (meta, key) = match &last_meta {
+                Some((prev_raw, meta, key)) if prev_raw.as_ref() == raw => {
+                    (meta.clone(), key.clone())
+                }
+                _ => {
+                    let meta = raw.map(normalize_meta);
+                    let key = meta_key(meta.as_ref());
+                    last_meta = Some((raw.cloned(), meta.clone(), key.clone()));
+                    (meta, key)
+                }
+            };
             let mut target = self.by_meta.get(&key).copied();
             match target {
                 Some(id) => {

@@ -85,6 +85,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
                 conn: req.conn.clone(),
                 db: req.db.clone(),
                 body: d,
+                sequences: Default::default(),
             };
             batch_size(&sub, "batchSize")?
         }

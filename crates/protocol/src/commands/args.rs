@@ -18,6 +18,9 @@ pub struct Request {
     pub conn: Arc<ConnInfo>,
     pub db: String,
     pub body: Document,
+    /// OP_MSG kind-1 document sequences (e.g. insert's `documents`), kept apart from
+    /// the body so that handlers can take them without copying.
+    pub sequences: parking_lot::Mutex<Vec<(String, Vec<Document>)>>,
 }
 
 /// Fields every command may carry that handlers do not interpret.
@@ -73,7 +76,9 @@ impl Request {
     /// Rejects fields other than the command name, `allowed` and the generic ones.
     pub fn check_fields(&self, allowed: &[&str]) -> Result<(), CommandError> {
         let name = self.command_name().to_string();
-        for k in self.body.keys().skip(1) {
+        let sequences = self.sequences.lock();
+        let sequence_names = sequences.iter().map(|(n, _)| n);
+        for k in self.body.keys().skip(1).chain(sequence_names) {
             if !allowed.contains(&k.as_str()) && !GENERIC_FIELDS.contains(&k.as_str()) {
                 return Err(CommandError::unknown_field(&name, k));
             }
@@ -109,8 +114,15 @@ impl Request {
         }
     }
 
-    /// An array of documents (e.g. `documents`, `updates`, `deletes`, `pipeline`).
+    /// An array of documents (e.g. `documents`, `updates`, `deletes`, `pipeline`), from
+    /// the document sequence of that name (taken, not copied: call once per field) or
+    /// from the body.
     pub fn documents(&self, field: &str) -> Result<Vec<Document>, CommandError> {
+        let mut sequences = self.sequences.lock();
+        if let Some(pos) = sequences.iter().position(|(name, _)| name == field) {
+            return Ok(sequences.swap_remove(pos).1);
+        }
+        drop(sequences);
         match self.body.get(field) {
             Some(Bson::Array(items)) => items
                 .iter()

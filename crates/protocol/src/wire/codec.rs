@@ -92,21 +92,6 @@ impl OpMsg {
     pub fn more_to_come(&self) -> bool {
         self.flags & FLAG_MORE_TO_COME != 0
     }
-
-    /// The body with each document sequence added as an array field of that name, which
-    /// is how commands see them.
-    pub fn into_command(self) -> Document {
-        let mut body = self.body;
-        for (name, docs) in self.sequences {
-            body.insert(
-                name,
-                docs.into_iter()
-                    .map(bson::Bson::Document)
-                    .collect::<Vec<_>>(),
-            );
-        }
-        body
-    }
 }
 
 /// A legacy OP_QUERY (accepted only for the connection handshake).
@@ -339,8 +324,9 @@ mod tests {
         let Message::Msg(m) = parse(&op_msg_bytes(0, &sections, false)).unwrap() else {
             panic!("not OP_MSG")
         };
-        let cmd = m.into_command();
-        assert_eq!(cmd.get_array("documents").unwrap().len(), 2);
+        assert_eq!(m.sequences.len(), 1);
+        assert_eq!(m.sequences[0].0, "documents");
+        assert_eq!(m.sequences[0].1.len(), 2);
     }
 
     #[test]
