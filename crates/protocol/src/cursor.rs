@@ -1,8 +1,8 @@
 //! Server-side cursors: results not yet sent, fetched by `getMore`, closed by
 //! `killCursors`, by exhaustion, or after `cursorTimeoutMillis` (10 minutes) idle.
 
+use crate::error::CommandError;
 use bson::Document;
-use hourglass_catalog::CatalogError;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Documents still to return.
-pub type DocSource = Box<dyn Iterator<Item = Result<Document, CatalogError>> + Send>;
+pub type DocSource = Box<dyn Iterator<Item = Result<Document, CommandError>> + Send>;
 
 /// Largest reply batch in bytes (MongoDB caps batches at 16 MiB).
 const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
@@ -35,7 +35,7 @@ pub struct CursorRegistry {
 pub fn take_batch(
     source: &mut DocSource,
     batch_size: Option<usize>,
-) -> Result<(Vec<Document>, bool), CatalogError> {
+) -> Result<(Vec<Document>, bool), CommandError> {
     let mut out = Vec::new();
     let mut bytes = 0usize;
     let limit = batch_size.filter(|&n| n > 0).unwrap_or(usize::MAX);
@@ -75,7 +75,7 @@ impl CursorRegistry {
         &self,
         id: i64,
         batch_size: Option<usize>,
-    ) -> Option<Result<Batch, CatalogError>> {
+    ) -> Option<Result<Batch, CommandError>> {
         let cursor = self.cursors.lock().get(&id).cloned()?;
         let mut c = cursor.lock();
         c.last_used = Instant::now();

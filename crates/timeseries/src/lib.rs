@@ -24,4 +24,6 @@ pub use error::TsError;
 pub use meta::{meta_key, normalize_meta};
 pub use options::{validate_expire_after_seconds, Granularity, TimeseriesOptions};
 pub use stats::BucketStats;
-pub use store::{options_of, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome};
+pub use store::{
+    options_of, MeasurementStream, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome,
+};

@@ -309,38 +309,57 @@ impl TimeseriesStore {
     }
 
     /// Every measurement whose time may lie in `bounds` (inclusive milliseconds; `None`
-    /// = unbounded), unpacked from closed and open buckets of one snapshot. Buckets whose
-    /// control min/max time lie outside the bounds are skipped without decoding a column.
+    /// = unbounded), unpacked from closed and open buckets of one snapshot, one bucket
+    /// at a time (memory stays bounded by one bucket). Buckets whose control min/max
+    /// time lie outside the bounds are skipped without decoding a column.
     pub fn measurements(
         buckets: &Collection,
         options: &TimeseriesOptions,
         bounds: TimeBounds,
-    ) -> Result<Vec<Document>, StoreError> {
+    ) -> Result<MeasurementStream, StoreError> {
         let snap = buckets.engine().snapshot();
-        let mut out = Vec::new();
-        for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
-            let (_, v) = entry?;
-            let bucket = decode_compressed(&v)?;
-            let control = bucket.control_document();
-            let time = |side: &str| {
-                control
-                    .get_document(side)
-                    .ok()
-                    .and_then(|d| d.get_datetime(&options.time_field).ok())
-                    .map(|t| t.timestamp_millis())
-            };
-            if bounds.excludes(time("min"), time("max")) {
-                continue;
-            }
-            out.extend(bucket.unpack(None)?);
-        }
-        for (bucket, _) in open_buckets_in(&snap, buckets, options)? {
-            if !bounds.excludes(Some(bucket.min_time_ms), Some(bucket.max_time_ms)) {
-                out.extend(unpack_measurements(&bucket, options));
-            }
-        }
-        Ok(out)
+        let open: Vec<Document> = open_buckets_in(&snap, buckets, options)?
+            .into_iter()
+            .filter(|(b, _)| !bounds.excludes(Some(b.min_time_ms), Some(b.max_time_ms)))
+            .flat_map(|(b, _)| unpack_measurements(&b, options))
+            .collect();
+        let time_field = options.time_field.clone();
+        let closed = snap.scan_prefix(buckets.tree(), &[CLOSED]).flat_map(
+            move |entry| -> Vec<Result<Document, StoreError>> {
+                match closed_measurements(entry, &time_field, bounds) {
+                    Ok(docs) => docs.into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(e)],
+                }
+            },
+        );
+        Ok(Box::new(closed.chain(open.into_iter().map(Ok))))
     }
+}
+
+/// Measurements streamed from a time-series collection.
+pub type MeasurementStream = Box<dyn Iterator<Item = Result<Document, StoreError>> + Send>;
+
+/// The measurements of one stored closed bucket, or none when its time range lies
+/// outside `bounds`.
+fn closed_measurements(
+    entry: Result<(Vec<u8>, Vec<u8>), StorageError>,
+    time_field: &str,
+    bounds: TimeBounds,
+) -> Result<Vec<Document>, StoreError> {
+    let (_, v) = entry?;
+    let bucket = decode_compressed(&v)?;
+    let control = bucket.control_document();
+    let time = |side: &str| {
+        control
+            .get_document(side)
+            .ok()
+            .and_then(|d| d.get_datetime(time_field).ok())
+            .map(|t| t.timestamp_millis())
+    };
+    if bounds.excludes(time("min"), time("max")) {
+        return Ok(Vec::new());
+    }
+    Ok(bucket.unpack(None)?)
 }
 
 /// Inclusive bounds on the time field, in milliseconds, used to prune buckets.
@@ -429,6 +448,10 @@ mod tests {
         doc! {"t": bson::DateTime::from_millis(1_700_000_000_000 + i * 1000), "host": host, "v": i as f64 / 4.0}
     }
 
+    fn collect(s: Result<MeasurementStream, StoreError>) -> Vec<Document> {
+        s.unwrap().collect::<Result<_, _>>().unwrap()
+    }
+
     fn open(dir: &std::path::Path) -> (Catalog, Arc<Collection>, TimeseriesOptions) {
         let cat = Catalog::open(Engine::open(dir).unwrap()).unwrap();
         let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "host"}).unwrap();
@@ -453,13 +476,20 @@ mod tests {
         assert_eq!(store.stats(&c).num_buckets_closed_due_to_count, 2);
         let buckets = TimeseriesStore::bucket_documents(&c, &opts).unwrap();
         assert_eq!(buckets.len(), 3);
-        let ms = TimeseriesStore::measurements(&c, &opts, TimeBounds::default()).unwrap();
+        let ms = collect(TimeseriesStore::measurements(
+            &c,
+            &opts,
+            TimeBounds::default(),
+        ));
         assert_eq!(ms.len(), 2500);
         // Times 0..2500 s after T0; bounds on the first 100 s keep only the first bucket.
         let lo = 1_700_000_000_000;
         let f = doc! {"t": {"$gte": bson::DateTime::from_millis(lo), "$lt": bson::DateTime::from_millis(lo + 100_000)}};
-        let pruned =
-            TimeseriesStore::measurements(&c, &opts, TimeBounds::from_filter(&f, "t")).unwrap();
+        let pruned = collect(TimeseriesStore::measurements(
+            &c,
+            &opts,
+            TimeBounds::from_filter(&f, "t"),
+        ));
         assert_eq!(pruned.len(), 1000, "only the first bucket is decoded");
         assert_eq!(ms[0].get_str("host").unwrap(), "a");
     }
@@ -516,9 +546,12 @@ mod tests {
             "two closed at restart, one new open bucket"
         );
         assert_eq!(
-            TimeseriesStore::measurements(&c, &opts, TimeBounds::default())
-                .unwrap()
-                .len(),
+            collect(TimeseriesStore::measurements(
+                &c,
+                &opts,
+                TimeBounds::default()
+            ))
+            .len(),
             21
         );
     }

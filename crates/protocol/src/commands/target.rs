@@ -67,35 +67,39 @@ impl Target {
     /// `spec` is the filter as the client sent it; time-series reads derive from it the
     /// time bounds that prune buckets.
     pub fn scan(self, filter: Filter, spec: Option<&Document>) -> Result<DocSource, CommandError> {
-        let docs = match self {
+        let docs: DocSource = match self {
             Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
             Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
             Target::TimeSeries { buckets, options } => {
                 let bounds = spec
                     .map(|s| TimeBounds::from_filter(s, &options.time_field))
                     .unwrap_or_default();
-                TimeseriesStore::measurements(&buckets, &options, bounds)?
+                let stream = TimeseriesStore::measurements(&buckets, &options, bounds)?;
+                Box::new(stream.map(|r| r.map_err(CommandError::from)))
             }
-            Target::Buckets { buckets, options } => {
+            Target::Buckets { buckets, options } => Box::new(
                 TimeseriesStore::bucket_documents(&buckets, &options)?
-            }
+                    .into_iter()
+                    .map(Ok),
+            ),
         };
-        Ok(Box::new(
-            docs.into_iter().filter(move |d| filter.matches(d)).map(Ok),
-        ))
+        Ok(Box::new(docs.filter(move |r| match r {
+            Ok(d) => filter.matches(d),
+            Err(_) => true,
+        })))
     }
 }
 
 fn regular_scan(c: Arc<Collection>, filter: Filter) -> DocSource {
-    if let Some(id) = filter.id_equality() {
-        let one = c.get(&id).transpose();
-        return Box::new(one.into_iter().filter(move |r| match r {
-            Ok(d) => filter.matches(d),
-            Err(_) => true,
-        }));
-    }
-    Box::new(c.scan().filter(move |r| match r {
-        Ok(d) => filter.matches(d),
-        Err(_) => true,
-    }))
+    let docs: Box<dyn Iterator<Item = _> + Send> = match filter.id_equality() {
+        Some(id) => Box::new(c.get(&id).transpose().into_iter()),
+        None => c.scan(),
+    };
+    Box::new(
+        docs.map(|r| r.map_err(CommandError::from))
+            .filter(move |r| match r {
+                Ok(d) => filter.matches(d),
+                Err(_) => true,
+            }),
+    )
 }
