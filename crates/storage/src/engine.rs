@@ -169,13 +169,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes every tree's in-memory table out to its table files and syncs (clean
-    /// shutdown), so that the data no longer lives only in the journal.
+    /// Writes every tree's in-memory table out to its table files, compacts each tree
+    /// fully (dropping overwritten values and tombstones, e.g. the deltas of buckets that
+    /// were closed) and syncs (clean shutdown), so that the data no longer lives in the
+    /// journal and the files hold only live data.
     pub fn flush(&self) -> Result<()> {
         self.db.persist(PersistMode::SyncAll)?;
         for name in self.db.list_keyspace_names() {
             let ks = self.db.keyspace(&name, KeyspaceCreateOptions::default)?;
             ks.rotate_memtable_and_wait()?;
+            ks.major_compact()?;
         }
         self.db.persist(PersistMode::SyncAll)?;
         Ok(())
