@@ -224,11 +224,15 @@ impl TimeseriesStore {
         let engine = buckets.engine();
         let mut s = series.lock();
         let out = s.catalog.insert(measurements, ordered);
+        let closing: Vec<(Bucket, u32)> = out
+            .closed
+            .into_iter()
+            .map(|b| {
+                let deltas = s.next_seq.remove(&b.id).unwrap_or(0);
+                (b, deltas)
+            })
+            .collect();
         let mut batch = engine.batch();
-        for bucket in &out.closed {
-            let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
-            stage_close(&mut batch, buckets, bucket, deltas);
-        }
         for (id, range) in &out.appended {
             let Some(bucket) = s.catalog.open_bucket(*id) else {
                 continue;
@@ -247,9 +251,18 @@ impl TimeseriesStore {
             batch.put(buckets.tree(), &delta_key(id, seq), &bytes);
             s.next_seq.insert(*id, seq + 1);
         }
-        let ticket = engine.apply(batch);
+        let appended = engine.apply(batch);
         drop(s);
-        ticket.and_then(|t| engine.wait_durable(t))?;
+        let appended = appended?;
+        // Compress the closed buckets outside the lock so that other inserters go on:
+        // a closed bucket takes no more measurements, and its close (compressed bucket
+        // in, deltas out) is one atomic batch of its own. The reply waits for both.
+        let mut close = engine.batch();
+        for (bucket, deltas) in &closing {
+            stage_close(&mut close, buckets, bucket, *deltas);
+        }
+        let closed = engine.apply(close)?;
+        engine.wait_durable(appended.max(closed))?;
         Ok(TsInsertOutcome {
             inserted: out.inserted,
             errors: out
