@@ -6,7 +6,7 @@
 //! | key | value |
 //! |---|---|
 //! | `B` + bucket `_id` (12 bytes) | a closed bucket, compressed (`Bucket::encode_compressed`) |
-//! | `D` + bucket `_id` + seq (u32 big-endian) | a delta of an open bucket: BSON `{m: [measurements]}`; seq 0 also holds `min` (rounded min time, int64 ms) and `meta` |
+//! | `D` + bucket `_id` + seq (u32 big-endian) | a delta of an open bucket: a header BSON document (seq 0: `{min: rounded min time as int64 ms, meta}`, else `{}`), then the new measurements as BSON documents back to back |
 //!
 //! An insert appends one small delta per touched open bucket (never rewriting the
 //! bucket) and, for every bucket it closes, writes the compressed bucket and deletes the
@@ -21,7 +21,7 @@ use crate::error::TsError;
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
 use bson::oid::ObjectId;
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
 use parking_lot::Mutex;
@@ -120,23 +120,65 @@ fn open_buckets_in(
     for entry in snap.scan_prefix(buckets.tree(), &[DELTA]) {
         let (k, v) = entry?;
         let id = object_id_at(&k).ok_or_else(|| corrupt("short delta key"))?;
-        let delta: Document = bson::from_slice(&v).map_err(|e| corrupt(e.to_string()))?;
+        let mut docs = split_documents(&v);
+        let header = docs.next().ok_or_else(|| corrupt("empty delta"))??;
         if out.last().map(|(b, _)| b.id) != Some(id) {
-            let min = delta
+            let min = header
                 .get_i64("min")
                 .map_err(|_| corrupt("first delta of a bucket lacks its min time"))?;
-            let bucket = Bucket::with_id(options, id, delta.get("meta").cloned(), min);
+            let bucket = Bucket::with_id(options, id, header.get("meta").cloned(), min);
             out.push((bucket, 0));
         }
         let Some((bucket, n)) = out.last_mut() else {
             continue;
         };
-        for m in delta.get_array("m").map_err(|_| corrupt("delta lacks m"))? {
-            if let Bson::Document(d) = m {
-                bucket.add(d.clone());
-            }
+        for m in docs {
+            bucket.add(m?);
         }
         *n += 1;
+    }
+    Ok(out)
+}
+
+/// The BSON documents stored back to back in `bytes` (a delta record).
+fn split_documents(bytes: &[u8]) -> impl Iterator<Item = Result<Document, StoreError>> + '_ {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let len = rest
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_le_bytes)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n >= 5 && n <= rest.len());
+        let Some(len) = len else {
+            rest = &[];
+            return Some(Err(corrupt("bad document length in a delta")));
+        };
+        let (doc, tail) = rest.split_at(len);
+        rest = tail;
+        Some(bson::from_slice(doc).map_err(|e| corrupt(e.to_string())))
+    })
+}
+
+/// A delta record: a header document (`{min, meta}` for a bucket's first delta, else
+/// empty) followed by the new measurements, each as BSON, back to back.
+fn encode_delta(bucket: &Bucket, first: bool, new: &[Document]) -> Result<Vec<u8>, StoreError> {
+    let mut header = Document::new();
+    if first {
+        header.insert("min", bucket.min_time_ms);
+        if let Some(meta) = &bucket.meta {
+            header.insert("meta", meta.clone());
+        }
+    }
+    let mut out = Vec::with_capacity(64 + new.len() * 256);
+    header
+        .to_writer(&mut out)
+        .map_err(|e| corrupt(e.to_string()))?;
+    for m in new {
+        m.to_writer(&mut out).map_err(|e| corrupt(e.to_string()))?;
     }
     Ok(out)
 }
@@ -238,16 +280,8 @@ impl TimeseriesStore {
                 continue;
             };
             let slice = bucket.measurements.get(range.clone()).unwrap_or(&[]);
-            let ms: Vec<Bson> = slice.iter().cloned().map(Bson::Document).collect();
             let seq = s.next_seq.get(id).copied().unwrap_or(0);
-            let mut delta = doc! {"m": ms};
-            if seq == 0 {
-                delta.insert("min", bucket.min_time_ms);
-                if let Some(meta) = &bucket.meta {
-                    delta.insert("meta", meta.clone());
-                }
-            }
-            let bytes = bson::to_vec(&delta).map_err(|e| corrupt(e.to_string()))?;
+            let bytes = encode_delta(bucket, seq == 0, slice)?;
             batch.put(buckets.tree(), &delta_key(id, seq), &bytes);
             s.next_seq.insert(*id, seq + 1);
         }
@@ -454,6 +488,7 @@ impl TimeBounds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bson::doc;
     use hourglass_catalog::Catalog;
     use hourglass_storage::Engine;
 
@@ -505,6 +540,23 @@ mod tests {
         ));
         assert_eq!(pruned.len(), 1000, "only the first bucket is decoded");
         assert_eq!(ms[0].get_str("host").unwrap(), "a");
+    }
+
+    #[test]
+    fn delta_records_round_trip_and_reject_bad_lengths() {
+        let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "m"}).unwrap();
+        let b = Bucket::new(&opts, Some(Bson::Int32(1)), 0);
+        let ms = vec![
+            doc! {"t": bson::DateTime::from_millis(1), "v": 1},
+            doc! {"t": bson::DateTime::from_millis(2)},
+        ];
+        let bytes = encode_delta(&b, true, &ms).unwrap();
+        let docs: Vec<Document> = split_documents(&bytes).collect::<Result<_, _>>().unwrap();
+        assert_eq!(docs.len(), 3);
+        assert_eq!(docs[0].get_i64("min").unwrap(), 0);
+        assert_eq!(&docs[1..], &ms[..]);
+        assert!(split_documents(&bytes[..bytes.len() - 1]).any(|r| r.is_err()));
+        assert!(split_documents(&[9, 0, 0]).any(|r| r.is_err()));
     }
 
     #[test]
