@@ -1,8 +1,9 @@
 //! `aggregate` over regular collections: the pipeline runs document-at-a-time in the query
 //! layer; a leading `$match` is applied while scanning.
 
+use super::args::as_i64;
 use super::coll_stats::stats_document;
-use super::find::{batch_size, cursor_reply};
+use super::find::{cursor_reply, non_negative_batch_size};
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -78,18 +79,12 @@ pub fn aggregate(req: &Request) -> CmdResult {
             .collect::<Result<Vec<Document>, _>>()?,
     };
     let output = pipeline.run(input)?;
-    let batch = match cursor_opts {
-        Some(d) => {
-            let sub = Request {
-                state: req.state.clone(),
-                conn: req.conn.clone(),
-                db: req.db.clone(),
-                body: d,
-                sequences: Default::default(),
-            };
-            batch_size(&sub, "batchSize")?
-        }
-        None => None,
+    let requested = cursor_opts.as_ref().and_then(|d| d.get("batchSize"));
+    let batch = match requested {
+        None | Some(Bson::Null) => None,
+        Some(v) => non_negative_batch_size(Some(
+            as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
+        ))?,
     };
     cursor_reply(
         req,

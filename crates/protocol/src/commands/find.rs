@@ -38,7 +38,12 @@ pub fn cursor_reply(
 
 /// A non-negative batch size argument.
 pub fn batch_size(req: &Request, field: &str) -> Result<Option<usize>, CommandError> {
-    match req.opt_i64(field)? {
+    non_negative_batch_size(req.opt_i64(field)?)
+}
+
+/// Checks a batch size value (`None` = not given).
+pub fn non_negative_batch_size(n: Option<i64>) -> Result<Option<usize>, CommandError> {
+    match n {
         None => Ok(None),
         Some(n) if n < 0 => Err(CommandError::bad_value(format!(
             "BatchSize value must be non-negative, but received: {n}"
