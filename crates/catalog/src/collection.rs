@@ -74,7 +74,7 @@ impl Collection {
     }
 
     /// Serializes writers of this collection.
-    pub fn lock_writes(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn lock_writes(&self) -> MutexGuard<'_, ()> {
         self.write_lock.lock()
     }
 
