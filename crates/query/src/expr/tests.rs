@@ -1,3 +1,5 @@
+//! Unit tests of the `expr` module, named after the behaviour they pin.
+
 use super::*;
 use bson::doc;
 

@@ -1,3 +1,5 @@
+//! Unit tests of the `update` module, named after the behaviour they pin.
+
 use super::*;
 use bson::doc;
 
