@@ -163,6 +163,16 @@ impl Ord for OrdBson {
     }
 }
 
+/// Compares two possibly-missing values (missing sorts before null).
+pub fn compare_optional(a: &Option<Bson>, b: &Option<Bson>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(x), Some(y)) => compare_values(x, y),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

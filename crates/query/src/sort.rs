@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
-use crate::compare::compare_values;
+use crate::compare::{compare_optional, compare_values};
 use crate::error::QueryError;
 use crate::path::lookup_path;
 
@@ -71,7 +71,7 @@ impl SortSpec {
         for (path, asc) in &self.keys {
             let ka = sort_key(a, path, *asc);
             let kb = sort_key(b, path, *asc);
-            let ord = cmp_key(&ka, &kb);
+            let ord = compare_optional(&ka, &kb);
             let ord = if *asc { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
                 return ord;
@@ -118,15 +118,6 @@ fn sort_key(doc: &Document, path: &str, asc: bool) -> Option<Bson> {
         Some(v) => Some(v.clone()),
         None if saw_empty_array => None,
         None => Some(Bson::Null),
-    }
-}
-
-fn cmp_key(a: &Option<Bson>, b: &Option<Bson>) -> Ordering {
-    match (a, b) {
-        (None, None) => Ordering::Equal,
-        (None, Some(_)) => Ordering::Less,
-        (Some(_), None) => Ordering::Greater,
-        (Some(x), Some(y)) => compare_values(x, y),
     }
 }
 

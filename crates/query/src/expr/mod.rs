@@ -10,7 +10,6 @@ mod ops;
 
 use bson::{Bson, Document};
 
-use crate::compare::compare_values;
 use crate::error::QueryError;
 
 /// A parsed aggregation expression.
@@ -525,17 +524,6 @@ fn eval_var(name: &str, parts: &[String], ctx: &Ctx<'_>) -> Result<Option<Bson>,
     let mut full = vec!["v".to_string()];
     full.extend(parts.iter().cloned());
     Ok(crate::path::get_agg_path(&wrapper, &full))
-}
-
-/// Compares two possibly-missing values (missing sorts before null).
-pub(crate) fn cmp_opt(a: &Option<Bson>, b: &Option<Bson>) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    match (a, b) {
-        (None, None) => Ordering::Equal,
-        (None, Some(_)) => Ordering::Less,
-        (Some(_), None) => Ordering::Greater,
-        (Some(x), Some(y)) => compare_values(x, y),
-    }
 }
 
 #[cfg(test)]

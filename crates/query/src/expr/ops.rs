@@ -4,7 +4,7 @@
 
 use bson::{Bson, Document};
 
-use super::cmp_opt;
+use crate::compare::compare_optional as cmp_opt;
 use crate::compare::type_name;
 use crate::error::QueryError;
 use crate::num::Num;
