@@ -94,7 +94,7 @@ impl Catalog {
         let _ddl = self.ddl.lock();
         let ns = Namespace::new(db, coll);
         if let Some(existing) = self.colls.read().get(&ns) {
-            if existing.options() == &options {
+            if existing.options() == options {
                 return Ok((existing.clone(), false));
             }
             return Err(CatalogError::NamespaceExists(ns.to_string()));
@@ -129,6 +129,20 @@ impl Catalog {
         let mut b = self.engine.batch();
         b.put(&self.meta, &meta_key(ns), &bytes);
         self.engine.commit(b)?;
+        Ok(())
+    }
+
+    /// Replaces the options of `db.coll` (collMod), durably.
+    pub fn set_options(&self, db: &str, coll: &str, options: Document) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let ns = Namespace::new(db, coll);
+        let Some(c) = self.colls.read().get(&ns).cloned() else {
+            return Err(CatalogError::NamespaceNotFound(format!(
+                "ns does not exist: {ns}"
+            )));
+        };
+        self.write_meta(&ns, c.id, c.uuid, &options)?;
+        c.set_options(options);
         Ok(())
     }
 
@@ -192,7 +206,7 @@ impl Catalog {
         }
         let _w = c.lock_writes();
         let meta = doc! {
-            "db": &to.db, "name": &to.coll, "id": c.id as i64, "uuid": c.uuid, "options": c.options().clone(),
+            "db": &to.db, "name": &to.coll, "id": c.id as i64, "uuid": c.uuid, "options": c.options(),
         };
         let bytes = bson::to_vec(&meta).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
         let mut b = self.engine.batch();

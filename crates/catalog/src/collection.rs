@@ -17,7 +17,7 @@ pub struct Collection {
     pub id: u64,
     pub uuid: bson::Uuid,
     ns: RwLock<Namespace>,
-    options: Document,
+    options: RwLock<Document>,
     tree: Tree,
     engine: Engine,
     write_lock: Mutex<()>,
@@ -46,7 +46,7 @@ impl Collection {
             id,
             uuid,
             ns: RwLock::new(ns),
-            options,
+            options: RwLock::new(options),
             tree,
             engine,
             write_lock: Mutex::new(()),
@@ -61,8 +61,13 @@ impl Collection {
         *self.ns.write() = ns;
     }
 
-    pub fn options(&self) -> &Document {
-        &self.options
+    /// The collection's options (a copy: `collMod` may change them).
+    pub fn options(&self) -> Document {
+        self.options.read().clone()
+    }
+
+    pub(crate) fn set_options(&self, options: Document) {
+        *self.options.write() = options;
     }
 
     pub fn tree(&self) -> &Tree {

@@ -61,7 +61,8 @@ impl StoreError {
 
 /// The options of a buckets collection, if it is one.
 pub fn options_of(buckets: &Collection) -> Option<TimeseriesOptions> {
-    let spec = buckets.options().get_document("timeseries").ok()?;
+    let options = buckets.options();
+    let spec = options.get_document("timeseries").ok()?;
     TimeseriesOptions::parse(spec).ok()
 }
 
@@ -246,6 +247,28 @@ impl TimeseriesStore {
             }
             engine.commit(batch)?;
         }
+        Ok(())
+    }
+
+    /// Switches a collection to new options (collMod): its open buckets are closed, new
+    /// buckets follow the new options; closed buckets keep theirs.
+    pub fn set_options(
+        &self,
+        buckets: &Collection,
+        options: &TimeseriesOptions,
+    ) -> Result<(), StoreError> {
+        let Some(series) = self.series.lock().get(&buckets.id).cloned() else {
+            return Ok(());
+        };
+        let mut s = series.lock();
+        let closed = s.catalog.set_options(options.clone());
+        let engine = buckets.engine();
+        let mut batch = engine.batch();
+        for bucket in &closed {
+            let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
+            stage_close(&mut batch, buckets, bucket, deltas);
+        }
+        engine.commit(batch)?;
         Ok(())
     }
 

@@ -155,7 +155,7 @@ fn describe(c: &Collection) -> Document {
     doc! {
         "name": c.namespace().coll,
         "type": "collection",
-        "options": c.options().clone(),
+        "options": c.options(),
         "info": {"readOnly": false, "uuid": c.uuid},
         "idIndex": id_index(),
     }

@@ -4,6 +4,7 @@
 
 mod aggregate;
 pub mod args;
+mod coll_mod;
 mod coll_stats;
 mod collections;
 mod count;
@@ -67,6 +68,11 @@ pub static COMMANDS: &[Command] = &[
         "Returns the server version and build details.",
     ),
     cmd("buildinfo", diagnostics::build_info, "Alias of buildInfo."),
+    cmd(
+        "collMod",
+        coll_mod::coll_mod,
+        "Changes the options of a collection.",
+    ),
     cmd(
         "collStats",
         coll_stats::coll_stats,

@@ -105,12 +105,12 @@ pub fn describe_timeseries(buckets: &Collection, options: &TimeseriesOptions) ->
     let view = doc! {
         "name": view_name,
         "type": "timeseries",
-        "options": buckets.options().clone(),
+        "options": buckets.options(),
         "info": {"readOnly": false},
     };
     let mut bucket_options =
         doc! {"validator": bucket_validator(&options.time_field), "clusteredIndex": true};
-    bucket_options.extend(buckets.options().clone());
+    bucket_options.extend(buckets.options());
     let bucket_entry = doc! {
         "name": name,
         "type": "collection",

@@ -636,3 +636,86 @@ async fn clean_shutdown_closes_open_buckets_and_keeps_measurements() {
         assert_eq!(data.get_document("v").unwrap().len(), 10, "{b}");
     }
 }
+
+#[tokio::test]
+async fn coll_mod_only_coarsens_granularity_and_sets_expire_after_seconds() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ts_collmod");
+    run_ok(
+        &db,
+        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
+    )
+    .await;
+    let coll = db.collection::<Document>("c");
+    coll.insert_one(doc! {"t": at(90), "m": 1}).await.unwrap();
+    run_ok(
+        &db,
+        doc! {"collMod": "c", "timeseries": {"granularity": "minutes"}},
+    )
+    .await;
+    assert_cmd_error(
+        &db,
+        doc! {"collMod": "c", "timeseries": {"granularity": "seconds"}},
+        72,
+        Some("InvalidOptions"),
+    )
+    .await;
+    run_ok(
+        &db,
+        doc! {"collMod": "c", "timeseries": {"granularity": "hours"}, "expireAfterSeconds": 600},
+    )
+    .await;
+    assert_cmd_error(
+        &db,
+        doc! {"collMod": "c", "timeseries": {"granularity": "minutes"}},
+        72,
+        Some("InvalidOptions"),
+    )
+    .await;
+    assert_cmd_error(
+        &db,
+        doc! {"collMod": "missing", "expireAfterSeconds": 1},
+        26,
+        Some("NamespaceNotFound"),
+    )
+    .await;
+    let reply = run_ok(&db, doc! {"listCollections": 1, "filter": {"name": "c"}}).await;
+    let entry = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    let opts = entry.get_document("options").unwrap();
+    assert_eq!(
+        opts.get_document("timeseries").unwrap(),
+        &doc! {"timeField": "t", "metaField": "m", "granularity": "hours", "bucketMaxSpanSeconds": 2592000}
+    );
+    assert_eq!(num(opts, "expireAfterSeconds"), 600);
+    // New buckets follow the new granularity: min time rounded down to the day.
+    coll.insert_one(doc! {"t": at(7200), "m": 2}).await.unwrap();
+    let newest = buckets_of(&db, "c")
+        .await
+        .into_iter()
+        .find(|b| b.get("meta") == Some(&Bson::Int32(2)))
+        .unwrap();
+    assert_eq!(min_time(&newest, "t"), T0);
+    run_ok(&db, doc! {"collMod": "c", "expireAfterSeconds": "off"}).await;
+    let reply = run_ok(&db, doc! {"listCollections": 1, "filter": {"name": "c"}}).await;
+    let entry = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert!(!entry
+        .get_document("options")
+        .unwrap()
+        .contains_key("expireAfterSeconds"));
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 2);
+}
