@@ -21,14 +21,35 @@ async fn all(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<Docu
         .unwrap()
 }
 
+/// Creates time-series collection `name` with the `timeseries` options `spec`.
+async fn create_ts(db: &mongodb::Database, name: &str, spec: Document) {
+    run_ok(db, doc! {"create": name, "timeseries": spec}).await;
+}
+
+/// The listCollections entry of `name`.
+async fn collection_info(db: &mongodb::Database, name: &str) -> Document {
+    let reply = run_ok(db, doc! {"listCollections": 1, "filter": {"name": name}}).await;
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    batch[0].as_document().unwrap().clone()
+}
+
 #[tokio::test]
 async fn create_fills_defaults_and_list_collections_shows_view_and_buckets() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_create");
     run_ok(&db, doc! {"create": "w", "timeseries": {"timeField": "t", "metaField": "m", "granularity": "minutes"}, "expireAfterSeconds": 3600_i64}).await;
-    run_ok(&db, doc! {"create": "s", "timeseries": {"timeField": "t"}}).await;
-    run_ok(&db, doc! {"create": "f", "timeseries": {"timeField": "t", "bucketMaxSpanSeconds": 600, "bucketRoundingSeconds": 600}}).await;
+    create_ts(&db, "s", doc! {"timeField": "t"}).await;
+    create_ts(
+        &db,
+        "f",
+        doc! {"timeField": "t", "bucketMaxSpanSeconds": 600, "bucketRoundingSeconds": 600},
+    )
+    .await;
     let reply = run_ok(&db, doc! {"listCollections": 1}).await;
     let batch = reply
         .get_document("cursor")
@@ -154,11 +175,7 @@ async fn measurements_missing_or_bad_time_are_rejected_individually() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_insert");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     let docs = vec![
         doc! {"t": at(0), "m": 1, "v": 1},
         doc! {"m": 1, "v": 2},
@@ -200,11 +217,7 @@ async fn measurements_are_bucketed_by_meta_and_count_and_read_back_through_the_v
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_buckets");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "tag"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "tag"}).await;
     let coll = db.collection::<Document>("c");
     // 2500 measurements of one series, one per second, with meta fields in both orders.
     let docs: Vec<Document> = (0..2500)
@@ -278,18 +291,14 @@ async fn drop_removes_view_and_buckets() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_drop");
-    run_ok(&db, doc! {"create": "c", "timeseries": {"timeField": "t"}}).await;
+    create_ts(&db, "c", doc! {"timeField": "t"}).await;
     db.collection::<Document>("c")
         .insert_one(doc! {"t": at(0)})
         .await
         .unwrap();
     db.collection::<Document>("c").drop().await.unwrap();
     assert!(db.list_collection_names().await.unwrap().is_empty());
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     assert_eq!(
         db.collection::<Document>("c")
             .count_documents(doc! {})
@@ -305,11 +314,7 @@ async fn acknowledged_measurements_survive_kill_9() {
     {
         let client = server.client().await;
         let db = client.database("ts_kill");
-        run_ok(
-            &db,
-            doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "host"}},
-        )
-        .await;
+        create_ts(&db, "c", doc! {"timeField": "t", "metaField": "host"}).await;
         let coll = db.collection::<Document>("c");
         let mut tasks = Vec::new();
         for h in 0..4 {
@@ -419,11 +424,7 @@ async fn bucket_boundaries_follow_meta_count_and_span() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_bounds");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     let coll = db.collection::<Document>("c");
     // 1001 measurements of meta "a" within the span: the 1001st opens a second bucket.
     let docs: Vec<Document> = (0..1001)
@@ -471,11 +472,7 @@ async fn collstats_counts_2500_measurements_of_one_series_as_three_buckets() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_stats");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     let docs: Vec<Document> = (0..2500)
         .map(|i| doc! {"t": at(i), "m": 7, "v": i})
         .collect();
@@ -506,11 +503,7 @@ async fn every_bson_type_round_trips_as_field_and_as_meta() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_types");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     let coll = db.collection::<Document>("c");
     let values: Vec<Bson> = vec![
         Bson::Double(1.5),
@@ -561,11 +554,7 @@ async fn concurrent_inserters_lose_nothing_and_time_range_queries_prune_correctl
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_conc");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "host"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "host"}).await;
     let coll = db.collection::<Document>("c");
     let mut tasks = Vec::new();
     for h in 0..8 {
@@ -603,11 +592,7 @@ async fn clean_shutdown_closes_open_buckets_and_keeps_measurements() {
     {
         let client = server.client().await;
         let db = client.database("ts_clean");
-        run_ok(
-            &db,
-            doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-        )
-        .await;
+        create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
         let docs: Vec<Document> = (0..30)
             .map(|i| doc! {"t": at(i), "m": i % 3, "v": i})
             .collect();
@@ -642,11 +627,7 @@ async fn coll_mod_only_coarsens_granularity_and_sets_expire_after_seconds() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("ts_collmod");
-    run_ok(
-        &db,
-        doc! {"create": "c", "timeseries": {"timeField": "t", "metaField": "m"}},
-    )
-    .await;
+    create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     let coll = db.collection::<Document>("c");
     coll.insert_one(doc! {"t": at(90), "m": 1}).await.unwrap();
     run_ok(
@@ -680,15 +661,7 @@ async fn coll_mod_only_coarsens_granularity_and_sets_expire_after_seconds() {
         Some("NamespaceNotFound"),
     )
     .await;
-    let reply = run_ok(&db, doc! {"listCollections": 1, "filter": {"name": "c"}}).await;
-    let entry = reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()[0]
-        .as_document()
-        .unwrap()
-        .clone();
+    let entry = collection_info(&db, "c").await;
     let opts = entry.get_document("options").unwrap();
     assert_eq!(
         opts.get_document("timeseries").unwrap(),
@@ -704,15 +677,7 @@ async fn coll_mod_only_coarsens_granularity_and_sets_expire_after_seconds() {
         .unwrap();
     assert_eq!(min_time(&newest, "t"), T0);
     run_ok(&db, doc! {"collMod": "c", "expireAfterSeconds": "off"}).await;
-    let reply = run_ok(&db, doc! {"listCollections": 1, "filter": {"name": "c"}}).await;
-    let entry = reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()[0]
-        .as_document()
-        .unwrap()
-        .clone();
+    let entry = collection_info(&db, "c").await;
     assert!(!entry
         .get_document("options")
         .unwrap()
