@@ -85,6 +85,21 @@ impl Snapshot {
             Ok((k.to_vec(), v.to_vec()))
         })
     }
+
+    /// Iterates the entries of `tree` with `start <= key < end`, in key order.
+    pub fn scan_range(
+        &self,
+        tree: &Tree,
+        start: &[u8],
+        end: &[u8],
+    ) -> impl Iterator<Item = Result<KeyValue>> + Send + 'static {
+        self.inner
+            .range(&tree.ks, start.to_vec()..end.to_vec())
+            .map(|guard| {
+                let (k, v) = guard.into_inner()?;
+                Ok((k.to_vec(), v.to_vec()))
+            })
+    }
 }
 
 fn valid_tree_name(name: &str) -> bool {

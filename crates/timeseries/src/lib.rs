@@ -25,5 +25,7 @@ pub use meta::{meta_key, normalize_meta};
 pub use options::{validate_expire_after_seconds, Granularity, TimeseriesOptions};
 pub use stats::BucketStats;
 pub use store::{
-    options_of, MeasurementStream, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome,
+    options_of, BucketPredicate, BucketScan, BucketView, CatalogSummary, DeleteOutcome,
+    MeasurementStream, ScanCounters, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome,
+    TsUpdate, UpdateOutcome,
 };

@@ -1,35 +1,39 @@
 //! Persistence of one time-series collection's buckets in its `system.buckets.<coll>`
-//! tree, and the bucket catalogs of all time-series collections.
-//!
-//! Keys of a buckets tree:
-//!
-//! | key | value |
-//! |---|---|
-//! | `B` + bucket `_id` (12 bytes) | a closed bucket, compressed (`Bucket::encode_compressed`) |
-//! | `D` + bucket `_id` + seq (u32 big-endian) | a delta of an open bucket: a header BSON document (seq 0: `{min: rounded min time as int64 ms, meta}`, else `{}`), then the new measurements as BSON documents back to back |
+//! tree, and the bucket catalogs of all time-series collections. Key layout: `keys`.
 //!
 //! An insert appends one small delta per touched open bucket (never rewriting the
-//! bucket) and, for every bucket it closes, writes the compressed bucket and deletes the
-//! bucket's deltas — all in one atomic, durable storage batch. On first use after a
-//! restart every open bucket left as deltas is closed (as MongoDB closes all buckets on
-//! restart). Reads go through one storage snapshot, so they see exactly the committed
-//! measurements.
+//! bucket) and, for every bucket it closes, writes the compressed bucket, its meta-index
+//! entry and series-directory entry and deletes the bucket's deltas — all in atomic,
+//! durable storage batches. On first use after a restart every open bucket left as
+//! deltas is closed (as MongoDB closes all buckets on restart). Reads take the open
+//! buckets from memory and the closed ones from one storage snapshot taken under the
+//! same lock, so they see every committed measurement exactly once.
 
-use crate::bucket::{decode_compressed, unpack_measurements, Bucket};
+mod keys;
+mod modify;
+mod predicate;
+mod scan;
+mod view;
+
+pub use modify::{DeleteOutcome, TsUpdate, UpdateOutcome};
+pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
+pub use scan::{BucketScan, ScanCounters};
+pub use view::BucketView;
+
+use crate::bucket::Bucket;
 use crate::catalog::{BucketCatalog, Limits};
 use crate::error::TsError;
+use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
+use keys::*;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-
-const CLOSED: u8 = b'B';
-const DELTA: u8 = b'D';
 
 /// Errors of the time-series store, each with MongoDB's code.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +44,8 @@ pub enum StoreError {
     Catalog(#[from] CatalogError),
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error(transparent)]
+    Query(#[from] hourglass_query::QueryError),
 }
 
 impl StoreError {
@@ -48,6 +54,7 @@ impl StoreError {
             StoreError::Ts(e) => e.code(),
             StoreError::Catalog(e) => e.code(),
             StoreError::Storage(_) => 1,
+            StoreError::Query(e) => e.code(),
         }
     }
     pub fn code_name(&self) -> &'static str {
@@ -55,6 +62,7 @@ impl StoreError {
             StoreError::Ts(e) => e.code_name(),
             StoreError::Catalog(e) => e.code_name(),
             StoreError::Storage(_) => "InternalError",
+            StoreError::Query(e) => e.code_name(),
         }
     }
 }
@@ -72,6 +80,39 @@ struct Series {
     catalog: BucketCatalog,
     /// Next delta sequence number of each open bucket.
     next_seq: HashMap<ObjectId, u32>,
+    /// Buckets taken out of the catalog whose compressed form is not applied to
+    /// storage yet; reads take them from here.
+    closing: HashMap<ObjectId, Arc<Bucket>>,
+    /// Cached series directory (meta key -> meta), loaded on first use.
+    directory: Option<Arc<BTreeMap<Vec<u8>, Option<Bson>>>>,
+}
+
+impl Series {
+    /// Records that `bucket` is closed (its series is in the directory from now on).
+    fn note_closed(&mut self, bucket: &Bucket) {
+        if let Some(dir) = &mut self.directory {
+            let key = meta_key(bucket.meta.as_ref());
+            if !dir.contains_key(&key) {
+                Arc::make_mut(dir).insert(key, bucket.meta.clone());
+            }
+        }
+    }
+
+    /// Takes open buckets out of the catalog for a rewrite, with their delta counts.
+    fn take_open(&mut self, ids: &[ObjectId]) -> Vec<(Bucket, u32)> {
+        let mut out = Vec::new();
+        for id in ids {
+            let meta = match self.catalog.open_bucket(*id) {
+                Some(b) => b.meta.clone(),
+                None => continue,
+            };
+            if let Some(b) = self.catalog.clear_meta(meta.as_ref()) {
+                let deltas = self.next_seq.remove(&b.id).unwrap_or(0);
+                out.push((b, deltas));
+            }
+        }
+        out
+    }
 }
 
 /// Outcome of an insert into a time-series collection.
@@ -86,24 +127,6 @@ pub struct TsInsertOutcome {
 pub struct TimeseriesStore {
     series: Mutex<HashMap<u64, Arc<Mutex<Series>>>>,
     limits: Mutex<Limits>,
-}
-
-fn key(kind: u8, id: &ObjectId) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17);
-    k.push(kind);
-    k.extend_from_slice(&id.bytes());
-    k
-}
-
-fn delta_key(id: &ObjectId, seq: u32) -> Vec<u8> {
-    let mut k = key(DELTA, id);
-    k.extend_from_slice(&seq.to_be_bytes());
-    k
-}
-
-fn object_id_at(k: &[u8]) -> Option<ObjectId> {
-    let b: [u8; 12] = k.get(1..13)?.try_into().ok()?;
-    Some(ObjectId::from_bytes(b))
 }
 
 fn corrupt(msg: impl Into<String>) -> StoreError {
@@ -139,6 +162,20 @@ fn open_buckets_in(
         *n += 1;
     }
     Ok(out)
+}
+
+/// The series directory as stored: meta key -> meta value.
+fn load_directory(
+    snap: &Snapshot,
+    buckets: &Collection,
+) -> Result<BTreeMap<Vec<u8>, Option<Bson>>, StoreError> {
+    let mut dir = BTreeMap::new();
+    for entry in snap.scan_prefix(buckets.tree(), &[SERIES]) {
+        let (k, v) = entry?;
+        let d = Document::from_reader(v.as_slice()).map_err(|e| corrupt(e.to_string()))?;
+        dir.insert(k[1..].to_vec(), d.get("").cloned());
+    }
+    Ok(dir)
 }
 
 /// The BSON documents stored back to back in `bytes` (a delta record).
@@ -184,16 +221,55 @@ fn encode_delta(bucket: &Bucket, first: bool, new: &[Document]) -> Result<Vec<u8
     Ok(out)
 }
 
-/// Stages the writes that close `bucket`: its compressed form in, its deltas out.
+/// Stages the writes that close `bucket`: its compressed form, meta-index and
+/// series-directory entries in, its deltas out.
 fn stage_close(batch: &mut Batch, buckets: &Collection, bucket: &Bucket, deltas: u32) {
-    batch.put(
-        buckets.tree(),
-        &key(CLOSED, &bucket.id),
-        &bucket.encode_compressed(),
-    );
+    stage_store(batch, buckets, bucket);
     for seq in 0..deltas {
         batch.delete(buckets.tree(), &delta_key(&bucket.id, seq));
     }
+}
+
+/// Stages `bucket` as a closed bucket (new, or replacing one with the same id, meta
+/// and minimum time).
+fn stage_store(batch: &mut Batch, buckets: &Collection, bucket: &Bucket) {
+    let tree = buckets.tree();
+    batch.put(
+        tree,
+        &bucket_key(CLOSED, &bucket.id),
+        &bucket.encode_compressed(),
+    );
+    let mk = meta_key(bucket.meta.as_ref());
+    batch.put(
+        tree,
+        &meta_index_key(&mk, bucket.min_time_ms, &bucket.id),
+        &[],
+    );
+    batch.put(tree, &series_key(&mk), &series_value(bucket.meta.as_ref()));
+}
+
+/// Stages the removal of a closed bucket.
+fn stage_remove(
+    batch: &mut Batch,
+    buckets: &Collection,
+    id: &ObjectId,
+    meta: Option<&Bson>,
+    min_time_ms: i64,
+) {
+    let tree = buckets.tree();
+    batch.delete(tree, &bucket_key(CLOSED, id));
+    batch.delete(tree, &meta_index_key(&meta_key(meta), min_time_ms, id));
+}
+
+fn series_value(meta: Option<&Bson>) -> Vec<u8> {
+    let mut d = Document::new();
+    if let Some(m) = meta {
+        d.insert("", m.clone());
+    }
+    let mut out = Vec::new();
+    // An in-memory document with an empty key always serializes.
+    let _ = d.to_writer(&mut out);
+    out
 }
 
 impl TimeseriesStore {
@@ -227,6 +303,8 @@ impl TimeseriesStore {
             buckets: buckets.clone(),
             catalog: BucketCatalog::new(options.clone(), *self.limits.lock()),
             next_seq: HashMap::new(),
+            closing: HashMap::new(),
+            directory: None,
         }));
         all.insert(buckets.id, series.clone());
         Ok(series)
@@ -239,14 +317,21 @@ impl TimeseriesStore {
         for series in all {
             let mut s = series.lock();
             let closed = s.catalog.close_all();
-            let engine = s.buckets.engine().clone();
-            let mut batch = engine.batch();
-            for bucket in &closed {
-                let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
-                stage_close(&mut batch, &s.buckets, bucket, deltas);
-            }
-            engine.commit(batch)?;
+            Self::commit_closed(&mut s, closed)?;
         }
+        Ok(())
+    }
+
+    /// Writes buckets just taken out of the catalog (under the series lock).
+    fn commit_closed(s: &mut Series, closed: Vec<Bucket>) -> Result<(), StoreError> {
+        let engine = s.buckets.engine().clone();
+        let mut batch = engine.batch();
+        for bucket in &closed {
+            let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
+            stage_close(&mut batch, &s.buckets, bucket, deltas);
+            s.note_closed(bucket);
+        }
+        engine.commit(batch)?;
         Ok(())
     }
 
@@ -262,14 +347,7 @@ impl TimeseriesStore {
         };
         let mut s = series.lock();
         let closed = s.catalog.set_options(options.clone());
-        let engine = buckets.engine();
-        let mut batch = engine.batch();
-        for bucket in &closed {
-            let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
-            stage_close(&mut batch, buckets, bucket, deltas);
-        }
-        engine.commit(batch)?;
-        Ok(())
+        Self::commit_closed(&mut s, closed)
     }
 
     /// Forgets the state of a dropped buckets collection.
@@ -288,16 +366,49 @@ impl TimeseriesStore {
         let series = self.series(buckets, options)?;
         let engine = buckets.engine();
         let mut s = series.lock();
-        let out = s.catalog.insert(measurements, ordered);
-        let closing: Vec<(Bucket, u32)> = out
-            .closed
-            .into_iter()
-            .map(|b| {
-                let deltas = s.next_seq.remove(&b.id).unwrap_or(0);
-                (b, deltas)
-            })
-            .collect();
         let mut batch = engine.batch();
+        let (out, closing) = Self::stage_insert(&mut s, &mut batch, measurements, ordered)?;
+        let appended = engine.apply(batch);
+        drop(s);
+        let appended = appended?;
+        // Compress the closed buckets outside the lock so that other inserters go on:
+        // a closed bucket takes no more measurements (reads find it in `closing`), and
+        // its close (compressed bucket in, deltas out) is one atomic batch of its own.
+        // The reply waits for both.
+        let mut close = engine.batch();
+        for (bucket, deltas) in &closing {
+            stage_close(&mut close, buckets, bucket, *deltas);
+        }
+        let closed = engine.apply(close);
+        if !closing.is_empty() {
+            let mut s = series.lock();
+            for (bucket, _) in &closing {
+                s.closing.remove(&bucket.id);
+            }
+        }
+        engine.wait_durable(appended.max(closed?))?;
+        Ok(out)
+    }
+
+    /// Stages an insert under the series lock: deltas for the open buckets it appends
+    /// to go into `batch`; the buckets it closes are returned (and listed in
+    /// `closing`) for the caller to store.
+    fn stage_insert(
+        s: &mut Series,
+        batch: &mut Batch,
+        measurements: Vec<Document>,
+        ordered: bool,
+    ) -> Result<(TsInsertOutcome, Vec<(Arc<Bucket>, u32)>), StoreError> {
+        let out = s.catalog.insert(measurements, ordered);
+        let mut closing = Vec::with_capacity(out.closed.len());
+        for b in out.closed {
+            let deltas = s.next_seq.remove(&b.id).unwrap_or(0);
+            s.note_closed(&b);
+            let b = Arc::new(b);
+            s.closing.insert(b.id, b.clone());
+            closing.push((b, deltas));
+        }
+        let tree = s.buckets.tree().clone();
         for (id, range) in &out.appended {
             let Some(bucket) = s.catalog.open_bucket(*id) else {
                 continue;
@@ -305,29 +416,20 @@ impl TimeseriesStore {
             let slice = bucket.measurements.get(range.clone()).unwrap_or(&[]);
             let seq = s.next_seq.get(id).copied().unwrap_or(0);
             let bytes = encode_delta(bucket, seq == 0, slice)?;
-            batch.put(buckets.tree(), &delta_key(id, seq), &bytes);
+            batch.put(&tree, &delta_key(id, seq), &bytes);
             s.next_seq.insert(*id, seq + 1);
         }
-        let appended = engine.apply(batch);
-        drop(s);
-        let appended = appended?;
-        // Compress the closed buckets outside the lock so that other inserters go on:
-        // a closed bucket takes no more measurements, and its close (compressed bucket
-        // in, deltas out) is one atomic batch of its own. The reply waits for both.
-        let mut close = engine.batch();
-        for (bucket, deltas) in &closing {
-            stage_close(&mut close, buckets, bucket, *deltas);
-        }
-        let closed = engine.apply(close)?;
-        engine.wait_durable(appended.max(closed))?;
-        Ok(TsInsertOutcome {
-            inserted: out.inserted,
-            errors: out
-                .errors
-                .into_iter()
-                .map(|(i, e)| (i, StoreError::Ts(e)))
-                .collect(),
-        })
+        Ok((
+            TsInsertOutcome {
+                inserted: out.inserted,
+                errors: out
+                    .errors
+                    .into_iter()
+                    .map(|(i, e)| (i, StoreError::Ts(e)))
+                    .collect(),
+            },
+            closing,
+        ))
     }
 
     /// The catalog counters of a time-series collection (zero before first use).
@@ -336,6 +438,20 @@ impl TimeseriesStore {
             Some(s) => s.lock().catalog.stats().clone(),
             None => BucketStats::default(),
         }
+    }
+
+    /// Open buckets, idle buckets and their memory, over every collection (serverStatus).
+    pub fn catalog_summary(&self) -> CatalogSummary {
+        let all: Vec<Arc<Mutex<Series>>> = self.series.lock().values().cloned().collect();
+        let mut out = CatalogSummary::default();
+        for series in all {
+            let s = series.lock();
+            let open = s.catalog.open_buckets().count() as u64;
+            out.open_buckets += open;
+            out.memory_usage += s.catalog.memory_usage() as u64;
+            out.collections += 1;
+        }
+        out
     }
 
     /// Number of buckets (closed and open) and their bytes as stored.
@@ -360,153 +476,60 @@ impl TimeseriesStore {
         Ok((count, bytes))
     }
 
-    /// Every bucket as MongoDB's bucket document (closed ones first, in `_id` order, then
+    /// Every bucket as MongoDB's bucket document (closed ones in `_id` order, then
     /// open ones), as a read of `system.buckets.<coll>` returns them.
     pub fn bucket_documents(
-        buckets: &Collection,
+        &self,
+        buckets: &Arc<Collection>,
         options: &TimeseriesOptions,
     ) -> Result<Vec<Document>, StoreError> {
-        let snap = buckets.engine().snapshot();
+        let scan = self.scan(buckets, options, &BucketPredicate::all())?;
         let mut out = Vec::new();
-        for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
-            let (_, v) = entry?;
-            out.push(decode_compressed(&v)?.to_document()?);
-        }
-        for (bucket, _) in open_buckets_in(&snap, buckets, options)? {
-            out.push(bucket.to_document(false));
+        for view in scan {
+            out.push(match view? {
+                BucketView::Stored(b) => b.to_document()?,
+                BucketView::Open(b) => b.to_document(false),
+            });
         }
         Ok(out)
     }
 
-    /// Every measurement whose time may lie in `bounds` (inclusive milliseconds; `None`
-    /// = unbounded), unpacked from closed and open buckets of one snapshot, one bucket
-    /// at a time (memory stays bounded by one bucket). Buckets whose control min/max
-    /// time lie outside the bounds are skipped without decoding a column.
+    /// Every measurement of the buckets `filter` may match, unpacked one bucket at a
+    /// time (memory stays bounded by one bucket). The caller still applies the filter
+    /// to each measurement.
     pub fn measurements(
-        buckets: &Collection,
+        &self,
+        buckets: &Arc<Collection>,
         options: &TimeseriesOptions,
-        bounds: TimeBounds,
+        predicate: &BucketPredicate,
+        fields: Option<Vec<String>>,
     ) -> Result<MeasurementStream, StoreError> {
-        let snap = buckets.engine().snapshot();
-        let open: Vec<Document> = open_buckets_in(&snap, buckets, options)?
-            .into_iter()
-            .filter(|(b, _)| !bounds.excludes(Some(b.min_time_ms), Some(b.max_time_ms)))
-            .flat_map(|(b, _)| unpack_measurements(&b, options))
-            .collect();
-        let time_field = options.time_field.clone();
-        let closed = snap.scan_prefix(buckets.tree(), &[CLOSED]).flat_map(
-            move |entry| -> Vec<Result<Document, StoreError>> {
-                match closed_measurements(entry, &time_field, bounds) {
+        let scan = self.scan(buckets, options, predicate)?;
+        let options = options.clone();
+        Ok(Box::new(scan.flat_map(
+            move |view| -> Vec<Result<Document, StoreError>> {
+                let wanted: Option<Vec<&str>> = fields
+                    .as_ref()
+                    .map(|f| f.iter().map(String::as_str).collect());
+                match view.and_then(|v| Ok(v.unpack(&options, wanted.as_deref())?)) {
                     Ok(docs) => docs.into_iter().map(Ok).collect(),
                     Err(e) => vec![Err(e)],
                 }
             },
-        );
-        Ok(Box::new(closed.chain(open.into_iter().map(Ok))))
+        )))
     }
+}
+
+/// Totals over every collection's bucket catalog.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CatalogSummary {
+    pub collections: u64,
+    pub open_buckets: u64,
+    pub memory_usage: u64,
 }
 
 /// Measurements streamed from a time-series collection.
 pub type MeasurementStream = Box<dyn Iterator<Item = Result<Document, StoreError>> + Send>;
-
-/// The measurements of one stored closed bucket, or none when its time range lies
-/// outside `bounds`.
-fn closed_measurements(
-    entry: Result<(Vec<u8>, Vec<u8>), StorageError>,
-    time_field: &str,
-    bounds: TimeBounds,
-) -> Result<Vec<Document>, StoreError> {
-    let (_, v) = entry?;
-    let bucket = decode_compressed(&v)?;
-    let control = bucket.control_document();
-    let time = |side: &str| {
-        control
-            .get_document(side)
-            .ok()
-            .and_then(|d| d.get_datetime(time_field).ok())
-            .map(|t| t.timestamp_millis())
-    };
-    if bounds.excludes(time("min"), time("max")) {
-        return Ok(Vec::new());
-    }
-    Ok(bucket.unpack(None)?)
-}
-
-/// Inclusive bounds on the time field, in milliseconds, used to prune buckets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TimeBounds {
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-}
-
-impl TimeBounds {
-    /// Whether a bucket spanning [`lo`, `hi`] holds no time inside the bounds.
-    pub fn excludes(&self, lo: Option<i64>, hi: Option<i64>) -> bool {
-        matches!((self.min, hi), (Some(min), Some(hi)) if hi < min)
-            || matches!((self.max, lo), (Some(max), Some(lo)) if lo > max)
-    }
-
-    /// Narrows the bounds by `other` (both must hold).
-    pub fn intersect(self, other: TimeBounds) -> TimeBounds {
-        TimeBounds {
-            min: match (self.min, other.min) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            },
-            max: match (self.max, other.max) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-        }
-    }
-
-    /// The bounds a query filter puts on `time_field`: top-level (or `$and`ed) equality
-    /// and `$gt/$gte/$lt/$lte/$eq` on dates. Anything else leaves the bounds open, so
-    /// pruning never drops a bucket the filter could match.
-    pub fn from_filter(filter: &Document, time_field: &str) -> TimeBounds {
-        let mut b = TimeBounds::default();
-        for (k, v) in filter {
-            if k == "$and" {
-                if let Bson::Array(items) = v {
-                    for item in items.iter().filter_map(Bson::as_document) {
-                        b = b.intersect(TimeBounds::from_filter(item, time_field));
-                    }
-                }
-            } else if k == time_field {
-                b = b.intersect(TimeBounds::from_condition(v));
-            }
-        }
-        b
-    }
-
-    fn from_condition(v: &Bson) -> TimeBounds {
-        let ms = |v: &Bson| match v {
-            Bson::DateTime(d) => Some(d.timestamp_millis()),
-            _ => None,
-        };
-        match v {
-            Bson::DateTime(d) => TimeBounds {
-                min: Some(d.timestamp_millis()),
-                max: Some(d.timestamp_millis()),
-            },
-            Bson::Document(ops) => {
-                let mut b = TimeBounds::default();
-                for (op, arg) in ops {
-                    let t = ms(arg);
-                    let one = match op.as_str() {
-                        "$gt" | "$gte" => TimeBounds { min: t, max: None },
-                        "$lt" | "$lte" => TimeBounds { min: None, max: t },
-                        "$eq" => TimeBounds { min: t, max: t },
-                        _ => TimeBounds::default(),
-                    };
-                    b = b.intersect(one);
-                }
-                b
-            }
-            _ => TimeBounds::default(),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -545,21 +568,18 @@ mod tests {
         let out = store.insert(&c, &opts, docs, true).unwrap();
         assert_eq!(out.inserted, 2500);
         assert_eq!(store.stats(&c).num_buckets_closed_due_to_count, 2);
-        let buckets = TimeseriesStore::bucket_documents(&c, &opts).unwrap();
+        let buckets = store.bucket_documents(&c, &opts).unwrap();
         assert_eq!(buckets.len(), 3);
-        let ms = collect(TimeseriesStore::measurements(
-            &c,
-            &opts,
-            TimeBounds::default(),
-        ));
+        let ms = collect(store.measurements(&c, &opts, &BucketPredicate::all(), None));
         assert_eq!(ms.len(), 2500);
         // Times 0..2500 s after T0; bounds on the first 100 s keep only the first bucket.
         let lo = 1_700_000_000_000;
         let f = doc! {"t": {"$gte": bson::DateTime::from_millis(lo), "$lt": bson::DateTime::from_millis(lo + 100_000)}};
-        let pruned = collect(TimeseriesStore::measurements(
+        let pruned = collect(store.measurements(
             &c,
             &opts,
-            TimeBounds::from_filter(&f, "t"),
+            &BucketPredicate::from_filter(&f, &opts).unwrap(),
+            None,
         ));
         assert_eq!(pruned.len(), 1000, "only the first bucket is decoded");
         assert_eq!(ms[0].get_str("host").unwrap(), "a");
@@ -580,27 +600,6 @@ mod tests {
         assert_eq!(&docs[1..], &ms[..]);
         assert!(split_documents(&bytes[..bytes.len() - 1]).any(|r| r.is_err()));
         assert!(split_documents(&[9, 0, 0]).any(|r| r.is_err()));
-    }
-
-    #[test]
-    fn time_bounds_come_from_top_level_and_anded_conditions_only() {
-        let t = |ms| bson::DateTime::from_millis(ms);
-        let b = TimeBounds::from_filter(
-            &doc! {"t": {"$gte": t(10)}, "$and": [{"t": {"$lt": t(20)}}]},
-            "t",
-        );
-        assert_eq!(
-            b,
-            TimeBounds {
-                min: Some(10),
-                max: Some(20)
-            }
-        );
-        assert!(b.excludes(Some(21), Some(30)));
-        assert!(b.excludes(Some(0), Some(9)));
-        assert!(!b.excludes(Some(0), Some(10)));
-        let open = TimeBounds::from_filter(&doc! {"$or": [{"t": t(1)}], "t": {"$ne": t(5)}}, "t");
-        assert_eq!(open, TimeBounds::default());
     }
 
     #[test]
@@ -627,19 +626,14 @@ mod tests {
         store
             .insert(&c, &opts, vec![measurement(100, "a")], true)
             .unwrap();
-        let buckets = TimeseriesStore::bucket_documents(&c, &opts).unwrap();
+        let buckets = store.bucket_documents(&c, &opts).unwrap();
         assert_eq!(
             buckets.len(),
             3,
             "two closed at restart, one new open bucket"
         );
         assert_eq!(
-            collect(TimeseriesStore::measurements(
-                &c,
-                &opts,
-                TimeBounds::default()
-            ))
-            .len(),
+            collect(store.measurements(&c, &opts, &BucketPredicate::all(), None)).len(),
             21
         );
     }

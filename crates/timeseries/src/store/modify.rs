@@ -1,0 +1,497 @@
+//! Deletes and updates of measurements (MongoDB 7.0 arbitrary deletes, 8.0 arbitrary
+//! updates), done on buckets under the series lock so that no insert lands in a bucket
+//! being rewritten, and committed as one atomic, durable batch.
+//!
+//! * A filter only on the meta field deletes whole buckets without decoding a column.
+//! * An operator update touching only meta-field paths, with a meta-only filter,
+//!   rewrites each matching bucket's `meta` in place (same `_id`); the series' open
+//!   bucket is closed first, so later inserts of either meta open the right bucket.
+//! * Anything else decodes the candidate buckets (pruned by time, meta and control
+//!   min/max), removes the matching measurements and rewrites the buckets (control
+//!   recomputed, empty buckets removed); updated measurements are inserted again
+//!   through the bucket catalog, as MongoDB 8.0 does.
+
+use super::keys::*;
+use super::scan::scan_locked;
+use super::{
+    meta_key, stage_remove, stage_store, BucketPredicate, BucketView, Series, StoreError,
+    TimeseriesStore,
+};
+use crate::bucket::Bucket;
+use crate::options::TimeseriesOptions;
+use bson::oid::ObjectId;
+use bson::{Bson, Document};
+use hourglass_catalog::Collection;
+use hourglass_query::filter::Filter;
+use hourglass_query::update::Update;
+use hourglass_storage::Batch;
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    pub deleted: u64,
+}
+
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct UpdateOutcome {
+    pub matched: u64,
+    pub modified: u64,
+    pub upserted_id: Option<Bson>,
+}
+
+/// An update as the client sent it: the parsed form and, for operator updates, the
+/// operator document (to tell meta-only updates apart).
+pub struct TsUpdate<'a> {
+    pub update: &'a Update,
+    pub operators: Option<&'a Document>,
+}
+
+/// The series lock, once no bucket of the series is being stored outside it (a
+/// rewrite must not race the store of the same bucket).
+fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
+    loop {
+        let s = series.lock();
+        if s.closing.is_empty() {
+            return s;
+        }
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+}
+
+fn is_meta_path(path: &str, mf: &str) -> bool {
+    path == mf || path.strip_prefix(mf).is_some_and(|r| r.starts_with('.'))
+}
+
+/// Whether every path an operator update writes lies in the meta field.
+fn only_meta_updates(ops: &Document, mf: &str) -> bool {
+    ops.iter().all(|(op, fields)| {
+        let Bson::Document(fields) = fields else {
+            return false;
+        };
+        fields.iter().all(|(path, v)| {
+            is_meta_path(path, mf)
+                && (op != "$rename" || matches!(v, Bson::String(to) if is_meta_path(to, mf)))
+        })
+    })
+}
+
+/// A bucket to rewrite: its new measurements (with meta) and meta.
+struct Rewrite {
+    view: BucketView,
+    remaining: Vec<Document>,
+    meta: Option<Bson>,
+}
+
+impl TimeseriesStore {
+    /// Deletes the measurements matching `filter` (only the first one when
+    /// `limit_one`).
+    pub fn delete(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        filter_doc: &Document,
+        limit_one: bool,
+    ) -> Result<DeleteOutcome, StoreError> {
+        let predicate = BucketPredicate::from_filter(filter_doc, options)?;
+        let filter = Filter::parse(filter_doc)?;
+        let series = self.series(buckets, options)?;
+        let mut s = lock_settled(&series);
+        let mut deleted = 0u64;
+        let mut rewrites = Vec::new();
+        for view in scan_locked(&mut s, buckets, options, &predicate)? {
+            let view = view?;
+            if predicate.meta_only && !limit_one {
+                deleted += view.count() as u64;
+                let meta = view.meta().cloned();
+                rewrites.push(Rewrite {
+                    view,
+                    remaining: Vec::new(),
+                    meta,
+                });
+                continue;
+            }
+            let mut remaining = Vec::new();
+            let mut hit = 0u64;
+            for m in view.unpack(options, None)? {
+                if (!limit_one || deleted + hit == 0) && filter.matches(&m) {
+                    hit += 1;
+                } else {
+                    remaining.push(m);
+                }
+            }
+            if hit > 0 {
+                deleted += hit;
+                let meta = view.meta().cloned();
+                rewrites.push(Rewrite {
+                    view,
+                    remaining,
+                    meta,
+                });
+                if limit_one {
+                    break;
+                }
+            }
+        }
+        let engine = buckets.engine().clone();
+        let mut batch = engine.batch();
+        for r in rewrites {
+            stage_rewrite(&mut s, &mut batch, buckets, options, r);
+        }
+        engine.commit(batch)?;
+        Ok(DeleteOutcome { deleted })
+    }
+
+    /// Updates the measurements matching `filter` (every one when `multi`), inserting
+    /// one when none matches and `upsert`.
+    pub fn update(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        filter_doc: &Document,
+        update: TsUpdate<'_>,
+        multi: bool,
+        upsert: bool,
+    ) -> Result<UpdateOutcome, StoreError> {
+        let predicate = BucketPredicate::from_filter(filter_doc, options)?;
+        let filter = Filter::parse(filter_doc)?;
+        let series = self.series(buckets, options)?;
+        let mut s = lock_settled(&series);
+        let meta_in_place = match (&options.meta_field, update.operators) {
+            (Some(mf), Some(ops)) => predicate.meta_only && multi && only_meta_updates(ops, mf),
+            _ => false,
+        };
+        let mut out = UpdateOutcome::default();
+        let mut rewrites = Vec::new();
+        let mut reinsert = Vec::new();
+        for view in scan_locked(&mut s, buckets, options, &predicate)? {
+            let view = view?;
+            if meta_in_place {
+                let Some(mf) = options.meta_field.as_deref() else {
+                    continue;
+                };
+                let mut d = Document::new();
+                if let Some(m) = view.meta() {
+                    d.insert(mf, m.clone());
+                }
+                let changed = update.update.apply(&mut d, false)?;
+                out.matched += view.count() as u64;
+                if changed {
+                    out.modified += view.count() as u64;
+                    let meta = d.get(mf).cloned();
+                    rewrites.push(Rewrite {
+                        remaining: view.unpack(options, None)?,
+                        view,
+                        meta,
+                    });
+                }
+                continue;
+            }
+            let mut remaining = Vec::new();
+            let mut touched = false;
+            for m in view.unpack(options, None)? {
+                if (multi || out.matched == 0) && filter.matches(&m) {
+                    out.matched += 1;
+                    let mut new = m.clone();
+                    if update
+                        .update
+                        .apply_matched(&mut new, false, Some(&filter))?
+                    {
+                        s.catalog.check_time(&new)?;
+                        out.modified += 1;
+                        touched = true;
+                        reinsert.push(new);
+                        continue;
+                    }
+                }
+                remaining.push(m);
+            }
+            if touched {
+                let meta = view.meta().cloned();
+                rewrites.push(Rewrite {
+                    view,
+                    remaining,
+                    meta,
+                });
+            }
+            if !multi && out.matched > 0 {
+                break;
+            }
+        }
+        if out.matched == 0 && upsert {
+            let mut new = filter.equality_seed();
+            update.update.apply_matched(&mut new, true, Some(&filter))?;
+            if !new.contains_key("_id") {
+                new.insert("_id", ObjectId::new());
+            }
+            s.catalog.check_time(&new)?;
+            out.upserted_id = new.get("_id").cloned();
+            reinsert.push(new);
+        }
+        let engine = buckets.engine().clone();
+        let mut batch = engine.batch();
+        let meta_changed = rewrites.iter().any(|r| r.meta.as_ref() != r.view.meta());
+        for r in rewrites {
+            stage_rewrite(&mut s, &mut batch, buckets, options, r);
+        }
+        if meta_changed {
+            s.directory = None;
+        }
+        let mut closing = Vec::new();
+        if !reinsert.is_empty() {
+            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, reinsert, true)?;
+            if let Some((_, e)) = ins.errors.into_iter().next() {
+                return Err(e);
+            }
+            closing = closed;
+        }
+        for (b, deltas) in &closing {
+            super::stage_close(&mut batch, buckets, b, *deltas);
+            s.closing.remove(&b.id);
+        }
+        engine.commit(batch)?;
+        Ok(out)
+    }
+}
+
+/// Stages one bucket rewrite: an open bucket is taken out of the catalog (its deltas
+/// deleted); the bucket is stored again with its remaining measurements, or removed.
+fn stage_rewrite(
+    s: &mut Series,
+    batch: &mut Batch,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    r: Rewrite,
+) {
+    let id = r.view.id();
+    let min_time_ms = r.view.min_time_ms();
+    match &r.view {
+        BucketView::Open(_) => {
+            for (_, deltas) in s.take_open(&[id]) {
+                for seq in 0..deltas {
+                    batch.delete(buckets.tree(), &delta_key(&id, seq));
+                }
+            }
+        }
+        BucketView::Stored(b) => {
+            if r.remaining.is_empty() {
+                stage_remove(batch, buckets, &id, b.meta.as_ref(), min_time_ms);
+            } else if r.meta.as_ref() != b.meta.as_ref() {
+                batch.delete(
+                    buckets.tree(),
+                    &meta_index_key(&meta_key(b.meta.as_ref()), min_time_ms, &id),
+                );
+            }
+        }
+    }
+    if !r.remaining.is_empty() {
+        let mut bucket = Bucket::with_id(options, id, r.meta, min_time_ms);
+        for m in r.remaining {
+            bucket.add(m);
+        }
+        stage_store(batch, buckets, &bucket);
+        s.note_closed(&bucket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::BucketPredicate;
+    use bson::doc;
+    use hourglass_catalog::Catalog;
+    use hourglass_storage::Engine;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn setup(
+        dir: &std::path::Path,
+    ) -> (Catalog, Arc<Collection>, TimeseriesOptions, TimeseriesStore) {
+        let cat = Catalog::open(Engine::open(dir).unwrap()).unwrap();
+        let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "tag"}).unwrap();
+        let (c, _) = cat
+            .create(
+                "db",
+                "system.buckets.m",
+                doc! {"timeseries": opts.to_document()},
+            )
+            .unwrap();
+        let store = TimeseriesStore::default();
+        // 1500 measurements of host a (one closed bucket, one open), 10 of host b.
+        let mut docs: Vec<Document> = (0..1500)
+            .map(|i| doc! {"t": bson::DateTime::from_millis(T0 + i * 1000), "tag": {"host": "a"}, "v": i})
+            .collect();
+        docs.extend((0..10).map(|i| doc! {"t": bson::DateTime::from_millis(T0 + i * 1000), "tag": {"host": "b"}, "v": i}));
+        store.insert(&c, &opts, docs, true).unwrap();
+        (cat, c, opts, store)
+    }
+
+    fn all(store: &TimeseriesStore, c: &Arc<Collection>, o: &TimeseriesOptions) -> Vec<Document> {
+        store
+            .measurements(c, o, &BucketPredicate::all(), None)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn delete_by_meta_removes_whole_buckets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, o, store) = setup(dir.path());
+        let out = store
+            .delete(&c, &o, &doc! {"tag.host": "a"}, false)
+            .unwrap();
+        assert_eq!(out.deleted, 1500);
+        let left = all(&store, &c, &o);
+        assert_eq!(left.len(), 10);
+        assert!(left
+            .iter()
+            .all(|m| m.get_document("tag").unwrap().get_str("host") == Ok("b")));
+        assert_eq!(store.bucket_documents(&c, &o).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn delete_by_measurement_rewrites_buckets_and_recomputes_control() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, o, store) = setup(dir.path());
+        let out = store
+            .delete(&c, &o, &doc! {"v": {"$lt": 995}}, false)
+            .unwrap();
+        assert_eq!(out.deleted, 995 + 10);
+        assert_eq!(all(&store, &c, &o).len(), 505);
+        let first = &store.bucket_documents(&c, &o).unwrap()[0];
+        let min = first
+            .get_document("control")
+            .unwrap()
+            .get_document("min")
+            .unwrap();
+        assert_eq!(min.get_i64("v").unwrap(), 995);
+        // A deleteOne removes exactly one.
+        assert_eq!(store.delete(&c, &o, &doc! {}, true).unwrap().deleted, 1);
+        assert_eq!(all(&store, &c, &o).len(), 504);
+    }
+
+    #[test]
+    fn meta_update_rewrites_meta_in_place_and_new_inserts_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, o, store) = setup(dir.path());
+        let before: Vec<Bson> = store
+            .bucket_documents(&c, &o)
+            .unwrap()
+            .iter()
+            .map(|b| b.get("_id").unwrap().clone())
+            .collect();
+        let ops = doc! {"$set": {"tag.host": "z"}};
+        let u = Update::parse(&ops).unwrap();
+        let out = store
+            .update(
+                &c,
+                &o,
+                &doc! {"tag.host": "b"},
+                TsUpdate {
+                    update: &u,
+                    operators: Some(&ops),
+                },
+                true,
+                false,
+            )
+            .unwrap();
+        assert_eq!((out.matched, out.modified), (10, 10));
+        let after = store.bucket_documents(&c, &o).unwrap();
+        let ids: Vec<Bson> = after
+            .iter()
+            .map(|b| b.get("_id").unwrap().clone())
+            .collect();
+        assert_eq!(before.len(), ids.len());
+        assert!(
+            before.iter().all(|id| ids.contains(id)),
+            "buckets keep their _id"
+        );
+        let z: Vec<&Document> = after
+            .iter()
+            .filter(|b| b.get_document("meta").unwrap().get_str("host") == Ok("z"))
+            .collect();
+        assert_eq!(z.len(), 1);
+        // A new measurement for the old meta opens a new bucket; the meta index finds z.
+        store
+            .insert(
+                &c,
+                &o,
+                vec![doc! {"t": bson::DateTime::from_millis(T0), "tag": {"host": "b"}}],
+                true,
+            )
+            .unwrap();
+        let p = BucketPredicate::from_filter(&doc! {"tag.host": "z"}, &o).unwrap();
+        let n: usize = store.measurements(&c, &o, &p, None).unwrap().count();
+        assert_eq!(n, 10);
+    }
+
+    #[test]
+    fn measurement_update_reinserts_and_rejects_a_non_date_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, o, store) = setup(dir.path());
+        let ops = doc! {"$inc": {"v": 1000000}};
+        let u = Update::parse(&ops).unwrap();
+        let out = store
+            .update(
+                &c,
+                &o,
+                &doc! {"v": {"$gte": 1490}},
+                TsUpdate {
+                    update: &u,
+                    operators: Some(&ops),
+                },
+                true,
+                false,
+            )
+            .unwrap();
+        assert_eq!((out.matched, out.modified), (10, 10));
+        let ms = all(&store, &c, &o);
+        assert_eq!(ms.len(), 1510);
+        assert_eq!(
+            ms.iter()
+                .filter(|m| m.get_i64("v").is_ok_and(|v| v >= 1_000_000))
+                .count(),
+            10
+        );
+        let bad = doc! {"$set": {"t": "soon"}};
+        let u = Update::parse(&bad).unwrap();
+        let e = store
+            .update(
+                &c,
+                &o,
+                &doc! {"v": 3},
+                TsUpdate {
+                    update: &u,
+                    operators: Some(&bad),
+                },
+                false,
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), 2);
+        assert_eq!(
+            all(&store, &c, &o).len(),
+            1510,
+            "a failed update changes nothing"
+        );
+        let up = doc! {"$set": {"v": -1}};
+        let u = Update::parse(&up).unwrap();
+        let out = store
+            .update(
+                &c,
+                &o,
+                &doc! {"t": bson::DateTime::from_millis(T0 - 5), "tag": "new"},
+                TsUpdate {
+                    update: &u,
+                    operators: Some(&up),
+                },
+                false,
+                true,
+            )
+            .unwrap();
+        assert!(out.upserted_id.is_some());
+        assert_eq!(all(&store, &c, &o).len(), 1511);
+    }
+}

@@ -1,0 +1,354 @@
+//! What a query filter on a time-series collection says about whole buckets: bounds on
+//! the time field, a predicate on the meta value (evaluated once per series, never per
+//! measurement), and range conditions on measurement fields that control min/max can
+//! refute. The full filter is still applied to each unpacked measurement, so pruning
+//! only has to be conservative: it never drops a bucket the filter could match.
+
+use bson::{doc, Bson, Document};
+use hourglass_query::compare::{compare_values, same_bracket};
+use hourglass_query::filter::Filter;
+use hourglass_query::QueryError;
+use std::cmp::Ordering;
+
+use crate::options::TimeseriesOptions;
+
+/// Inclusive bounds on the time field, in milliseconds, used to prune buckets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeBounds {
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+}
+
+impl TimeBounds {
+    /// Whether a bucket spanning [`lo`, `hi`] holds no time inside the bounds.
+    pub fn excludes(&self, lo: Option<i64>, hi: Option<i64>) -> bool {
+        matches!((self.min, hi), (Some(min), Some(hi)) if hi < min)
+            || matches!((self.max, lo), (Some(max), Some(lo)) if lo > max)
+    }
+
+    /// Whether `t` lies inside the bounds.
+    pub fn contains(&self, t: i64) -> bool {
+        self.min.is_none_or(|m| t >= m) && self.max.is_none_or(|m| t <= m)
+    }
+
+    pub fn is_unbounded(&self) -> bool {
+        self.min.is_none() && self.max.is_none()
+    }
+
+    /// Narrows the bounds by `other` (both must hold).
+    pub fn intersect(self, other: TimeBounds) -> TimeBounds {
+        TimeBounds {
+            min: match (self.min, other.min) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+            max: match (self.max, other.max) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
+    /// The bounds a query filter puts on `time_field`: top-level (or `$and`ed) equality
+    /// and `$gt/$gte/$lt/$lte/$eq` on dates. Anything else leaves the bounds open.
+    pub fn from_filter(filter: &Document, time_field: &str) -> TimeBounds {
+        let mut b = TimeBounds::default();
+        for (k, v) in conjuncts(filter) {
+            if k == time_field {
+                b = b.intersect(TimeBounds::from_condition(v));
+            }
+        }
+        b
+    }
+
+    /// The bounds one condition on the time field puts (`$gt` is treated as `$gte`:
+    /// bounds are for pruning, not matching).
+    pub fn from_condition(v: &Bson) -> TimeBounds {
+        let ms = |v: &Bson| match v {
+            Bson::DateTime(d) => Some(d.timestamp_millis()),
+            _ => None,
+        };
+        match v {
+            Bson::DateTime(d) => TimeBounds {
+                min: Some(d.timestamp_millis()),
+                max: Some(d.timestamp_millis()),
+            },
+            Bson::Document(ops) if ops.keys().all(|k| k.starts_with('$')) => {
+                let mut b = TimeBounds::default();
+                for (op, arg) in ops {
+                    let t = ms(arg);
+                    let one = match op.as_str() {
+                        "$gt" | "$gte" => TimeBounds { min: t, max: None },
+                        "$lt" | "$lte" => TimeBounds { min: None, max: t },
+                        "$eq" => TimeBounds { min: t, max: t },
+                        _ => TimeBounds::default(),
+                    };
+                    b = b.intersect(one);
+                }
+                b
+            }
+            _ => TimeBounds::default(),
+        }
+    }
+}
+
+/// The top-level conjuncts of a filter, with nested `$and`s flattened.
+pub fn conjuncts(filter: &Document) -> Vec<(&str, &Bson)> {
+    let mut out = Vec::new();
+    for (k, v) in filter {
+        match (k.as_str(), v) {
+            ("$and", Bson::Array(items)) => {
+                for item in items.iter().filter_map(Bson::as_document) {
+                    out.extend(conjuncts(item));
+                }
+            }
+            _ => out.push((k.as_str(), v)),
+        }
+    }
+    out
+}
+
+/// Whether `path` is the meta field or a path inside it.
+fn is_meta_path(path: &str, meta_field: &str) -> bool {
+    path == meta_field
+        || path
+            .strip_prefix(meta_field)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// Whether every field path a filter expression touches lies in the meta field.
+fn only_meta_paths(k: &str, v: &Bson, meta_field: &str) -> bool {
+    match k {
+        "$or" | "$nor" | "$and" => match v {
+            Bson::Array(items) => items.iter().all(|i| match i {
+                Bson::Document(d) => d.iter().all(|(k, v)| only_meta_paths(k, v, meta_field)),
+                _ => false,
+            }),
+            _ => false,
+        },
+        "$comment" => true,
+        k if k.starts_with('$') => false,
+        k => is_meta_path(k, meta_field),
+    }
+}
+
+/// A range condition on a top-level measurement field that control min/max can refute.
+#[derive(Debug, Clone)]
+struct FieldRange {
+    field: String,
+    op: RangeOp,
+    value: Bson,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum RangeOp {
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    Eq,
+}
+
+/// What a filter says about whole buckets.
+#[derive(Debug, Clone, Default)]
+pub struct BucketPredicate {
+    pub bounds: TimeBounds,
+    /// The conjuncts on the meta field, matched against `{<metaField>: meta}`.
+    pub meta: Option<Filter>,
+    /// The meta conjuncts as given (for explain).
+    pub meta_spec: Option<Document>,
+    /// True when the whole filter is on the meta field: a bucket matches entirely or
+    /// not at all.
+    pub meta_only: bool,
+    ranges: Vec<FieldRange>,
+}
+
+impl BucketPredicate {
+    /// Every bucket.
+    pub fn all() -> BucketPredicate {
+        BucketPredicate {
+            meta_only: true,
+            ..BucketPredicate::default()
+        }
+    }
+
+    pub fn from_filter(
+        filter: &Document,
+        options: &TimeseriesOptions,
+    ) -> Result<BucketPredicate, QueryError> {
+        let mut p = BucketPredicate {
+            meta_only: true,
+            ..BucketPredicate::default()
+        };
+        let mut meta = Vec::new();
+        for (k, v) in conjuncts(filter) {
+            if let Some(mf) = options.meta_field.as_deref() {
+                if only_meta_paths(k, v, mf) {
+                    if k != "$comment" {
+                        meta.push(Bson::Document(doc! {k: v.clone()}));
+                    }
+                    continue;
+                }
+            }
+            p.meta_only = false;
+            if k == options.time_field {
+                p.bounds = p.bounds.intersect(TimeBounds::from_condition(v));
+            } else if !k.starts_with('$') && !k.contains('.') {
+                p.ranges.extend(field_ranges(k, v));
+            }
+        }
+        if !meta.is_empty() {
+            let spec = doc! {"$and": meta};
+            p.meta = Some(Filter::parse(&spec)?);
+            p.meta_spec = Some(spec);
+        }
+        Ok(p)
+    }
+
+    /// Whether a series with this meta value may match.
+    pub fn meta_matches(&self, meta_field: Option<&str>, meta: Option<&Bson>) -> bool {
+        let Some(filter) = &self.meta else {
+            return true;
+        };
+        let mut d = Document::new();
+        if let (Some(mf), Some(m)) = (meta_field, meta) {
+            d.insert(mf, m.clone());
+        }
+        filter.matches(&d)
+    }
+
+    /// Whether control min/max (documents of per-field minimums and maximums) rule
+    /// the bucket out for a range condition on a measurement field.
+    pub fn refuted_by_control(&self, min: &Document, max: &Document) -> bool {
+        self.ranges.iter().any(|r| {
+            let (Some(lo), Some(hi)) = (min.get(&r.field), max.get(&r.field)) else {
+                return false;
+            };
+            // Only same-bracket scalars compare meaningfully; arrays and objects could
+            // match element-wise, so they never refute.
+            if !(same_bracket(lo, &r.value) && same_bracket(hi, &r.value))
+                || matches!(lo, Bson::Array(_) | Bson::Document(_))
+                || matches!(hi, Bson::Array(_) | Bson::Document(_))
+            {
+                return false;
+            }
+            let v = &r.value;
+            match r.op {
+                RangeOp::Gt => compare_values(hi, v) != Ordering::Greater,
+                RangeOp::Gte => compare_values(hi, v) == Ordering::Less,
+                RangeOp::Lt => compare_values(lo, v) != Ordering::Less,
+                RangeOp::Lte => compare_values(lo, v) == Ordering::Greater,
+                RangeOp::Eq => {
+                    compare_values(hi, v) == Ordering::Less
+                        || compare_values(lo, v) == Ordering::Greater
+                }
+            }
+        })
+    }
+}
+
+fn field_ranges(field: &str, v: &Bson) -> Vec<FieldRange> {
+    let scalar = |v: &Bson| {
+        matches!(
+            v,
+            Bson::Double(_)
+                | Bson::Int32(_)
+                | Bson::Int64(_)
+                | Bson::DateTime(_)
+                | Bson::String(_)
+                | Bson::Boolean(_)
+        ) && !matches!(v, Bson::Double(d) if d.is_nan())
+    };
+    let one = |op, v: &Bson| FieldRange {
+        field: field.to_string(),
+        op,
+        value: v.clone(),
+    };
+    match v {
+        Bson::Document(ops) if ops.keys().all(|k| k.starts_with('$')) => ops
+            .iter()
+            .filter(|(_, a)| scalar(a))
+            .filter_map(|(op, a)| {
+                let op = match op.as_str() {
+                    "$gt" => RangeOp::Gt,
+                    "$gte" => RangeOp::Gte,
+                    "$lt" => RangeOp::Lt,
+                    "$lte" => RangeOp::Lte,
+                    "$eq" => RangeOp::Eq,
+                    _ => return None,
+                };
+                Some(one(op, a))
+            })
+            .collect(),
+        v if scalar(v) => vec![one(RangeOp::Eq, v)],
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> TimeseriesOptions {
+        TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "m"}).unwrap()
+    }
+
+    #[test]
+    fn time_bounds_come_from_top_level_and_anded_conditions_only() {
+        let t = bson::DateTime::from_millis;
+        let b = TimeBounds::from_filter(
+            &doc! {"t": {"$gte": t(10)}, "$and": [{"t": {"$lt": t(20)}}]},
+            "t",
+        );
+        assert_eq!(
+            b,
+            TimeBounds {
+                min: Some(10),
+                max: Some(20)
+            }
+        );
+        assert!(b.excludes(Some(21), Some(30)));
+        assert!(b.excludes(Some(0), Some(9)));
+        assert!(!b.excludes(Some(0), Some(10)));
+        let open = TimeBounds::from_filter(&doc! {"$or": [{"t": t(1)}], "t": {"$ne": t(5)}}, "t");
+        assert_eq!(open, TimeBounds::default());
+    }
+
+    #[test]
+    fn splits_meta_conjuncts_from_the_rest() {
+        let p = BucketPredicate::from_filter(
+            &doc! {"m.host": "a", "$or": [{"m.dc": 1}, {"m": null}], "v": {"$gt": 5}},
+            &opts(),
+        )
+        .unwrap();
+        assert!(!p.meta_only);
+        assert!(p.meta_matches(
+            Some("m"),
+            Some(&Bson::Document(doc! {"host": "a", "dc": 1}))
+        ));
+        assert!(!p.meta_matches(
+            Some("m"),
+            Some(&Bson::Document(doc! {"host": "b", "dc": 1}))
+        ));
+        let only = BucketPredicate::from_filter(&doc! {"m": {"$in": [1, 2]}}, &opts()).unwrap();
+        assert!(only.meta_only);
+        assert!(!only.meta_matches(Some("m"), None));
+        let mixed =
+            BucketPredicate::from_filter(&doc! {"$or": [{"m": 1}, {"v": 1}]}, &opts()).unwrap();
+        assert!(mixed.meta.is_none() && !mixed.meta_only);
+    }
+
+    #[test]
+    fn control_min_max_refute_only_same_type_ranges() {
+        let p = BucketPredicate::from_filter(&doc! {"v": {"$gt": 90.0}}, &opts()).unwrap();
+        assert!(p.refuted_by_control(&doc! {"v": 1.0}, &doc! {"v": 90}));
+        assert!(!p.refuted_by_control(&doc! {"v": 1.0}, &doc! {"v": 90.5}));
+        assert!(!p.refuted_by_control(&doc! {"v": 1.0}, &doc! {"v": "zzz"}));
+        assert!(!p.refuted_by_control(&doc! {}, &doc! {}));
+        let eq = BucketPredicate::from_filter(&doc! {"v": 5}, &opts()).unwrap();
+        assert!(eq.refuted_by_control(&doc! {"v": 6}, &doc! {"v": 9}));
+        assert!(!eq.refuted_by_control(&doc! {"v": 5.0}, &doc! {"v": 9}));
+        let arr = BucketPredicate::from_filter(&doc! {"v": {"$lt": 0}}, &opts()).unwrap();
+        assert!(!arr.refuted_by_control(&doc! {"v": [5]}, &doc! {"v": [9]}));
+    }
+}

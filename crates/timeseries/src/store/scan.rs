@@ -1,0 +1,277 @@
+//! Bucket selection for reads, updates and deletes: which buckets a
+//! [`BucketPredicate`] may match, found without decoding a column.
+//!
+//! * With a predicate on the meta field, the series directory (cached in memory) is
+//!   matched once per series, and only the matching series' meta-index ranges within
+//!   the time bounds are read: a point query touches only its own buckets.
+//! * Otherwise the closed buckets are read in `_id` (= minimum time) order over the
+//!   key range the time bounds allow (a bucket starts at most one span before the lower
+//!   bound).
+//!
+//! Each candidate is then checked against its control min/max (time and measurement
+//! ranges) before it is yielded. Open buckets come from memory.
+
+use super::keys::*;
+use super::{load_directory, BucketPredicate, BucketView, Series, StoreError, TimeseriesStore};
+use crate::bucket::{decode_compressed, Bucket};
+use crate::meta::meta_key;
+use crate::options::TimeseriesOptions;
+use bson::oid::ObjectId;
+use hourglass_catalog::Collection;
+use hourglass_storage::Snapshot;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What a scan did, for explain and statistics.
+#[derive(Debug, Default)]
+pub struct ScanCounters {
+    /// Buckets whose header was read.
+    pub buckets_examined: AtomicU64,
+    /// Buckets ruled out by control min/max or meta after their header was read, or
+    /// open buckets ruled out in memory.
+    pub buckets_pruned: AtomicU64,
+    /// Buckets returned.
+    pub buckets_returned: AtomicU64,
+    /// Series in the directory and series whose meta matched (meta predicates only).
+    pub series_total: AtomicU64,
+    pub series_matched: AtomicU64,
+    /// True when the meta index picked the buckets.
+    pub used_meta_index: AtomicU64,
+}
+
+impl ScanCounters {
+    fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// The selected buckets: stored ones first (in time order, or per series), then open.
+pub struct BucketScan {
+    stored: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
+    open: std::vec::IntoIter<BucketView>,
+    pub counters: Arc<ScanCounters>,
+}
+
+impl Iterator for BucketScan {
+    type Item = Result<BucketView, StoreError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.stored.next().or_else(|| self.open.next().map(Ok));
+        if let Some(Ok(_)) = next {
+            ScanCounters::add(&self.counters.buckets_returned, 1);
+        }
+        next
+    }
+}
+
+fn open_may_match(p: &BucketPredicate, options: &TimeseriesOptions, b: &Bucket) -> bool {
+    !p.bounds.excludes(Some(b.min_time_ms), Some(b.max_time_ms))
+        && p.meta_matches(options.meta_field.as_deref(), b.meta.as_ref())
+        && !p.refuted_by_control(&b.min, &b.max)
+}
+
+fn stored_may_match(
+    p: &BucketPredicate,
+    options: &TimeseriesOptions,
+    v: &BucketView,
+    check_meta: bool,
+) -> bool {
+    let time = |d: &bson::Document| match d.get(&options.time_field) {
+        Some(bson::Bson::DateTime(t)) => Some(t.timestamp_millis()),
+        _ => None,
+    };
+    let (min, max) = v.control_min_max();
+    !p.bounds.excludes(time(min), time(max))
+        && (!check_meta || p.meta_matches(options.meta_field.as_deref(), v.meta()))
+        && !p.refuted_by_control(min, max)
+}
+
+impl TimeseriesStore {
+    /// The buckets `predicate` may match, from one consistent view.
+    pub fn scan(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        predicate: &BucketPredicate,
+    ) -> Result<BucketScan, StoreError> {
+        let series = self.series(buckets, options)?;
+        let mut s = series.lock();
+        scan_locked(&mut s, buckets, options, predicate)
+    }
+}
+
+/// [`TimeseriesStore::scan`] with the series lock held by the caller.
+pub(super) fn scan_locked(
+    s: &mut Series,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    predicate: &BucketPredicate,
+) -> Result<BucketScan, StoreError> {
+    let counters = Arc::new(ScanCounters::default());
+    let (open, in_memory) = open_views(s, predicate, options, &counters);
+    let snap = buckets.engine().snapshot();
+    let directory = match (&predicate.meta, &options.meta_field) {
+        (Some(_), Some(_)) => Some(directory(s, &snap, buckets)?),
+        _ => None,
+    };
+    let stored = stored_views(
+        snap,
+        buckets,
+        options,
+        predicate,
+        directory,
+        in_memory,
+        counters.clone(),
+    );
+    Ok(BucketScan {
+        stored,
+        open: open.into_iter(),
+        counters,
+    })
+}
+
+/// Snapshots of the open (and closing) buckets that may match, and the ids of all of
+/// them (stored copies of these are skipped).
+fn open_views(
+    s: &Series,
+    predicate: &BucketPredicate,
+    options: &TimeseriesOptions,
+    counters: &ScanCounters,
+) -> (Vec<BucketView>, HashSet<ObjectId>) {
+    let mut ids = HashSet::new();
+    let mut views = Vec::new();
+    for b in s.catalog.open_buckets() {
+        ids.insert(b.id);
+        if open_may_match(predicate, options, b) {
+            views.push(BucketView::Open(Arc::new(b.clone())));
+        } else {
+            ScanCounters::add(&counters.buckets_pruned, 1);
+        }
+    }
+    for b in s.closing.values() {
+        ids.insert(b.id);
+        if open_may_match(predicate, options, b) {
+            views.push(BucketView::Open(b.clone()));
+        } else {
+            ScanCounters::add(&counters.buckets_pruned, 1);
+        }
+    }
+    views.sort_by_key(BucketView::id);
+    (views, ids)
+}
+
+/// The series directory, loaded from `snap` on first use (under the series lock).
+fn directory(
+    s: &mut Series,
+    snap: &Snapshot,
+    buckets: &Collection,
+) -> Result<Arc<std::collections::BTreeMap<Vec<u8>, Option<bson::Bson>>>, StoreError> {
+    if let Some(d) = &s.directory {
+        return Ok(d.clone());
+    }
+    let mut dir = load_directory(snap, buckets)?;
+    for b in s.closing.values() {
+        dir.insert(meta_key(b.meta.as_ref()), b.meta.clone());
+    }
+    let dir = Arc::new(dir);
+    s.directory = Some(dir.clone());
+    Ok(dir)
+}
+
+fn stored_views(
+    snap: Snapshot,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    predicate: &BucketPredicate,
+    directory: Option<Arc<std::collections::BTreeMap<Vec<u8>, Option<bson::Bson>>>>,
+    in_memory: HashSet<ObjectId>,
+    counters: Arc<ScanCounters>,
+) -> Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send> {
+    let tree = buckets.tree().clone();
+    let span_ms = options.bucket_max_span_seconds.saturating_mul(1000);
+    let bounds = predicate.bounds;
+    let lo = bounds
+        .min
+        .map(|m| m.saturating_sub(span_ms))
+        .unwrap_or(i64::MIN);
+    let hi = bounds.max.unwrap_or(i64::MAX);
+    let options = options.clone();
+    let predicate = predicate.clone();
+    match directory {
+        Some(dir) => {
+            // Meta index: matching series, then each one's buckets in the time range.
+            ScanCounters::add(&counters.used_meta_index, 1);
+            ScanCounters::add(&counters.series_total, dir.len() as u64);
+            let mut ids: Vec<ObjectId> = Vec::new();
+            let mut error = None;
+            for (key, meta) in dir.iter() {
+                if !predicate.meta_matches(options.meta_field.as_deref(), meta.as_ref()) {
+                    continue;
+                }
+                ScanCounters::add(&counters.series_matched, 1);
+                let (start, end) = meta_index_range(key, lo, hi);
+                for entry in snap.scan_range(&tree, &start, &end) {
+                    match entry {
+                        Ok((k, _)) => {
+                            ids.extend(meta_index_id(&k).filter(|id| !in_memory.contains(id)))
+                        }
+                        Err(e) => error = Some(StoreError::from(e)),
+                    }
+                }
+            }
+            let head = error.map(Err).into_iter();
+            let rest = ids.into_iter().filter_map(move |id| {
+                let bytes = match snap.get(&tree, &bucket_key(CLOSED, &id)) {
+                    Ok(Some(b)) => b,
+                    Ok(None) => return None,
+                    Err(e) => return Some(Err(e.into())),
+                };
+                ScanCounters::add(&counters.buckets_examined, 1);
+                let view = match decode_compressed(&bytes) {
+                    Ok(b) => BucketView::Stored(b),
+                    Err(e) => return Some(Err(e.into())),
+                };
+                if stored_may_match(&predicate, &options, &view, false) {
+                    Some(Ok(view))
+                } else {
+                    ScanCounters::add(&counters.buckets_pruned, 1);
+                    None
+                }
+            });
+            Box::new(head.chain(rest))
+        }
+        None => {
+            let start = closed_time_key(lo.div_euclid(1000));
+            let end = match hi.div_euclid(1000).checked_add(1) {
+                Some(h) if h <= i64::from(u32::MAX) => closed_time_key(h),
+                _ => vec![CLOSED + 1],
+            };
+            Box::new(
+                snap.scan_range(&tree, &start, &end)
+                    .filter_map(move |entry| {
+                        let (k, bytes) = match entry {
+                            Ok(kv) => kv,
+                            Err(e) => return Some(Err(e.into())),
+                        };
+                        if object_id_at(&k).is_some_and(|id| in_memory.contains(&id)) {
+                            return None;
+                        }
+                        ScanCounters::add(&counters.buckets_examined, 1);
+                        let view = match decode_compressed(&bytes) {
+                            Ok(b) => BucketView::Stored(b),
+                            Err(e) => return Some(Err(e.into())),
+                        };
+                        if stored_may_match(&predicate, &options, &view, true) {
+                            Some(Ok(view))
+                        } else {
+                            ScanCounters::add(&counters.buckets_pruned, 1);
+                            None
+                        }
+                    }),
+            )
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! One bucket as a read sees it: a stored (closed, compressed) bucket whose columns are
+//! decoded on demand, or a snapshot of an open bucket held in memory.
+
+use crate::bucket::{unpack_measurements, Bucket, DecodedBucket};
+use crate::error::TsError;
+use crate::options::TimeseriesOptions;
+use bson::oid::ObjectId;
+use bson::{Bson, Document};
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub enum BucketView {
+    Stored(DecodedBucket),
+    Open(Arc<Bucket>),
+}
+
+impl BucketView {
+    pub fn id(&self) -> ObjectId {
+        match self {
+            BucketView::Stored(b) => b.id,
+            BucketView::Open(b) => b.id,
+        }
+    }
+
+    pub fn meta(&self) -> Option<&Bson> {
+        match self {
+            BucketView::Stored(b) => b.meta.as_ref(),
+            BucketView::Open(b) => b.meta.as_ref(),
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        match self {
+            BucketView::Stored(b) => b.count,
+            BucketView::Open(b) => b.count(),
+        }
+    }
+
+    /// The rounded minimum time the bucket was opened with (its `_id` time).
+    pub fn min_time_ms(&self) -> i64 {
+        match self {
+            BucketView::Stored(b) => b.min_time_ms,
+            BucketView::Open(b) => b.min_time_ms,
+        }
+    }
+
+    /// Control `min` and `max` documents.
+    pub fn control_min_max(&self) -> (&Document, &Document) {
+        match self {
+            BucketView::Stored(b) => {
+                let c = b.control_document();
+                let get = |k| match c.get(k) {
+                    Some(Bson::Document(d)) => d,
+                    _ => empty(),
+                };
+                (get("min"), get("max"))
+            }
+            BucketView::Open(b) => (&b.min, &b.max),
+        }
+    }
+
+    /// The largest measurement time.
+    pub fn max_time_ms(&self, time_field: &str) -> Option<i64> {
+        match self.control_min_max().1.get(time_field) {
+            Some(Bson::DateTime(d)) => Some(d.timestamp_millis()),
+            _ => match self {
+                BucketView::Open(b) => Some(b.max_time_ms),
+                BucketView::Stored(_) => None,
+            },
+        }
+    }
+
+    /// Data field names.
+    pub fn field_names(&self) -> Vec<&str> {
+        match self {
+            BucketView::Stored(b) => b.field_names().collect(),
+            BucketView::Open(b) => b.fields().iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// One column's values (`None`: the bucket has no such field).
+    pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
+        match self {
+            BucketView::Stored(b) => b.column(field),
+            BucketView::Open(b) => {
+                if !b.fields().iter().any(|f| f == field) {
+                    return Ok(None);
+                }
+                Ok(Some(
+                    b.measurements
+                        .iter()
+                        .map(|m| m.get(field).cloned())
+                        .collect(),
+                ))
+            }
+        }
+    }
+
+    /// The measurements, in MongoDB's unpack order; `fields` limits which fields are
+    /// decoded (the meta field is included when listed).
+    pub fn unpack(
+        &self,
+        options: &TimeseriesOptions,
+        fields: Option<&[&str]>,
+    ) -> Result<Vec<Document>, TsError> {
+        match self {
+            BucketView::Stored(b) => b.unpack(fields),
+            BucketView::Open(b) => {
+                let docs = unpack_measurements(b, options);
+                Ok(match fields {
+                    None => docs,
+                    Some(wanted) => docs
+                        .into_iter()
+                        .map(|d| {
+                            d.into_iter()
+                                .filter(|(k, _)| wanted.contains(&k.as_str()))
+                                .collect()
+                        })
+                        .collect(),
+                })
+            }
+        }
+    }
+
+    /// An open bucket with the same id, meta and minimum time holding every
+    /// measurement (without meta), to rewrite after a delete or update.
+    pub fn to_bucket(&self) -> Result<Bucket, TsError> {
+        match self {
+            BucketView::Stored(b) => b.to_bucket(),
+            BucketView::Open(b) => Ok((**b).clone()),
+        }
+    }
+}
+
+fn empty() -> &'static Document {
+    static EMPTY: std::sync::OnceLock<Document> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Document::new)
+}
