@@ -62,6 +62,18 @@ pub fn aggregate(req: &Request) -> CmdResult {
         .leading_match()
         .cloned()
         .unwrap_or_else(Filter::match_all);
+    let target = Target::resolve(req, &coll);
+    if let (Target::TimeSeries { buckets, options }, None) = (&target, &coll_stats) {
+        return super::aggregate_ts::aggregate_view(
+            req,
+            &coll,
+            buckets,
+            options,
+            rest,
+            explain,
+            cursor_opts.as_ref(),
+        );
+    }
     if explain {
         return Ok(doc! {
             "explainVersion": "1",
@@ -71,21 +83,16 @@ pub fn aggregate(req: &Request) -> CmdResult {
     }
     let input = match coll_stats {
         Some(spec) => vec![coll_stats_stage(req, &coll, &spec)?],
-        None => Target::resolve(req, &coll)
+        None => target
             .scan(
+                req,
                 filter,
                 rest.first().and_then(|s| s.get_document("$match").ok()),
             )?
             .collect::<Result<Vec<Document>, _>>()?,
     };
     let output = pipeline.run(input)?;
-    let requested = cursor_opts.as_ref().and_then(|d| d.get("batchSize"));
-    let batch = match requested {
-        None | Some(Bson::Null) => None,
-        Some(v) => non_negative_batch_size(Some(
-            as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
-        ))?,
-    };
+    let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
     cursor_reply(
         req,
         format!("{}.{coll}", req.db),
@@ -93,6 +100,19 @@ pub fn aggregate(req: &Request) -> CmdResult {
         batch,
         false,
     )
+}
+
+/// The `cursor.batchSize` of an aggregate.
+pub(super) fn cursor_batch_size(
+    req: &Request,
+    cursor_opts: Option<&Document>,
+) -> Result<Option<usize>, CommandError> {
+    match cursor_opts.and_then(|d| d.get("batchSize")) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(v) => non_negative_batch_size(Some(
+            as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
+        )),
+    }
 }
 
 /// The one document `$collStats` outputs: `storageStats` and `count` when asked for.

@@ -30,7 +30,7 @@ pub fn count(req: &Request) -> CmdResult {
         .filter(|&l| l > 0);
     let mut n = 0usize;
     for doc in Target::resolve(req, &coll)
-        .scan(filter, req.opt_document("query")?)?
+        .scan(req, filter, req.opt_document("query")?)?
         .skip(skip)
     {
         doc?;

@@ -29,9 +29,16 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
         None => return Err(CommandError::missing_field("delete.deletes.limit")),
     };
     let filter = Filter::parse(q)?;
-    match Target::resolve(req, coll).require_regular("delete")? {
-        Some(c) => Ok(c.delete(&filter, limit)?),
-        None => Ok(0),
+    match Target::resolve(req, coll) {
+        Target::TimeSeries { buckets, options } => Ok(req
+            .state
+            .timeseries
+            .delete(&buckets, &options, q, limit)?
+            .deleted),
+        target => match target.require_regular("delete")? {
+            Some(c) => Ok(c.delete(&filter, limit)?),
+            None => Ok(0),
+        },
     }
 }
 

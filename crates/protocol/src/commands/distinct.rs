@@ -50,7 +50,7 @@ pub fn distinct(req: &Request) -> CmdResult {
     };
     let path: Vec<&str> = key.split('.').collect();
     let mut values: Vec<Bson> = Vec::new();
-    for doc in Target::resolve(req, &coll).scan(filter, req.opt_document("query")?)? {
+    for doc in Target::resolve(req, &coll).scan(req, filter, req.opt_document("query")?)? {
         let doc: Document = doc?;
         let mut found = Vec::new();
         values_at(&Bson::Document(doc), &path, &mut found);

@@ -139,7 +139,7 @@ pub fn find(req: &Request) -> CmdResult {
         batch = limit;
     }
     let source = shape(
-        Target::resolve(req, &coll).scan(filter, req.opt_document("filter")?)?,
+        Target::resolve(req, &coll).scan(req, filter, req.opt_document("filter")?)?,
         sort,
         skip,
         limit,

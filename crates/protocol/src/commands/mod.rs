@@ -3,6 +3,7 @@
 //! handlers share. Each command (or tight family of commands) has its own file.
 
 mod aggregate;
+mod aggregate_ts;
 pub mod args;
 mod coll_mod;
 mod coll_stats;

@@ -7,7 +7,7 @@ use crate::error::CommandError;
 use bson::Document;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
-use hourglass_timeseries::{options_of, TimeBounds, TimeseriesOptions, TimeseriesStore};
+use hourglass_timeseries::{options_of, BucketPredicate, TimeseriesOptions};
 use std::sync::Arc;
 
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
@@ -66,19 +66,27 @@ impl Target {
     /// pinned; measurements for a time-series collection; bucket documents for buckets).
     /// `spec` is the filter as the client sent it; time-series reads derive from it the
     /// time bounds that prune buckets.
-    pub fn scan(self, filter: Filter, spec: Option<&Document>) -> Result<DocSource, CommandError> {
+    pub fn scan(
+        self,
+        req: &Request,
+        filter: Filter,
+        spec: Option<&Document>,
+    ) -> Result<DocSource, CommandError> {
+        let store = &req.state.timeseries;
         let docs: DocSource = match self {
             Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
             Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
             Target::TimeSeries { buckets, options } => {
-                let bounds = spec
-                    .map(|s| TimeBounds::from_filter(s, &options.time_field))
-                    .unwrap_or_default();
-                let stream = TimeseriesStore::measurements(&buckets, &options, bounds)?;
+                let predicate = match spec {
+                    Some(s) => BucketPredicate::from_filter(s, &options)?,
+                    None => BucketPredicate::all(),
+                };
+                let stream = store.measurements(&buckets, &options, &predicate, None)?;
                 Box::new(stream.map(|r| r.map_err(CommandError::from)))
             }
             Target::Buckets { buckets, options } => Box::new(
-                TimeseriesStore::bucket_documents(&buckets, &options)?
+                store
+                    .bucket_documents(&buckets, &options)?
                     .into_iter()
                     .map(Ok),
             ),

@@ -8,6 +8,7 @@ use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
+use hourglass_timeseries::TsUpdate;
 
 const STATEMENT_FIELDS: &[&str] = &[
     "q",
@@ -89,7 +90,30 @@ fn run_statement(
             "multi update is not supported for replacement-style update",
         ));
     }
-    let collection = match Target::resolve(req, coll).require_regular("update")? {
+    let target = Target::resolve(req, coll);
+    if let Target::TimeSeries { buckets, options } = &target {
+        let operators = stmt
+            .get_document("u")
+            .ok()
+            .filter(|_| matches!(update, Update::Operators(_)));
+        let out = req.state.timeseries.update(
+            buckets,
+            options,
+            q,
+            TsUpdate {
+                update: &update,
+                operators,
+            },
+            multi,
+            upsert,
+        )?;
+        return Ok(StatementResult {
+            matched: out.matched,
+            modified: out.modified,
+            upserted: out.upserted_id,
+        });
+    }
+    let collection = match target.require_regular("update")? {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, coll)?,
         None => {

@@ -9,4 +9,5 @@ mod crud;
 mod durability;
 mod handshake;
 mod timeseries;
+mod timeseries_writes;
 mod wire;

@@ -74,6 +74,12 @@ pub fn options_of(buckets: &Collection) -> Option<TimeseriesOptions> {
     TimeseriesOptions::parse(spec).ok()
 }
 
+/// The series directory: meta key -> meta value.
+pub(crate) type Directory = BTreeMap<Vec<u8>, Option<Bson>>;
+
+/// Buckets taken out of the catalog to be stored, with their delta counts.
+type Closing = Vec<(Arc<Bucket>, u32)>;
+
 /// In-memory state of one time-series collection.
 struct Series {
     buckets: Arc<Collection>,
@@ -84,7 +90,7 @@ struct Series {
     /// storage yet; reads take them from here.
     closing: HashMap<ObjectId, Arc<Bucket>>,
     /// Cached series directory (meta key -> meta), loaded on first use.
-    directory: Option<Arc<BTreeMap<Vec<u8>, Option<Bson>>>>,
+    directory: Option<Arc<Directory>>,
 }
 
 impl Series {
@@ -165,10 +171,7 @@ fn open_buckets_in(
 }
 
 /// The series directory as stored: meta key -> meta value.
-fn load_directory(
-    snap: &Snapshot,
-    buckets: &Collection,
-) -> Result<BTreeMap<Vec<u8>, Option<Bson>>, StoreError> {
+fn load_directory(snap: &Snapshot, buckets: &Collection) -> Result<Directory, StoreError> {
     let mut dir = BTreeMap::new();
     for entry in snap.scan_prefix(buckets.tree(), &[SERIES]) {
         let (k, v) = entry?;
@@ -398,7 +401,7 @@ impl TimeseriesStore {
         batch: &mut Batch,
         measurements: Vec<Document>,
         ordered: bool,
-    ) -> Result<(TsInsertOutcome, Vec<(Arc<Bucket>, u32)>), StoreError> {
+    ) -> Result<(TsInsertOutcome, Closing), StoreError> {
         let out = s.catalog.insert(measurements, ordered);
         let mut closing = Vec::with_capacity(out.closed.len());
         for b in out.closed {

@@ -12,7 +12,9 @@
 //! ranges) before it is yielded. Open buckets come from memory.
 
 use super::keys::*;
-use super::{load_directory, BucketPredicate, BucketView, Series, StoreError, TimeseriesStore};
+use super::{
+    load_directory, BucketPredicate, BucketView, Directory, Series, StoreError, TimeseriesStore,
+};
 use crate::bucket::{decode_compressed, Bucket};
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
@@ -168,7 +170,7 @@ fn directory(
     s: &mut Series,
     snap: &Snapshot,
     buckets: &Collection,
-) -> Result<Arc<std::collections::BTreeMap<Vec<u8>, Option<bson::Bson>>>, StoreError> {
+) -> Result<Arc<Directory>, StoreError> {
     if let Some(d) = &s.directory {
         return Ok(d.clone());
     }
@@ -186,7 +188,7 @@ fn stored_views(
     buckets: &Collection,
     options: &TimeseriesOptions,
     predicate: &BucketPredicate,
-    directory: Option<Arc<std::collections::BTreeMap<Vec<u8>, Option<bson::Bson>>>>,
+    directory: Option<Arc<Directory>>,
     in_memory: HashSet<ObjectId>,
     counters: Arc<ScanCounters>,
 ) -> Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send> {
@@ -231,7 +233,7 @@ fn stored_views(
                 };
                 ScanCounters::add(&counters.buckets_examined, 1);
                 let view = match decode_compressed(&bytes) {
-                    Ok(b) => BucketView::Stored(b),
+                    Ok(b) => BucketView::Stored(Box::new(b)),
                     Err(e) => return Some(Err(e.into())),
                 };
                 if stored_may_match(&predicate, &options, &view, false) {
@@ -261,7 +263,7 @@ fn stored_views(
                         }
                         ScanCounters::add(&counters.buckets_examined, 1);
                         let view = match decode_compressed(&bytes) {
-                            Ok(b) => BucketView::Stored(b),
+                            Ok(b) => BucketView::Stored(Box::new(b)),
                             Err(e) => return Some(Err(e.into())),
                         };
                         if stored_may_match(&predicate, &options, &view, true) {

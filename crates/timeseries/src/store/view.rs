@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub enum BucketView {
-    Stored(DecodedBucket),
+    Stored(Box<DecodedBucket>),
     Open(Arc<Bucket>),
 }
 

@@ -1,0 +1,102 @@
+//! `aggregate` on a time-series collection: the leading `$match` and a following
+//! `$group` are planned over the buckets (pruning, column selection, vectorized
+//! grouping: `hourglass_timeseries::exec`); the query layer runs the remaining stages.
+//! `explain` shows what was pushed down and, after running the scan, what it examined.
+
+use super::aggregate::cursor_batch_size;
+use super::find::cursor_reply;
+use super::Request;
+use crate::error::CmdResult;
+use bson::{doc, Bson, Document};
+use hourglass_catalog::Collection;
+use hourglass_query::pipeline::Pipeline;
+use hourglass_timeseries::{TimeseriesOptions, TsPlan};
+use std::sync::Arc;
+
+pub fn aggregate_view(
+    req: &Request,
+    coll: &str,
+    buckets: &Arc<Collection>,
+    options: &TimeseriesOptions,
+    stages: &[Document],
+    explain: bool,
+    cursor_opts: Option<&Document>,
+) -> CmdResult {
+    let plan = TsPlan::new(stages, options)?;
+    let rest = Pipeline::parse(&stages[plan.consumed..])?;
+    let store = &req.state.timeseries;
+    let ex = store.execute(buckets, options, &plan)?;
+    let counters = ex.counters.clone();
+    if explain {
+        let n = ex.docs.count();
+        return Ok(explain_reply(
+            req, coll, options, &plan, stages, n, &counters,
+        ));
+    }
+    let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
+    let output = if stages.len() > plan.consumed {
+        rest.run(input)?
+    } else {
+        input
+    };
+    cursor_reply(
+        req,
+        format!("{}.{coll}", req.db),
+        Box::new(output.into_iter().map(Ok)),
+        cursor_batch_size(req, cursor_opts)?,
+        false,
+    )
+}
+
+fn explain_reply(
+    req: &Request,
+    coll: &str,
+    options: &TimeseriesOptions,
+    plan: &TsPlan,
+    stages: &[Document],
+    produced: usize,
+    counters: &hourglass_timeseries::ScanCounters,
+) -> Document {
+    use hourglass_timeseries::ScanCounters as C;
+    let pushed = plan.explain(Some(counters));
+    let examined = C::get(&counters.buckets_examined) as i64;
+    let index = C::get(&counters.used_meta_index) > 0;
+    let winning = if index {
+        let meta = options.meta_field.clone().unwrap_or_default();
+        doc! {"stage": "FETCH", "inputStage": {"stage": "IXSCAN", "indexName": format!("{meta}_1_{}_1", options.time_field), "keyPattern": {"meta": 1, format!("control.min.{}", options.time_field): 1, format!("control.max.{}", options.time_field): 1}}}
+    } else {
+        doc! {"stage": "COLLSCAN", "direction": "forward"}
+    };
+    let mut unpack = doc! {
+        "timeField": options.time_field.clone(),
+        "bucketMaxSpanSeconds": options.bucket_max_span_seconds,
+    };
+    if let Some(mf) = &options.meta_field {
+        unpack.insert("metaField", mf.clone());
+    }
+    unpack.extend(pushed);
+    unpack.insert("nReturned", produced as i64);
+    let mut out_stages = vec![
+        Bson::Document(doc! {"$cursor": {
+            "queryPlanner": {
+                "namespace": format!("{}.system.buckets.{coll}", req.db),
+                "winningPlan": winning,
+                "rejectedPlans": [],
+            },
+            "executionStats": {
+                "executionSuccess": true,
+                "nReturned": C::get(&counters.buckets_returned) as i64,
+                "totalKeysExamined": if index { examined } else { 0 },
+                "totalDocsExamined": examined,
+            },
+        }}),
+        Bson::Document(doc! {"$_internalUnpackBucket": unpack}),
+    ];
+    out_stages.extend(stages[plan.consumed..].iter().cloned().map(Bson::Document));
+    doc! {
+        "explainVersion": "1",
+        "stages": out_stages,
+        "command": req.body.clone(),
+        "serverInfo": {"host": req.state.host.clone(), "version": super::diagnostics::COMPAT_VERSION},
+    }
+}

@@ -1,0 +1,140 @@
+//! Which top-level fields of the measurements a pipeline can observe, so that a bucket
+//! scan decodes only those columns. Conservative: anything not understood means
+//! "every field".
+
+use bson::{Bson, Document};
+use std::collections::BTreeSet;
+
+/// The fields a stage sequence reads, or `None` when it may read any field.
+pub fn pipeline_fields(stages: &[Document]) -> Option<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    for stage in stages {
+        let (name, arg) = stage.iter().next()?;
+        match name.as_str() {
+            "$match" => filter_fields(arg.as_document()?, &mut out)?,
+            "$sort" => out.extend(arg.as_document()?.keys().map(|k| top(k))),
+            "$limit" | "$skip" | "$unset" => {}
+            "$addFields" | "$set" | "$unwind" => expr_fields(arg, &mut out)?,
+            "$count" => return Some(out),
+            "$group" | "$replaceRoot" | "$replaceWith" | "$sortByCount" | "$bucket"
+            | "$bucketAuto" => {
+                expr_fields(arg, &mut out)?;
+                return Some(out);
+            }
+            "$project" => {
+                let spec = arg.as_document()?;
+                let excludes = spec.iter().any(|(k, v)| {
+                    k != "_id"
+                        && matches!(v, Bson::Int32(0) | Bson::Int64(0) | Bson::Boolean(false))
+                        || matches!(v, Bson::Double(d) if *d == 0.0 && k != "_id")
+                });
+                if excludes {
+                    return None;
+                }
+                if !matches!(
+                    spec.get("_id"),
+                    Some(Bson::Int32(0) | Bson::Int64(0) | Bson::Boolean(false))
+                ) {
+                    out.insert("_id".to_string());
+                }
+                for (k, v) in spec {
+                    out.insert(top(k));
+                    expr_fields(v, &mut out)?;
+                }
+                return Some(out);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn top(path: &str) -> String {
+    path.split('.').next().unwrap_or(path).to_string()
+}
+
+/// Field references of an expression (`"$a.b"` reads `a`); `$$ROOT`/`$$CURRENT` read
+/// everything.
+fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
+    match v {
+        Bson::String(s) => {
+            if let Some(var) = s.strip_prefix("$$") {
+                let name = var.split('.').next().unwrap_or(var);
+                if name == "ROOT" || name == "CURRENT" {
+                    return None;
+                }
+            } else if let Some(path) = s.strip_prefix('$') {
+                out.insert(top(path));
+            }
+            Some(())
+        }
+        Bson::Document(d) => {
+            if d.contains_key("$literal") {
+                return Some(());
+            }
+            d.values().try_for_each(|x| expr_fields(x, out))
+        }
+        Bson::Array(a) => a.iter().try_for_each(|x| expr_fields(x, out)),
+        _ => Some(()),
+    }
+}
+
+/// Fields a query filter reads.
+fn filter_fields(filter: &Document, out: &mut BTreeSet<String>) -> Option<()> {
+    for (k, v) in filter {
+        match k.as_str() {
+            "$and" | "$or" | "$nor" => {
+                for item in v.as_array()? {
+                    filter_fields(item.as_document()?, out)?;
+                }
+            }
+            "$expr" => expr_fields(v, out)?,
+            "$comment" => {}
+            k if k.starts_with('$') => return None,
+            k => {
+                out.insert(top(k));
+            }
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn fields(stages: Vec<Document>) -> Option<Vec<String>> {
+        pipeline_fields(&stages).map(|s| s.into_iter().collect())
+    }
+
+    #[test]
+    fn stops_at_stages_that_replace_the_document() {
+        let f = fields(vec![
+            doc! {"$match": {"v": {"$gt": 1}, "$or": [{"m.a": 1}]}},
+            doc! {"$group": {"_id": {"$dateTrunc": {"date": "$t", "unit": "hour"}}, "x": {"$max": "$w"}}},
+            doc! {"$project": {"everything": "$$ROOT"}},
+        ]);
+        assert_eq!(f.unwrap(), vec!["m", "t", "v", "w"]);
+        assert_eq!(
+            fields(vec![doc! {"$count": "n"}]).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            fields(vec![doc! {"$project": {"a": 1, "b": "$c.d"}}]).unwrap(),
+            vec!["_id", "a", "b", "c"]
+        );
+    }
+
+    #[test]
+    fn anything_unclear_reads_every_field() {
+        assert!(
+            fields(vec![doc! {"$match": {"a": 1}}]).is_none(),
+            "the client sees whole documents"
+        );
+        assert!(fields(vec![doc! {"$project": {"a": 0}}]).is_none());
+        assert!(fields(vec![doc! {"$group": {"_id": "$$ROOT"}}]).is_none());
+        assert!(fields(vec![doc! {"$lookup": {}}, doc! {"$count": "n"}]).is_none());
+        assert!(fields(vec![doc! {"$match": {"$where": "1"}}, doc! {"$count": "n"}]).is_none());
+    }
+}

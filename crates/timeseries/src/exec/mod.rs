@@ -1,0 +1,341 @@
+//! Execution of `find`/`aggregate` reads on a time-series collection over its buckets:
+//! the leading `$match` is split into a bucket predicate (time bounds, meta predicate,
+//! control min/max ranges) and a per-measurement filter; only the columns later stages
+//! read are decoded; a `$group` right after the match runs over decoded columns
+//! ([`vgroup`]) without building a document per measurement.
+
+mod deps;
+mod rows;
+mod vgroup;
+
+pub use deps::pipeline_fields;
+pub use rows::RowFilter;
+pub use vgroup::VectorGroup;
+
+use crate::options::TimeseriesOptions;
+use crate::store::{BucketPredicate, ScanCounters, StoreError, TimeseriesStore};
+use bson::{doc, Bson, Document};
+use hourglass_catalog::Collection;
+use hourglass_query::filter::Filter;
+use hourglass_query::QueryError;
+use std::sync::Arc;
+
+/// How a read of a time-series view is run.
+#[derive(Debug, Clone)]
+pub struct TsPlan {
+    pub predicate: BucketPredicate,
+    /// The leading `$match` stages, merged (`{}` when none).
+    pub filter_spec: Document,
+    filter: Filter,
+    /// Top-level fields to decode (`None` = every field).
+    pub fields: Option<Vec<String>>,
+    group: Option<(VectorGroup, Option<RowFilter>)>,
+    /// How many leading stages the plan runs; the caller runs the rest.
+    pub consumed: usize,
+}
+
+impl TsPlan {
+    /// Plans `stages` (an aggregation pipeline; a `find` is `[{$match: filter}]`
+    /// followed by what the projection needs).
+    pub fn new(stages: &[Document], options: &TimeseriesOptions) -> Result<TsPlan, QueryError> {
+        let mut matches = Vec::new();
+        for s in stages {
+            match s.get("$match") {
+                Some(Bson::Document(m)) if s.len() == 1 => matches.push(m.clone()),
+                _ => break,
+            }
+        }
+        let consumed = matches.len();
+        let filter_spec = match matches.len() {
+            0 => Document::new(),
+            1 => matches.remove(0),
+            _ => doc! {"$and": matches},
+        };
+        let predicate = BucketPredicate::from_filter(&filter_spec, options)?;
+        let filter = Filter::parse(&filter_spec)?;
+        let rest = &stages[consumed..];
+        let group = rest
+            .first()
+            .and_then(|s| s.get_document("$group").ok())
+            .and_then(|g| VectorGroup::parse(g, options));
+        if let Some(g) = group {
+            let rows = RowFilter::from_filter(&filter_spec, options);
+            let mut fields = g.fields();
+            match &rows {
+                Some(r) => fields.extend(r.fields(&options.time_field)),
+                None => fields.extend(
+                    pipeline_fields(&[doc! {"$match": filter_spec.clone()}, doc! {"$count": "n"}])
+                        .into_iter()
+                        .flatten(),
+                ),
+            }
+            fields.sort();
+            fields.dedup();
+            return Ok(TsPlan {
+                predicate,
+                filter_spec,
+                filter,
+                fields: Some(fields),
+                group: Some((g, rows)),
+                consumed: consumed + 1,
+            });
+        }
+        let mut all = vec![doc! {"$match": filter_spec.clone()}];
+        all.extend(rest.iter().cloned());
+        let fields = pipeline_fields(&all).map(|f| f.into_iter().collect());
+        Ok(TsPlan {
+            predicate,
+            filter_spec,
+            filter,
+            fields,
+            group: None,
+            consumed,
+        })
+    }
+
+    /// The plan for explain: what runs at bucket level and what per measurement.
+    pub fn explain(&self, counters: Option<&ScanCounters>) -> Document {
+        let mut d = doc! {
+            "bucketFilter": {
+                "time": {
+                    "min": self.predicate.bounds.min.map(bson::DateTime::from_millis),
+                    "max": self.predicate.bounds.max.map(bson::DateTime::from_millis),
+                },
+                "meta": self.predicate.meta_spec.clone(),
+            },
+            "eventFilter": self.filter_spec.clone(),
+            "include": match &self.fields {
+                Some(f) => Bson::Array(f.iter().cloned().map(Bson::String).collect()),
+                None => Bson::String("all".into()),
+            },
+            "vectorizedGroup": self.group.is_some(),
+            "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r)| r.is_some()),
+            "stagesPushedDown": self.consumed as i64,
+        };
+        if let Some(c) = counters {
+            d.insert(
+                "executionStats",
+                doc! {
+                    "bucketsExamined": ScanCounters::get(&c.buckets_examined) as i64,
+                    "bucketsPruned": ScanCounters::get(&c.buckets_pruned) as i64,
+                    "bucketsUnpacked": ScanCounters::get(&c.buckets_returned) as i64,
+                    "usedMetaIndex": ScanCounters::get(&c.used_meta_index) > 0,
+                    "seriesTotal": ScanCounters::get(&c.series_total) as i64,
+                    "seriesMatched": ScanCounters::get(&c.series_matched) as i64,
+                },
+            );
+        }
+        d
+    }
+}
+
+/// The output of a planned read and the scan's counters.
+pub struct TsExecution {
+    pub docs: Box<dyn Iterator<Item = Result<Document, StoreError>> + Send>,
+    pub counters: Arc<ScanCounters>,
+}
+
+impl TimeseriesStore {
+    /// Runs the part of `plan` that reads buckets.
+    pub fn execute(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        plan: &TsPlan,
+    ) -> Result<TsExecution, StoreError> {
+        let scan = self.scan(buckets, options, &plan.predicate)?;
+        let counters = scan.counters.clone();
+        let fields = plan.fields.clone();
+        let options = options.clone();
+        if let Some((group, rows)) = &plan.group {
+            let mut run = group.start();
+            let wanted: Option<Vec<&str>> = fields
+                .as_ref()
+                .map(|f| f.iter().map(String::as_str).collect());
+            for view in scan {
+                let view = view?;
+                let mask = match rows {
+                    Some(r) => {
+                        let time = if r.fields(&options.time_field).contains(&options.time_field) {
+                            view.column(&options.time_field)?.unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        };
+                        r.mask(&view, &time)?
+                    }
+                    None => None,
+                };
+                let mask = match (mask, rows.is_some() && plan.filter.is_match_all()) {
+                    (Some(m), _) => Some(m),
+                    (None, true) => None,
+                    (None, false) if plan.filter.is_match_all() => None,
+                    (None, false) => Some(
+                        view.unpack(&options, wanted.as_deref())?
+                            .iter()
+                            .map(|d| plan.filter.matches(d))
+                            .collect(),
+                    ),
+                };
+                run.feed(&view, mask.as_deref())?;
+            }
+            let out = run.finish();
+            return Ok(TsExecution {
+                docs: Box::new(out.into_iter().map(Ok)),
+                counters,
+            });
+        }
+        let filter = plan.filter.clone();
+        let docs = scan.flat_map(move |view| -> Vec<Result<Document, StoreError>> {
+            let wanted: Option<Vec<&str>> = fields
+                .as_ref()
+                .map(|f| f.iter().map(String::as_str).collect());
+            match view.and_then(|v| Ok(v.unpack(&options, wanted.as_deref())?)) {
+                Ok(docs) => docs
+                    .into_iter()
+                    .filter(|d| filter.matches(d))
+                    .map(Ok)
+                    .collect(),
+                Err(e) => vec![Err(e)],
+            }
+        });
+        Ok(TsExecution {
+            docs: Box::new(docs),
+            counters,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hourglass_catalog::Catalog;
+    use hourglass_query::compare::compare_documents;
+    use hourglass_query::pipeline::Pipeline;
+    use hourglass_storage::Engine;
+
+    const T0: i64 = 1_451_606_400_000;
+
+    /// Runs `stages` through the plan and through the plain document path; both must
+    /// give the same documents (in any order).
+    fn check_same(
+        store: &TimeseriesStore,
+        c: &Arc<Collection>,
+        o: &TimeseriesOptions,
+        stages: Vec<Document>,
+    ) -> (Vec<Document>, TsPlan) {
+        let plan = TsPlan::new(&stages, o).unwrap();
+        let ex = store.execute(c, o, &plan).unwrap();
+        let input: Vec<Document> = ex.docs.collect::<Result<_, _>>().unwrap();
+        let mut fast = Pipeline::parse(&stages[plan.consumed..])
+            .unwrap()
+            .run(input)
+            .unwrap();
+        let all: Vec<Document> = store
+            .measurements(c, o, &BucketPredicate::all(), None)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut slow = Pipeline::parse(&stages).unwrap().run(all).unwrap();
+        fast.sort_by(compare_documents);
+        slow.sort_by(compare_documents);
+        assert_eq!(fast, slow, "pipeline {stages:?}");
+        (fast, plan)
+    }
+
+    #[test]
+    fn vectorized_group_and_pruned_scan_equal_the_document_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let o = TimeseriesOptions::parse(&doc! {"timeField": "time", "metaField": "tags"}).unwrap();
+        let (c, _) = cat
+            .create(
+                "db",
+                "system.buckets.cpu",
+                doc! {"timeseries": o.to_document()},
+            )
+            .unwrap();
+        let store = TimeseriesStore::default();
+        let mut docs = Vec::new();
+        for i in 0..6000i64 {
+            let host = i % 5;
+            let mut d = doc! {
+                "time": bson::DateTime::from_millis(T0 + (i / 5) * 10_000),
+                "tags": {"hostname": format!("host_{host}"), "rack": host % 2},
+                "usage_user": ((i * 7919) % 1000) as f64 / 10.0,
+            };
+            match i % 7 {
+                0 => {}
+                1 => {
+                    d.insert("n", i);
+                }
+                _ => {
+                    d.insert("n", (i % 13) as i32);
+                }
+            }
+            docs.push(d);
+        }
+        store.insert(&c, &o, docs, true).unwrap();
+        let t = |m: i64| bson::DateTime::from_millis(T0 + m * 60_000);
+        let (out, plan) = check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$match": {"tags.hostname": "host_3", "time": {"$gte": t(60), "$lt": t(120)}}},
+                doc! {"$group": {"_id": {"$dateTrunc": {"date": "$time", "unit": "minute"}}, "m": {"$max": "$usage_user"}, "c": {"$count": {}}}},
+                doc! {"$sort": {"_id": 1}},
+            ],
+        );
+        assert_eq!(out.len(), 60);
+        assert_eq!(plan.consumed, 2);
+        assert_eq!(plan.fields.as_deref().unwrap(), ["time", "usage_user"]);
+        check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$match": {"time": {"$gte": t(10), "$lt": t(100)}}},
+                doc! {"$group": {"_id": {"h": {"$dateTrunc": {"date": "$time", "unit": "minute", "binSize": 7}}, "host": "$tags.hostname"}, "a": {"$avg": "$usage_user"}, "s": {"$sum": "$n"}, "f": {"$first": "$n"}, "l": {"$last": "$usage_user"}, "mn": {"$min": "$n"}}},
+            ],
+        );
+        check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$match": {"usage_user": {"$gt": 90}, "tags.rack": 1}},
+                doc! {"$group": {"_id": "$n", "k": {"$sum": 1}, "r": {"$max": "$tags.rack"}}},
+            ],
+        );
+        check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$match": {"$or": [{"n": 3}, {"usage_user": {"$lt": 1}}]}},
+                doc! {"$group": {"_id": null, "k": {"$sum": "$usage_user"}}},
+            ],
+        );
+        let (_, plan) = check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$match": {"usage_user": {"$gt": 99}}},
+                doc! {"$project": {"usage_user": 1, "_id": 0}},
+            ],
+        );
+        assert!(plan.group.is_none());
+        check_same(&store, &c, &o, vec![doc! {"$count": "n"}]);
+        let (_, plan) = check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$match": {"tags.hostname": {"$in": ["host_1", "host_4"]}}},
+                doc! {"$count": "n"},
+            ],
+        );
+        assert_eq!(plan.fields.as_deref().unwrap(), ["tags"]);
+    }
+}

@@ -1,0 +1,150 @@
+//! Per-measurement filtering over decoded columns: the conjuncts of a `$match` on the
+//! time field (date comparisons) and on top-level numeric measurement fields (number
+//! comparisons) evaluated on column slices without building documents. Conjuncts on
+//! the meta field are decided per bucket by the scan. Any other conjunct makes the
+//! filter unsupported (the caller then matches unpacked documents).
+
+use crate::options::TimeseriesOptions;
+use crate::store::{conjuncts, BucketView};
+use crate::TsError;
+use bson::{Bson, Document};
+use hourglass_query::num::Num;
+use std::cmp::Ordering;
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    Eq,
+}
+
+impl Op {
+    fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "$gt" => Op::Gt,
+            "$gte" => Op::Gte,
+            "$lt" => Op::Lt,
+            "$lte" => Op::Lte,
+            "$eq" => Op::Eq,
+            _ => return None,
+        })
+    }
+    fn holds(self, o: Ordering) -> bool {
+        match self {
+            Op::Gt => o.is_gt(),
+            Op::Gte => o.is_ge(),
+            Op::Lt => o.is_lt(),
+            Op::Lte => o.is_le(),
+            Op::Eq => o.is_eq(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Cond {
+    /// A date comparison on the time field.
+    Time(Op, i64),
+    /// A number comparison on a top-level measurement field.
+    Number(String, Op, Num),
+}
+
+/// A vectorizable row filter.
+#[derive(Debug, Clone, Default)]
+pub struct RowFilter {
+    conds: Vec<Cond>,
+}
+
+impl RowFilter {
+    /// The row filter of `filter`, or `None` when some conjunct is not vectorizable.
+    pub fn from_filter(filter: &Document, options: &TimeseriesOptions) -> Option<RowFilter> {
+        let mut conds = Vec::new();
+        for (k, v) in conjuncts(filter) {
+            if let Some(mf) = options.meta_field.as_deref() {
+                if k == mf || k.strip_prefix(mf).is_some_and(|r| r.starts_with('.')) {
+                    continue;
+                }
+            }
+            if k.starts_with('$') || k.contains('.') {
+                return None;
+            }
+            let ops: Vec<(Op, &Bson)> = match v {
+                Bson::Document(d) if d.keys().all(|o| o.starts_with('$')) => d
+                    .iter()
+                    .map(|(o, a)| Op::parse(o).map(|op| (op, a)))
+                    .collect::<Option<_>>()?,
+                Bson::Document(_) | Bson::Array(_) | Bson::Null | Bson::RegularExpression(_) => {
+                    return None
+                }
+                v => vec![(Op::Eq, v)],
+            };
+            for (op, arg) in ops {
+                if k == options.time_field {
+                    match arg {
+                        Bson::DateTime(d) => conds.push(Cond::Time(op, d.timestamp_millis())),
+                        _ => return None,
+                    }
+                } else {
+                    match arg {
+                        Bson::Double(d) if d.is_nan() => return None,
+                        Bson::Double(_) | Bson::Int32(_) | Bson::Int64(_) => {
+                            conds.push(Cond::Number(k.to_string(), op, Num::from_bson(arg)?))
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+        }
+        Some(RowFilter { conds })
+    }
+
+    /// Fields the filter reads (besides meta).
+    pub fn fields(&self, time_field: &str) -> Vec<String> {
+        self.conds
+            .iter()
+            .map(|c| match c {
+                Cond::Time(..) => time_field.to_string(),
+                Cond::Number(f, ..) => f.clone(),
+            })
+            .collect()
+    }
+
+    /// The rows of `bucket` that pass, as a mask; `None` when a column holds values
+    /// the vectorized comparison cannot decide (arrays), so the caller falls back.
+    pub fn mask(
+        &self,
+        bucket: &BucketView,
+        time: &[Option<Bson>],
+    ) -> Result<Option<Vec<bool>>, TsError> {
+        let n = bucket.count();
+        let mut mask = vec![true; n];
+        for c in &self.conds {
+            match c {
+                Cond::Time(op, t) => {
+                    for (i, m) in mask.iter_mut().enumerate() {
+                        *m &= match time.get(i) {
+                            Some(Some(Bson::DateTime(d))) => op.holds(d.timestamp_millis().cmp(t)),
+                            _ => false,
+                        };
+                    }
+                }
+                Cond::Number(field, op, x) => {
+                    let col = bucket.column(field)?.unwrap_or_else(|| vec![None; n]);
+                    for (i, m) in mask.iter_mut().enumerate() {
+                        let v = col.get(i).and_then(Option::as_ref);
+                        *m &= match v {
+                            Some(Bson::Array(_)) => return Ok(None),
+                            Some(v) => match Num::from_bson(v) {
+                                Some(n) if !n.as_f64().is_nan() => op.holds(n.compare(x)),
+                                _ => false,
+                            },
+                            None => false,
+                        };
+                    }
+                }
+            }
+        }
+        Ok(Some(mask))
+    }
+}

@@ -1,0 +1,470 @@
+//! `$group` over decoded bucket columns. Per row only a cheap raw key is computed: the
+//! series (meta is constant per bucket), the time truncated to the `$dateTrunc` bin
+//! the key asks for, and the values of other key fields. The `_id` expression itself
+//! is evaluated (by the query layer, so results equal the document path exactly) once
+//! per distinct raw key, on a small document holding those inputs. Accumulators
+//! (`$sum $avg $min $max $first $last $count`) follow the query layer's semantics.
+
+use crate::options::TimeseriesOptions;
+use crate::store::BucketView;
+use crate::TsError;
+use bson::{Bson, DateTime, Document};
+use hourglass_catalog::keystring;
+use hourglass_query::compare::{compare_values, OrdBson};
+use hourglass_query::expr::Expr;
+use hourglass_query::num::Num;
+use hourglass_query::QueryError;
+use std::collections::{BTreeMap, HashMap};
+
+/// `$dateTrunc` reference point for bins (2000-01-01T00:00:00Z).
+const REFERENCE_MS: i64 = 946_684_800_000;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Acc {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+}
+
+#[derive(Debug, Clone)]
+enum Arg {
+    Const(Bson),
+    /// A top-level measurement field (also the time field).
+    Field(String),
+    /// An expression over the meta field only: constant per bucket.
+    Meta(Expr),
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Sum(Num),
+    Avg(f64, u64, bool),
+    Best(Option<Bson>),
+    First(Option<Bson>),
+}
+
+/// A `$group` stage the columns can run.
+#[derive(Debug, Clone)]
+pub struct VectorGroup {
+    id: Expr,
+    /// Time bin width (ms) when the key reads the time field through one `$dateTrunc`;
+    /// `Some(1)` reads the exact time; `None` does not read the time.
+    time_bin: Option<i64>,
+    key_fields: Vec<String>,
+    reads_meta: bool,
+    accs: Vec<(String, Acc, Arg)>,
+    time_field: String,
+    meta_field: Option<String>,
+}
+
+fn is_meta_path(path: &str, mf: Option<&str>) -> bool {
+    mf.is_some_and(|mf| path == mf || path.strip_prefix(mf).is_some_and(|r| r.starts_with('.')))
+}
+
+/// Width in ms of a fixed-width `$dateTrunc` unit.
+fn unit_ms(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "millisecond" => 1,
+        "second" => 1000,
+        "minute" => 60_000,
+        "hour" => 3_600_000,
+        "day" => 86_400_000,
+        _ => return None,
+    })
+}
+
+/// Walks an `_id` expression: field references, and the `$dateTrunc`s over the time
+/// field. Returns false when the key can't be computed from raw keys.
+fn key_inputs(
+    v: &Bson,
+    o: &TimeseriesOptions,
+    bins: &mut Vec<i64>,
+    fields: &mut Vec<String>,
+    meta: &mut bool,
+) -> bool {
+    match v {
+        Bson::String(s) if s.starts_with("$$") => false,
+        Bson::String(s) if s.starts_with('$') => {
+            let path = &s[1..];
+            if is_meta_path(path, o.meta_field.as_deref()) {
+                *meta = true;
+            } else if path == o.time_field {
+                bins.push(1);
+            } else if path.contains('.') {
+                return false;
+            } else {
+                fields.push(path.to_string());
+            }
+            true
+        }
+        Bson::Document(d) => {
+            if let Some(Bson::Document(t)) = d.get("$dateTrunc") {
+                let date_is_time = t.get_str("date").ok() == Some(&format!("${}", o.time_field));
+                let utc = match t.get("timezone") {
+                    None => true,
+                    Some(Bson::String(z)) => z == "UTC" || z == "GMT" || z == "Z",
+                    _ => false,
+                };
+                let bin = t.get_str("unit").ok().and_then(unit_ms);
+                let size = match t.get("binSize") {
+                    None => Some(1),
+                    Some(Bson::Int32(n)) if *n > 0 => Some(i64::from(*n)),
+                    Some(Bson::Int64(n)) if *n > 0 => Some(*n),
+                    _ => None,
+                };
+                if d.len() == 1
+                    && date_is_time
+                    && utc
+                    && t.keys()
+                        .all(|k| matches!(k.as_str(), "date" | "unit" | "binSize" | "timezone"))
+                {
+                    if let (Some(b), Some(n)) = (bin, size) {
+                        bins.push(b.saturating_mul(n));
+                        return true;
+                    }
+                }
+            }
+            if d.contains_key("$literal") {
+                return true;
+            }
+            d.values().all(|x| key_inputs(x, o, bins, fields, meta))
+        }
+        Bson::Array(a) => a.iter().all(|x| key_inputs(x, o, bins, fields, meta)),
+        _ => true,
+    }
+}
+
+impl VectorGroup {
+    /// The vectorized form of a `$group` spec, or `None` when it needs the document
+    /// path.
+    pub fn parse(spec: &Document, o: &TimeseriesOptions) -> Option<VectorGroup> {
+        let id_spec = spec.get("_id")?;
+        let (mut bins, mut key_fields, mut reads_meta) = (Vec::new(), Vec::new(), false);
+        if !key_inputs(id_spec, o, &mut bins, &mut key_fields, &mut reads_meta) {
+            return None;
+        }
+        bins.dedup();
+        if bins.len() > 1 {
+            return None;
+        }
+        let id = Expr::parse(id_spec).ok()?;
+        let mut accs = Vec::new();
+        for (name, a) in spec.iter().filter(|(k, _)| *k != "_id") {
+            let d = a.as_document().filter(|d| d.len() == 1)?;
+            let (op, arg) = d.iter().next()?;
+            let acc = match op.as_str() {
+                "$sum" => Acc::Sum,
+                "$avg" => Acc::Avg,
+                "$min" => Acc::Min,
+                "$max" => Acc::Max,
+                "$first" => Acc::First,
+                "$last" => Acc::Last,
+                "$count" if arg.as_document().is_some_and(Document::is_empty) => {
+                    accs.push((name.clone(), Acc::Sum, Arg::Const(Bson::Int32(1))));
+                    continue;
+                }
+                _ => return None,
+            };
+            let arg = match arg {
+                Bson::String(s) if s.starts_with("$$") => return None,
+                Bson::String(s) if s.starts_with('$') => {
+                    let path = &s[1..];
+                    if is_meta_path(path, o.meta_field.as_deref()) {
+                        Arg::Meta(Expr::parse(arg).ok()?)
+                    } else if path.contains('.') {
+                        return None;
+                    } else {
+                        Arg::Field(path.to_string())
+                    }
+                }
+                Bson::Document(_) | Bson::Array(_) => return None,
+                c => Arg::Const(c.clone()),
+            };
+            accs.push((name.clone(), acc, arg));
+        }
+        Some(VectorGroup {
+            id,
+            time_bin: bins.first().copied(),
+            key_fields,
+            reads_meta,
+            accs,
+            time_field: o.time_field.clone(),
+            meta_field: o.meta_field.clone(),
+        })
+    }
+
+    /// Columns the group reads.
+    pub fn fields(&self) -> Vec<String> {
+        let mut f = self.key_fields.clone();
+        if self.time_bin.is_some() {
+            f.push(self.time_field.clone());
+        }
+        for (_, _, a) in &self.accs {
+            if let Arg::Field(x) = a {
+                f.push(x.clone());
+            }
+        }
+        f
+    }
+
+    pub fn needs_time(&self) -> bool {
+        self.fields().contains(&self.time_field)
+    }
+
+    pub fn start(&self) -> GroupRun<'_> {
+        GroupRun {
+            group: self,
+            raw: HashMap::new(),
+            by_key: BTreeMap::new(),
+            groups: Vec::new(),
+            meta_ids: HashMap::new(),
+        }
+    }
+}
+
+/// A running vectorized group.
+pub struct GroupRun<'a> {
+    group: &'a VectorGroup,
+    raw: HashMap<Vec<u8>, usize>,
+    by_key: BTreeMap<OrdBson, usize>,
+    groups: Vec<(Bson, Vec<State>)>,
+    meta_ids: HashMap<Vec<u8>, u32>,
+}
+
+fn initial(acc: Acc) -> State {
+    match acc {
+        Acc::Sum => State::Sum(Num::I32(0)),
+        Acc::Avg => State::Avg(0.0, 0, false),
+        Acc::Min | Acc::Max | Acc::Last => State::Best(None),
+        Acc::First => State::First(None),
+    }
+}
+
+fn accumulate(acc: Acc, state: &mut State, v: Option<&Bson>) {
+    match (acc, state) {
+        (Acc::Sum, State::Sum(total)) => {
+            if let Some(n) = v.and_then(Num::from_bson) {
+                *total = total.plus(n);
+            }
+        }
+        (Acc::Avg, State::Avg(sum, count, dec)) => {
+            if let Some(n) = v.and_then(Num::from_bson) {
+                *sum += n.as_f64();
+                *count += 1;
+                *dec |= matches!(n, Num::Dec(_));
+            }
+        }
+        (Acc::Min | Acc::Max, State::Best(best)) => {
+            let Some(v) = v.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
+                return;
+            };
+            let replace = match (best.as_ref(), v) {
+                (None, _) => true,
+                (Some(Bson::Double(b)), Bson::Double(x)) if !b.is_nan() && !x.is_nan() => {
+                    if acc == Acc::Min {
+                        x < b
+                    } else {
+                        x > b
+                    }
+                }
+                (Some(b), v) => {
+                    let o = compare_values(v, b);
+                    if acc == Acc::Min {
+                        o.is_lt()
+                    } else {
+                        o.is_gt()
+                    }
+                }
+            };
+            if replace {
+                *best = Some(v.clone());
+            }
+        }
+        (Acc::First, State::First(first)) if first.is_none() => {
+            *first = Some(v.cloned().unwrap_or(Bson::Null));
+        }
+        (Acc::Last, State::Best(last)) => *last = Some(v.cloned().unwrap_or(Bson::Null)),
+        _ => {}
+    }
+}
+
+fn finish(state: State) -> Bson {
+    match state {
+        State::Sum(n) => n.to_bson(),
+        State::Avg(sum, count, dec) => {
+            if count == 0 {
+                Bson::Null
+            } else if dec {
+                Num::Dec(sum / count as f64).to_bson()
+            } else {
+                Bson::Double(sum / count as f64)
+            }
+        }
+        State::Best(v) | State::First(v) => v.unwrap_or(Bson::Null),
+    }
+}
+
+impl GroupRun<'_> {
+    /// Feeds the rows of `bucket` selected by `mask` (all rows when `None`).
+    pub fn feed(&mut self, bucket: &BucketView, mask: Option<&[bool]>) -> Result<(), QueryError> {
+        let g = self.group;
+        let n = bucket.count();
+        let col = |f: &str| -> Result<Vec<Option<Bson>>, QueryError> {
+            Ok(bucket
+                .column(f)
+                .map_err(ts_error)?
+                .unwrap_or_else(|| vec![None; n]))
+        };
+        let time = if g.time_bin.is_some() {
+            Some(col(&g.time_field)?)
+        } else {
+            None
+        };
+        let key_cols: Vec<Vec<Option<Bson>>> = g
+            .key_fields
+            .iter()
+            .map(|f| col(f))
+            .collect::<Result<_, _>>()?;
+        let mut meta_doc = Document::new();
+        if let (Some(mf), Some(m)) = (&g.meta_field, bucket.meta()) {
+            meta_doc.insert(mf.clone(), m.clone());
+        }
+        let meta_id = if g.reads_meta {
+            let k = keystring::encode(bucket.meta().unwrap_or(&Bson::Undefined));
+            let next = self.meta_ids.len() as u32;
+            *self.meta_ids.entry(k).or_insert(next)
+        } else {
+            0
+        };
+        let args: Vec<ArgValues> = g
+            .accs
+            .iter()
+            .map(|(_, _, a)| match a {
+                Arg::Const(c) => Ok(ArgValues::Const(Some(c.clone()))),
+                Arg::Meta(e) => Ok(ArgValues::Const(e.eval_optional(&meta_doc)?)),
+                Arg::Field(f) => Ok(ArgValues::Column(col(f)?)),
+            })
+            .collect::<Result<_, QueryError>>()?;
+        let mut raw = Vec::with_capacity(32);
+        let mut last: Option<(Vec<u8>, usize)> = None;
+        for i in 0..n {
+            if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(false)) {
+                continue;
+            }
+            raw.clear();
+            raw.extend_from_slice(&meta_id.to_le_bytes());
+            let mut bin_ms = None;
+            if let (Some(width), Some(t)) = (g.time_bin, &time) {
+                match t.get(i) {
+                    Some(Some(Bson::DateTime(d))) => {
+                        let ms = d.timestamp_millis();
+                        let b = if width == 1 {
+                            ms
+                        } else {
+                            REFERENCE_MS + (ms - REFERENCE_MS).div_euclid(width) * width
+                        };
+                        raw.push(1);
+                        raw.extend_from_slice(&b.to_le_bytes());
+                        bin_ms = Some(b);
+                    }
+                    _ => raw.push(0),
+                }
+            }
+            for c in &key_cols {
+                match c.get(i).and_then(Option::as_ref) {
+                    Some(v) => {
+                        raw.push(1);
+                        raw.extend_from_slice(&keystring::encode(v));
+                    }
+                    None => raw.push(0),
+                }
+            }
+            let slot = match &last {
+                Some((k, s)) if *k == raw => *s,
+                _ => {
+                    let s = match self.raw.get(&raw) {
+                        Some(s) => *s,
+                        None => {
+                            let s = self.slot_for(&meta_doc, bin_ms, &key_cols, i)?;
+                            self.raw.insert(raw.clone(), s);
+                            s
+                        }
+                    };
+                    last = Some((raw.clone(), s));
+                    s
+                }
+            };
+            let Some((_, states)) = self.groups.get_mut(slot) else {
+                continue;
+            };
+            for ((_, acc, _), (state, arg)) in g.accs.iter().zip(states.iter_mut().zip(&args)) {
+                let v = match arg {
+                    ArgValues::Const(c) => c.as_ref(),
+                    ArgValues::Column(c) => c.get(i).and_then(Option::as_ref),
+                };
+                accumulate(*acc, state, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates the `_id` expression for a new raw key.
+    fn slot_for(
+        &mut self,
+        meta_doc: &Document,
+        bin_ms: Option<i64>,
+        key_cols: &[Vec<Option<Bson>>],
+        row: usize,
+    ) -> Result<usize, QueryError> {
+        let g = self.group;
+        let mut d = meta_doc.clone();
+        if let Some(b) = bin_ms {
+            d.insert(g.time_field.clone(), DateTime::from_millis(b));
+        }
+        for (f, c) in g.key_fields.iter().zip(key_cols) {
+            if let Some(Some(v)) = c.get(row) {
+                d.insert(f.clone(), v.clone());
+            }
+        }
+        let key = g.id.eval(&d)?;
+        Ok(match self.by_key.get(&OrdBson(key.clone())) {
+            Some(s) => *s,
+            None => {
+                self.groups.push((
+                    key.clone(),
+                    g.accs.iter().map(|(_, a, _)| initial(*a)).collect(),
+                ));
+                self.by_key.insert(OrdBson(key), self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        })
+    }
+
+    /// The groups, in first-seen order.
+    pub fn finish(self) -> Vec<Document> {
+        let accs = &self.group.accs;
+        self.groups
+            .into_iter()
+            .map(|(key, states)| {
+                let mut out = Document::new();
+                out.insert("_id", key);
+                for ((name, _, _), s) in accs.iter().zip(states) {
+                    out.insert(name.clone(), finish(s));
+                }
+                out
+            })
+            .collect()
+    }
+}
+
+enum ArgValues {
+    Const(Option<Bson>),
+    Column(Vec<Option<Bson>>),
+}
+
+fn ts_error(e: TsError) -> QueryError {
+    QueryError::InvalidOptions(e.to_string())
+}
