@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod column;
 pub mod error;
 pub mod gorilla;
+pub mod index_spec;
 pub mod meta;
 pub mod options;
 pub mod stats;
