@@ -21,6 +21,15 @@
 //! partial indexes) are shown as that original spec, see [`view_index_spec`].
 //! Partial filters are translated by [`translate_partial_filter`].
 
+/// Order- and type-sensitive equality for tests (`bson::Document`'s
+/// `PartialEq` ignores field order): compares the `{:#?}` renderings.
+#[cfg(test)]
+macro_rules! assert_same {
+    ($a:expr, $b:expr $(, $($msg:tt)+)?) => {
+        assert_eq!(format!("{:#?}", $a), format!("{:#?}", $b) $(, $($msg)+)?)
+    };
+}
+
 mod display;
 mod partial;
 
@@ -435,6 +444,18 @@ pub fn view_index_spec(options: &TimeseriesOptions, bucket_spec: &Document) -> O
     Some(out)
 }
 
+/// The view's `listIndexes` / `$indexStats` entries for the buckets index
+/// specs, in order, leaving out the untranslatable ones.
+pub fn view_index_specs<'a>(
+    options: &TimeseriesOptions,
+    bucket_specs: impl IntoIterator<Item = &'a Document>,
+) -> Vec<Document> {
+    bucket_specs
+        .into_iter()
+        .filter_map(|s| view_index_spec(options, s))
+        .collect()
+}
+
 /// The buckets index spec `createIndexes` on the view creates for one user
 /// spec (`translateIndexSpecFromLogicalToBuckets`), checking the options
 /// MongoDB rejects on time-series collections, in the user's field order:
@@ -452,8 +473,10 @@ pub fn view_index_spec(options: &TimeseriesOptions, bucket_spec: &Document) -> O
 /// * everything else (`name`, `hidden`, `collation`, `v`, `2dsphereIndexVersion`,
 ///   `storageEngine`, ...) passes through unchanged.
 ///
-/// The output has `key` after the passed-through options and `originalSpec`
-/// (the user's spec, verbatim) last; the catalog may reorder fields. Generic
+/// Pass the spec as the server normalizes it (MongoDB appends `v: 2` when
+/// absent, so `originalSpec` ends with `v`). The output has `key` after the
+/// passed-through options and `originalSpec` (the given spec, verbatim)
+/// last; the catalog may reorder fields. Generic
 /// key-pattern validation (zero / NaN / unknown plugin ...) is left to the
 /// buckets collection's regular index validation, as in MongoDB.
 pub fn translate_index_spec(

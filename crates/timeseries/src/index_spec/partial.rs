@@ -572,7 +572,7 @@ mod tests {
 
     fn disallowed(filter: Document) -> IndexSpecError {
         let e = translate_partial_filter(&opts(), &filter).unwrap_err();
-        assert_eq!(e.code(), 5916301, "{e:?}");
+        assert_same!(e.code(), 5916301, "{e:?}");
         e
     }
 
@@ -583,13 +583,13 @@ mod tests {
     #[test]
     fn empty_filter_is_empty_and_meta_only() {
         let p = translate_partial_filter(&opts(), &doc! {}).unwrap();
-        assert_eq!(p.bucket_filter, doc! {});
+        assert_same!(p.bucket_filter, doc! {});
         assert!(!p.has_measurement_predicate);
     }
 
     #[test]
     fn scalar_eq_on_measurement() {
-        assert_eq!(
+        assert_same!(
             ok(doc! {"a": 5}),
             doc! {"$and": [
                 {"control.min.a": {"$_internalExprLte": 5}},
@@ -600,15 +600,15 @@ mod tests {
 
     #[test]
     fn range_operators_on_measurement() {
-        assert_eq!(
+        assert_same!(
             ok(doc! {"b": {"$lt": 12}}),
             doc! {"control.min.b": {"$_internalExprLt": 12}}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"b": {"$gte": 0}}),
             doc! {"control.max.b": {"$_internalExprGte": 0}}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"b": {"$gt": 1, "$lte": 9}}),
             doc! {"$and": [
                 {"control.max.b": {"$_internalExprGt": 1}},
@@ -626,7 +626,7 @@ mod tests {
         ]};
         let p = translate_partial_filter(&opts(), &filter).unwrap();
         assert!(p.has_measurement_predicate);
-        assert_eq!(
+        assert_same!(
             p.bucket_filter,
             doc! {
                 "meta.bucket": {"$gte": "B"},
@@ -644,28 +644,28 @@ mod tests {
     #[test]
     fn time_predicates_are_widened_by_the_bucket_span() {
         let t = date("2020-01-01T00:00:00Z");
-        assert_eq!(
+        assert_same!(
             ok(doc! {"time": {"$lt": t.clone()}}),
             doc! {"$and": [
                 {"control.min.time": {"$_internalExprLt": t.clone()}},
                 {"control.max.time": {"$_internalExprLt": date("2020-01-01T01:00:00Z")}},
             ]}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"time": {"$lte": t.clone()}}),
             doc! {"$and": [
                 {"control.min.time": {"$_internalExprLte": t.clone()}},
                 {"control.max.time": {"$_internalExprLte": date("2020-01-01T01:00:00Z")}},
             ]}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"time": {"$gte": t.clone()}}),
             doc! {"$and": [
                 {"control.max.time": {"$_internalExprGte": t.clone()}},
                 {"control.min.time": {"$_internalExprGte": date("2019-12-31T23:00:00Z")}},
             ]}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"time": {"$eq": t.clone()}}),
             doc! {"$and": [
                 {"control.min.time": {"$_internalExprLte": t.clone()}},
@@ -683,7 +683,7 @@ mod tests {
         let f = translate_partial_filter(&hours, &doc! {"time": {"$lt": t.clone()}})
             .unwrap()
             .bucket_filter;
-        assert_eq!(
+        assert_same!(
             f,
             doc! {"$and": [
                 {"control.min.time": {"$_internalExprLt": t}},
@@ -694,7 +694,7 @@ mod tests {
 
     #[test]
     fn exists_true_maps_to_min_and_max() {
-        assert_eq!(
+        assert_same!(
             ok(doc! {"a": {"$exists": true}}),
             doc! {"$and": [
                 {"control.min.a": {"$exists": true}},
@@ -711,19 +711,19 @@ mod tests {
             &doc! {"$or": [{"m.a": {"$lt": 5}}, {"m.b": {"$lt": 6}}]},
         )
         .unwrap();
-        assert_eq!(
+        assert_same!(
             p.bucket_filter,
             doc! {"$or": [{"meta.a": {"$lt": 5}}, {"meta.b": {"$lt": 6}}]}
         );
         assert!(!p.has_measurement_predicate);
-        assert_eq!(
+        assert_same!(
             ok(doc! {"$or": [{"a": {"$lt": 5}}, {"b": {"$lt": 6}}]}),
             doc! {"$or": [
                 {"control.min.a": {"$_internalExprLt": 5}},
                 {"control.min.b": {"$_internalExprLt": 6}},
             ]}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"$or": [{"a": {"$lt": 5}}, {"m.b": {"$lt": 6}}]}),
             doc! {"$or": [{"control.min.a": {"$_internalExprLt": 5}}, {"meta.b": {"$lt": 6}}]}
         );
@@ -732,11 +732,11 @@ mod tests {
 
     #[test]
     fn in_on_meta_and_metric() {
-        assert_eq!(
+        assert_same!(
             ok(doc! {"m.a": {"$in": [1, 2, 5]}}),
             doc! {"meta.a": {"$in": [1, 2, 5]}}
         );
-        assert_eq!(
+        assert_same!(
             ok(doc! {"a": {"$in": [1, 2]}}),
             doc! {"$or": [
                 {"$and": [
@@ -762,10 +762,10 @@ mod tests {
     #[test]
     fn meta_equality_becomes_eq_and_is_meta_only() {
         let p = translate_partial_filter(&opts(), &doc! {"m": 5}).unwrap();
-        assert_eq!(p.bucket_filter, doc! {"meta": {"$eq": 5}});
+        assert_same!(p.bucket_filter, doc! {"meta": {"$eq": 5}});
         assert!(!p.has_measurement_predicate);
         let p = translate_partial_filter(&opts(), &doc! {"m.x": 1, "m.y": {"$gt": 2}}).unwrap();
-        assert_eq!(
+        assert_same!(
             p.bucket_filter,
             doc! {"$and": [{"meta.x": {"$eq": 1}}, {"meta.y": {"$gt": 2}}]}
         );
@@ -777,8 +777,8 @@ mod tests {
     #[test]
     fn disallowed_predicates_are_5916301() {
         let e = disallowed(doc! {"a": {}});
-        assert_eq!(e.code_name(), "Location5916301");
-        assert_eq!(
+        assert_same!(e.code_name(), "Location5916301");
+        assert_same!(
             e.message(),
             "Error translating non-metadata time-series predicate to operate on buckets: \
              operand can't be an object or array: { a: { $eq: {} } }"
@@ -806,7 +806,7 @@ mod tests {
         let e = disallowed(doc! {"a": re.clone()});
         assert!(e.message().contains("can't handle this predicate"));
         // {$eq: /a/} is a plain comparison, not a regex query.
-        assert_eq!(
+        assert_same!(
             ok(doc! {"a": {"$eq": re.clone()}}),
             doc! {"$and": [
                 {"control.min.a": {"$_internalExprLte": re.clone()}},
@@ -818,9 +818,9 @@ mod tests {
     #[test]
     fn meta_predicates_of_any_kind_pass_through() {
         let p = translate_partial_filter(&opts(), &doc! {"m.a": {"$ne": null}}).unwrap();
-        assert_eq!(p.bucket_filter, doc! {"meta.a": {"$ne": null}});
+        assert_same!(p.bucket_filter, doc! {"meta.a": {"$ne": null}});
         let p = translate_partial_filter(&opts(), &doc! {"$nor": [{"m.a": 1}]}).unwrap();
-        assert_eq!(p.bucket_filter, doc! {"$nor": [{"meta.a": {"$eq": 1}}]});
+        assert_same!(p.bucket_filter, doc! {"$nor": [{"meta.a": {"$eq": 1}}]});
         assert!(!p.has_measurement_predicate);
     }
 
@@ -829,7 +829,7 @@ mod tests {
         let o = TimeseriesOptions::new("time", None);
         let p = translate_partial_filter(&o, &doc! {"m": 1}).unwrap();
         assert!(p.has_measurement_predicate);
-        assert_eq!(
+        assert_same!(
             p.bucket_filter,
             doc! {"$and": [
                 {"control.min.m": {"$_internalExprLte": 1}},
@@ -841,17 +841,17 @@ mod tests {
     #[test]
     fn malformed_logical_operators_are_bad_value() {
         let e = translate_partial_filter(&opts(), &doc! {"$and": 1}).unwrap_err();
-        assert_eq!((e.code(), e.message()), (2, "$and must be an array"));
+        assert_same!((e.code(), e.message()), (2, "$and must be an array"));
         let e = translate_partial_filter(&opts(), &doc! {"$or": []}).unwrap_err();
-        assert_eq!(e.message(), "$and/$or/$nor must be a nonempty array");
+        assert_same!(e.message(), "$and/$or/$nor must be a nonempty array");
         let e = translate_partial_filter(&opts(), &doc! {"a": {"$in": 1}}).unwrap_err();
-        assert_eq!(e.code(), 2);
+        assert_same!(e.code(), 2);
     }
 
     #[test]
     fn duplicate_top_level_operators_are_combined() {
         let f = ok(doc! {"m.x": 1, "m.y": 2, "a": 1, "b": 2});
-        assert_eq!(
+        assert_same!(
             f,
             doc! {"$and": [
                 {"$and": [{"meta.x": {"$eq": 1}}, {"meta.y": {"$eq": 2}}]},
