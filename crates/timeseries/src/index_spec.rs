@@ -157,6 +157,9 @@ pub enum KeyUse {
     /// `collMod` `index.keyPattern` (hidden / unique / expireAfterSeconds):
     /// failures -> 27 `IndexNotFound`.
     CollMod,
+    /// A key-pattern `hint` of an update / delete on the view: failures are
+    /// the raw 2 `BadValue`.
+    WriteHint,
 }
 
 /// The numeric value of a key element as MongoDB's `BSONElement::number()`
@@ -335,7 +338,30 @@ pub fn to_bucket_key_for(
         wildcard_check(&bucket)?;
         return Ok(bucket);
     }
-    bucket_key_pattern(options, key).map_err(|e| IndexSpecError::IndexNotFound(e.status_string()))
+    let bucket = bucket_key_pattern(options, key);
+    match usage {
+        KeyUse::WriteHint => bucket,
+        _ => bucket.map_err(|e| IndexSpecError::IndexNotFound(e.status_string())),
+    }
+}
+
+/// MongoDB's `isHintIndexKey`: a non-empty hint whose first field is not
+/// `$hint` / `$natural` names an index by key pattern.
+pub fn is_hint_index_key(hint: &Document) -> bool {
+    match hint.keys().next() {
+        None => false,
+        Some(first) => first != "$hint" && first != "$natural",
+    }
+}
+
+/// The hint a `find` / `aggregate` on the view passes to the buckets: a
+/// key-pattern hint is translated when it can be, anything else (names,
+/// `$natural`, untranslatable keys) is passed on unchanged.
+pub fn hint_for_buckets(options: &TimeseriesOptions, hint: &Document) -> Document {
+    if !is_hint_index_key(hint) {
+        return hint.clone();
+    }
+    bucket_key_pattern(options, hint).unwrap_or_else(|_| hint.clone())
 }
 
 /// `createIndexes`' key handling before the buckets-side validation: text

@@ -576,3 +576,25 @@ fn error_helpers() {
         "Location5916301"
     );
 }
+
+#[test]
+fn hints_are_translated_when_they_are_keys() {
+    let o = opts();
+    assert_same!(
+        hint_for_buckets(&o, &doc! {"tm": -1}),
+        doc! {"control.max.tm": -1, "control.min.tm": -1}
+    );
+    assert_same!(
+        hint_for_buckets(&o, &doc! {"$natural": 1}),
+        doc! {"$natural": 1}
+    );
+    assert_same!(
+        hint_for_buckets(&o, &doc! {"x": "hashed"}),
+        doc! {"x": "hashed"}
+    );
+    assert!(!is_hint_index_key(&doc! {}));
+    assert!(!is_hint_index_key(&doc! {"$hint": "name"}));
+    assert!(is_hint_index_key(&doc! {"mm": 1}));
+    let e = to_bucket_key_for(&o, &doc! {"x": "hashed"}, KeyUse::WriteHint).unwrap_err();
+    assert_same!((e.code(), e.code_name()), (2, "BadValue"));
+}
