@@ -18,6 +18,11 @@
 //!   regex, `$type`, `$expr`, ...), object/array/null operands and non-Date
 //!   operands on the timeField fail with 5916301.
 //!
+//! Meta predicates other than comparisons, `$in` and `$exists` are kept in
+//! the form given (MongoDB re-serializes its parsed expression, so e.g. a
+//! `$ne` or a regex may be spelled differently there); unknown operators are
+//! not rejected here (MongoDB's parser fails with 2 first).
+//!
 //! The result reports whether a measurement/time predicate remained, which
 //! decides whether a TTL index is allowed (MongoDB requires the filter to
 //! be on the metaField only).
