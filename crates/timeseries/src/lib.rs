@@ -13,6 +13,7 @@ pub mod column;
 pub mod error;
 pub mod exec;
 pub mod gorilla;
+pub mod index_spec;
 pub mod meta;
 pub mod options;
 pub mod stats;
