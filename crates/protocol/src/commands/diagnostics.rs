@@ -4,7 +4,7 @@
 use super::handshake::MAX_BSON_OBJECT_SIZE;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
-use bson::{doc, Bson};
+use bson::{doc, Bson, Document};
 use std::sync::atomic::Ordering;
 
 /// The MongoDB version whose behaviour (and wire version) Hourglass follows.
@@ -95,7 +95,7 @@ pub fn server_status(req: &Request) -> CmdResult {
     let c = &s.connections;
     let o = &s.opcounters;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as i64;
-    Ok(doc! {
+    let mut reply = doc! {
         "host": &s.host,
         "version": COMPAT_VERSION,
         "process": "hourglass",
@@ -125,7 +125,47 @@ pub fn server_status(req: &Request) -> CmdResult {
             "diskBytes": s.catalog.engine().disk_space() as i64,
             "journalSyncs": s.catalog.engine().sync_count() as i64,
         },
-    })
+    };
+    if let Some(section) = bucket_catalog_section(&s.timeseries) {
+        reply.insert("bucketCatalog", section);
+    }
+    Ok(reply)
+}
+
+/// serverStatus `bucketCatalog`: absent until a time-series collection was written;
+/// then bucket counts, memory and the execution counters summed over collections.
+fn bucket_catalog_section(store: &hourglass_timeseries::TimeseriesStore) -> Option<Document> {
+    let summary = store.catalog_summary();
+    if summary.collections == 0 {
+        return None;
+    }
+    let open = summary.open_buckets as i64;
+    let mut out = doc! {
+        "numBuckets": open,
+        "numOpenBuckets": open,
+        "numIdleBuckets": open,
+        "numArchivedBuckets": 0i64,
+        "memoryUsage": summary.memory_usage as i64,
+    };
+    let mut totals = Document::new();
+    for stats in &summary.stats {
+        for (k, v) in stats.to_document() {
+            let add = match v {
+                Bson::Int32(i) => i64::from(i),
+                Bson::Int64(i) => i,
+                _ => continue,
+            };
+            let cur = totals.get_i64(&k).unwrap_or(0);
+            totals.insert(k, cur + add);
+        }
+    }
+    let commits = totals.get_i64("numCommits").unwrap_or(0);
+    if commits > 0 {
+        let measurements = totals.get_i64("numMeasurementsCommitted").unwrap_or(0);
+        totals.insert("avgNumMeasurementsPerCommit", measurements / commits);
+    }
+    out.extend(totals);
+    Some(out)
 }
 
 pub fn list_commands(_req: &Request) -> CmdResult {

@@ -9,7 +9,9 @@ mod coll_mod;
 mod coll_stats;
 mod collections;
 mod count;
+mod current_op;
 mod databases;
+mod db_stats;
 mod delete;
 mod diagnostics;
 mod distinct;
@@ -26,7 +28,7 @@ pub use args::Request;
 
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 
 pub type Handler = fn(&Request) -> CmdResult;
 
@@ -90,6 +92,16 @@ pub static COMMANDS: &[Command] = &[
         "Counts the documents matching a query.",
     ),
     cmd("create", collections::create, "Creates a collection."),
+    cmd(
+        "currentOp",
+        current_op::current_op,
+        "Lists the operations in progress (admin only).",
+    ),
+    cmd(
+        "dbStats",
+        db_stats::db_stats,
+        "Returns counts and sizes of a database.",
+    ),
     crud("delete", delete::delete, "Deletes documents."),
     crud(
         "distinct",
@@ -152,6 +164,11 @@ pub static COMMANDS: &[Command] = &[
     cmd("isMaster", handshake::is_master, "Legacy name of hello."),
     cmd("ismaster", handshake::is_master, "Legacy name of hello."),
     cmd("killCursors", find::kill_cursors, "Closes cursors."),
+    cmd(
+        "killOp",
+        current_op::kill_op,
+        "Asks a running operation to stop (admin only).",
+    ),
     cmd(
         "listCollections",
         collections::list_collections,
@@ -217,6 +234,22 @@ pub fn dispatch(req: &Request) -> Document {
     if !command.crud {
         OpCounters::add(&req.state.opcounters.command, 1);
     }
+    let ns = match req.body.get(&name) {
+        Some(Bson::String(c)) => format!("{}.{c}", req.db),
+        _ => format!("{}.$cmd", req.db),
+    };
+    let kind = match name.as_str() {
+        "insert" => "insert",
+        "update" => "update",
+        "delete" => "remove",
+        "find" => "query",
+        "getMore" => "getmore",
+        _ => "command",
+    };
+    let _op = req
+        .state
+        .ops
+        .begin(req.conn.id, &req.conn.peer, ns, kind, &req.body);
     match (command.handler)(req) {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {

@@ -91,11 +91,20 @@ impl Target {
                     .map(Ok),
             ),
         };
-        Ok(Box::new(docs.filter(move |r| match r {
-            Ok(d) => filter.matches(d),
-            Err(_) => true,
-        })))
+        Ok(Box::new(
+            docs.filter(move |r| match r {
+                Ok(d) => filter.matches(d),
+                Err(_) => true,
+            })
+            .map(interruptible),
+        ))
     }
+}
+
+/// Turns a document into Interrupted once the running operation is killed.
+fn interruptible(r: Result<Document, CommandError>) -> Result<Document, CommandError> {
+    crate::ops::check_interrupt()?;
+    r
 }
 
 fn regular_scan(c: Arc<Collection>, filter: Filter) -> DocSource {
@@ -108,6 +117,7 @@ fn regular_scan(c: Arc<Collection>, filter: Filter) -> DocSource {
             .filter(move |r| match r {
                 Ok(d) => filter.matches(d),
                 Err(_) => true,
-            }),
+            })
+            .map(interruptible),
     )
 }

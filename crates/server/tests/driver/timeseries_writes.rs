@@ -285,3 +285,87 @@ async fn aggregate_pushes_filters_and_columns_into_the_bucket_scan() {
     assert!(num(stats, "bucketsUnpacked") <= 20, "{e}");
     assert_eq!(e.get_array("include").unwrap(), &vec![Bson::from("v")]);
 }
+
+#[tokio::test]
+async fn statistics_follow_the_operations() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let admin = client.database("admin");
+    let status = run_ok(&admin, doc! {"serverStatus": 1}).await;
+    assert!(
+        !status.contains_key("bucketCatalog"),
+        "absent before any time-series write"
+    );
+    let db = client.database("tsstats");
+    let coll = seeded(&db, "s", &[doc! {"h": 1}], 2500).await;
+    db.collection::<Document>("plain")
+        .insert_one(doc! {"a": 1})
+        .await
+        .unwrap();
+    let status = run_ok(&admin, doc! {"serverStatus": 1}).await;
+    let bc = status.get_document("bucketCatalog").unwrap();
+    assert_eq!(num(bc, "numOpenBuckets"), 1);
+    assert_eq!(num(bc, "numBucketsClosedDueToCount"), 2);
+    assert!(num(bc, "memoryUsage") > 0);
+    let before = num(status.get_document("opcounters").unwrap(), "delete");
+    coll.delete_many(doc! {"v": {"$lt": 10}}).await.unwrap();
+    let status = run_ok(&admin, doc! {"serverStatus": 1}).await;
+    assert_eq!(
+        num(status.get_document("opcounters").unwrap(), "delete"),
+        before + 1
+    );
+    let stats = run_ok(&db, doc! {"dbStats": 1}).await;
+    assert_eq!(num(&stats, "views"), 1, "{stats}");
+    assert_eq!(
+        num(&stats, "collections"),
+        3,
+        "plain, system.buckets.s, system.views: {stats}"
+    );
+    assert_eq!(
+        num(&stats, "objects"),
+        3 + 1,
+        "three buckets and one document: {stats}"
+    );
+    let cs = run_ok(&db, doc! {"collStats": "s"}).await;
+    let ts = cs.get_document("timeseries").unwrap();
+    assert_eq!(num(ts, "bucketCount"), 3);
+    assert_eq!(num(ts, "numBucketsClosedDueToCount"), 2);
+}
+
+#[tokio::test]
+async fn current_op_lists_operations_and_kill_op_answers_like_mongodb() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let admin = client.database("admin");
+    let reply = run_ok(&admin, doc! {"currentOp": 1}).await;
+    let ops = reply.get_array("inprog").unwrap();
+    let me = ops
+        .iter()
+        .filter_map(Bson::as_document)
+        .find(|o| {
+            o.get_document("command")
+                .is_ok_and(|c| c.contains_key("currentOp"))
+        })
+        .expect("currentOp sees itself");
+    assert!(me.get_bool("active").unwrap());
+    assert_eq!(me.get_str("op").unwrap(), "command");
+    let opid = me.get("opid").unwrap().clone();
+    let reply = run_ok(&admin, doc! {"killOp": 1, "op": opid}).await;
+    assert_eq!(reply.get_str("info").unwrap(), "attempting to kill op");
+    run_ok(&admin, doc! {"killOp": 1, "op": 123456789}).await;
+    assert_cmd_error(&admin, doc! {"killOp": 1}, 4, Some("NoSuchKey")).await;
+    assert_cmd_error(
+        &client.database("x"),
+        doc! {"killOp": 1, "op": 1},
+        13,
+        Some("Unauthorized"),
+    )
+    .await;
+    assert_cmd_error(
+        &client.database("x"),
+        doc! {"currentOp": 1},
+        13,
+        Some("Unauthorized"),
+    )
+    .await;
+}

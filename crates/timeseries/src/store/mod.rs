@@ -453,6 +453,7 @@ impl TimeseriesStore {
             out.open_buckets += open;
             out.memory_usage += s.catalog.memory_usage() as u64;
             out.collections += 1;
+            out.stats.push(s.catalog.stats().clone());
         }
         out
     }
@@ -524,11 +525,13 @@ impl TimeseriesStore {
 }
 
 /// Totals over every collection's bucket catalog.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct CatalogSummary {
     pub collections: u64,
     pub open_buckets: u64,
     pub memory_usage: u64,
+    /// Each collection's counters.
+    pub stats: Vec<BucketStats>,
 }
 
 /// Measurements streamed from a time-series collection.
