@@ -255,6 +255,58 @@ impl TimeseriesStore {
     }
 }
 
+impl TimeseriesStore {
+    /// TTL: removes up to `limit` whole buckets whose minimum time is at or before
+    /// `cutoff_ms` (now − expireAfterSeconds − bucketMaxSpanSeconds, MongoDB's rule), in
+    /// one atomic batch. Returns how many buckets and measurements went.
+    pub fn expire(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        cutoff_ms: i64,
+        limit: usize,
+    ) -> Result<(u64, u64), StoreError> {
+        let series = self.series(buckets, options)?;
+        let mut s = lock_settled(&series);
+        let engine = buckets.engine().clone();
+        let mut batch = engine.batch();
+        let (mut n, mut measurements) = (0u64, 0u64);
+        let open: Vec<ObjectId> = s
+            .catalog
+            .open_buckets()
+            .filter(|b| b.min_time_ms <= cutoff_ms)
+            .map(|b| b.id)
+            .take(limit)
+            .collect();
+        for (b, deltas) in s.take_open(&open) {
+            for seq in 0..deltas {
+                batch.delete(buckets.tree(), &delta_key(&b.id, seq));
+            }
+            n += 1;
+            measurements += b.count() as u64;
+        }
+        let snap = engine.snapshot();
+        let end = closed_time_key(cutoff_ms.div_euclid(1000).saturating_add(1));
+        for entry in snap.scan_range(buckets.tree(), &[CLOSED], &end) {
+            if n as usize >= limit {
+                break;
+            }
+            let (_, bytes) = entry?;
+            let b = crate::bucket::decode_compressed(&bytes)?;
+            if b.min_time_ms > cutoff_ms {
+                continue;
+            }
+            stage_remove(&mut batch, buckets, &b.id, b.meta.as_ref(), b.min_time_ms);
+            n += 1;
+            measurements += b.count as u64;
+        }
+        if n > 0 {
+            engine.commit(batch)?;
+        }
+        Ok((n, measurements))
+    }
+}
+
 /// Stages one bucket rewrite: an open bucket is taken out of the catalog (its deltas
 /// deleted); the bucket is stored again with its remaining measurements, or removed.
 fn stage_rewrite(
@@ -333,6 +385,21 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap()
+    }
+
+    #[test]
+    fn expire_removes_whole_buckets_up_to_the_cutoff_in_bounded_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, o, store) = setup(dir.path());
+        // Buckets: a [T0, +1000s) closed, a [T0+1000s..) open, b [T0..) open.
+        let r = o.round_down_time(T0);
+        assert_eq!(store.expire(&c, &o, r - 1, 10).unwrap(), (0, 0));
+        assert_eq!(store.expire(&c, &o, r, 1).unwrap().0, 1, "the limit bounds a batch");
+        assert_eq!(store.expire(&c, &o, r, 10).unwrap().0, 1);
+        assert_eq!(all(&store, &c, &o).len(), 500, "only the later bucket of a is left");
+        let (n, m) = store.expire(&c, &o, T0 + 1_000_000, 10).unwrap();
+        assert_eq!((n, m), (1, 500));
+        assert!(all(&store, &c, &o).is_empty());
     }
 
     #[test]
