@@ -86,6 +86,22 @@ impl Snapshot {
         })
     }
 
+    /// Iterates the entries of `tree` with `start <= key < end`, last key first.
+    pub fn scan_range_rev(
+        &self,
+        tree: &Tree,
+        start: &[u8],
+        end: &[u8],
+    ) -> impl Iterator<Item = Result<KeyValue>> + Send + 'static {
+        self.inner
+            .range(&tree.ks, start.to_vec()..end.to_vec())
+            .rev()
+            .map(|guard| {
+                let (k, v) = guard.into_inner()?;
+                Ok((k.to_vec(), v.to_vec()))
+            })
+    }
+
     /// Iterates the entries of `tree` with `start <= key < end`, in key order.
     pub fn scan_range(
         &self,

@@ -5,10 +5,12 @@
 //! ([`vgroup`]) without building a document per measurement.
 
 mod deps;
+mod lastpoint;
 mod rows;
 mod vgroup;
 
 pub use deps::pipeline_fields;
+pub use lastpoint::LastPoint;
 pub use rows::RowFilter;
 pub use vgroup::VectorGroup;
 
@@ -30,6 +32,7 @@ pub struct TsPlan {
     /// Top-level fields to decode (`None` = every field).
     pub fields: Option<Vec<String>>,
     group: Option<(VectorGroup, Option<RowFilter>)>,
+    lastpoint: Option<LastPoint>,
     /// How many leading stages the plan runs; the caller runs the rest.
     pub consumed: usize,
 }
@@ -38,6 +41,17 @@ impl TsPlan {
     /// Plans `stages` (an aggregation pipeline; a `find` is `[{$match: filter}]`
     /// followed by what the projection needs).
     pub fn new(stages: &[Document], options: &TimeseriesOptions) -> Result<TsPlan, QueryError> {
+        if let Some(lp) = LastPoint::parse(stages, options) {
+            return Ok(TsPlan {
+                predicate: BucketPredicate::all(),
+                filter_spec: Document::new(),
+                filter: Filter::match_all(),
+                fields: None,
+                group: None,
+                lastpoint: Some(lp),
+                consumed: 2,
+            });
+        }
         let mut matches = Vec::new();
         for s in stages {
             match s.get("$match") {
@@ -77,6 +91,7 @@ impl TsPlan {
                 filter,
                 fields: Some(fields),
                 group: Some((g, rows)),
+                lastpoint: None,
                 consumed: consumed + 1,
             });
         }
@@ -89,6 +104,7 @@ impl TsPlan {
             filter,
             fields,
             group: None,
+            lastpoint: None,
             consumed,
         })
     }
@@ -109,6 +125,7 @@ impl TsPlan {
                 None => Bson::String("all".into()),
             },
             "vectorizedGroup": self.group.is_some(),
+            "lastPoint": self.lastpoint.is_some(),
             "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r)| r.is_some()),
             "stagesPushedDown": self.consumed as i64,
         };
@@ -143,6 +160,14 @@ impl TimeseriesStore {
         options: &TimeseriesOptions,
         plan: &TsPlan,
     ) -> Result<TsExecution, StoreError> {
+        if let Some(lp) = &plan.lastpoint {
+            let latest = self.latest_per_series(buckets, options)?;
+            let out = lp.run(latest.into_iter().map(|(_, d)| d).collect())?;
+            return Ok(TsExecution {
+                docs: Box::new(out.into_iter().map(Ok)),
+                counters: Arc::new(ScanCounters::default()),
+            });
+        }
         let scan = self.scan(buckets, options, &plan.predicate)?;
         let counters = scan.counters.clone();
         let fields = plan.fields.clone();
@@ -327,6 +352,22 @@ mod tests {
         );
         assert!(plan.group.is_none());
         check_same(&store, &c, &o, vec![doc! {"$count": "n"}]);
+        let (out, plan) = check_same(&store, &c, &o, vec![
+            doc! {"$sort": {"tags.hostname": 1, "time": -1}},
+            doc! {"$group": {"_id": "$tags.hostname", "last": {"$first": "$$ROOT"}, "u": {"$first": "$usage_user"}}},
+        ]);
+        assert!(plan.lastpoint.is_some());
+        assert_eq!(out.len(), 5);
+        let (_, plan) = check_same(&store, &c, &o, vec![
+            doc! {"$sort": {"time": -1}},
+            doc! {"$group": {"_id": {"r": "$tags.rack"}, "t": {"$first": "$time"}}},
+        ]);
+        assert!(plan.lastpoint.is_some());
+        let (_, plan) = check_same(&store, &c, &o, vec![
+            doc! {"$sort": {"tags.rack": 1, "time": -1}},
+            doc! {"$group": {"_id": "$tags.hostname", "t": {"$first": "$time"}}},
+        ]);
+        assert!(plan.lastpoint.is_none(), "grouping by other paths than the sort is not a last point");
         let (_, plan) = check_same(
             &store,
             &c,

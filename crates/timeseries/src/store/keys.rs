@@ -82,6 +82,13 @@ pub fn meta_index_id(k: &[u8]) -> Option<ObjectId> {
     Some(ObjectId::from_bytes(b))
 }
 
+/// The bucket minimum time in a meta-index key.
+pub fn meta_index_min_time(k: &[u8]) -> Option<i64> {
+    let end = k.len().checked_sub(12)?;
+    let b: [u8; 8] = k.get(end.checked_sub(8)?..end)?.try_into().ok()?;
+    Some((u64::from_be_bytes(b) ^ (1u64 << 63)) as i64)
+}
+
 pub fn series_key(meta_key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + meta_key.len());
     k.push(SERIES);
@@ -103,6 +110,8 @@ mod tests {
         let (s, e) = meta_index_range(b"a", -5, 6);
         assert!(s <= a && a < e && b >= e);
         assert_eq!(meta_index_id(&b), Some(id));
+        assert_eq!(meta_index_min_time(&a), Some(-5));
+        assert_eq!(meta_index_min_time(&b), Some(7));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! same lock, so they see every committed measurement exactly once.
 
 mod keys;
+mod latest;
 mod modify;
 mod predicate;
 mod scan;

@@ -166,7 +166,7 @@ fn open_views(
 }
 
 /// The series directory, loaded from `snap` on first use (under the series lock).
-fn directory(
+pub(super) fn directory(
     s: &mut Series,
     snap: &Snapshot,
     buckets: &Collection,

@@ -1,0 +1,109 @@
+//! The newest measurement of every series, for "last point" queries: per series only
+//! its newest buckets are read (the meta index backwards, stopping one bucket span
+//! below the newest bucket's start), and the open bucket from memory.
+
+use super::keys::*;
+use super::scan::directory;
+use super::{StoreError, TimeseriesStore};
+use crate::bucket::{decode_compressed, unpack_measurements, Bucket};
+use crate::meta::meta_key;
+use crate::options::TimeseriesOptions;
+use bson::{Bson, Document};
+use hourglass_catalog::Collection;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+/// Index and time of the newest measurement in a time column (first one on ties).
+fn newest(times: impl Iterator<Item = Option<i64>>) -> Option<(usize, i64)> {
+    let mut best: Option<(usize, i64)> = None;
+    for (i, t) in times.enumerate() {
+        if let Some(t) = t {
+            if best.is_none_or(|(_, b)| t > b) {
+                best = Some((i, t));
+            }
+        }
+    }
+    best
+}
+
+fn time_of(v: Option<&Bson>) -> Option<i64> {
+    match v {
+        Some(Bson::DateTime(d)) => Some(d.timestamp_millis()),
+        _ => None,
+    }
+}
+
+/// Newest measurement per series key: meta, time, measurement.
+type Best = BTreeMap<Vec<u8>, (Option<Bson>, i64, Document)>;
+
+fn offer(best: &mut Best, meta: Option<&Bson>, t: i64, doc: &dyn Fn() -> Option<Document>) {
+    let key = meta_key(meta);
+    if best.get(&key).is_some_and(|(_, b, _)| *b >= t) {
+        return;
+    }
+    if let Some(d) = doc() {
+        best.insert(key, (meta.cloned(), t, d));
+    }
+}
+
+impl TimeseriesStore {
+    /// For each series: its meta value and its newest measurement (unpacked).
+    pub fn latest_per_series(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+    ) -> Result<Vec<(Option<Bson>, Document)>, StoreError> {
+        let series = self.series(buckets, options)?;
+        let mut s = series.lock();
+        let tf = options.time_field.as_str();
+        let mut best: Best = BTreeMap::new();
+        let mut in_memory = HashSet::new();
+        let open: Vec<Arc<Bucket>> = s
+            .catalog
+            .open_buckets()
+            .map(|b| Arc::new(b.clone()))
+            .chain(s.closing.values().cloned())
+            .collect();
+        for b in &open {
+            in_memory.insert(b.id);
+            if let Some((i, t)) = newest(b.measurements.iter().map(|m| time_of(m.get(tf)))) {
+                offer(&mut best, b.meta.as_ref(), t, &|| unpack_measurements(b, options).into_iter().nth(i));
+            }
+        }
+        let snap = buckets.engine().snapshot();
+        let dir = directory(&mut s, &snap, buckets)?;
+        drop(s);
+        let span = options.bucket_max_span_seconds.saturating_mul(1000);
+        let tree = buckets.tree();
+        for (key, meta) in dir.iter() {
+            let (start, end) = meta_index_range(key, i64::MIN, i64::MAX);
+            let mut top: Option<i64> = None;
+            for entry in snap.scan_range_rev(tree, &start, &end) {
+                let (k, _) = entry?;
+                let (Some(id), Some(min)) = (meta_index_id(&k), meta_index_min_time(&k)) else {
+                    continue;
+                };
+                match top {
+                    Some(t) if min < t.saturating_sub(span) => break,
+                    None => top = Some(min),
+                    _ => {}
+                }
+                if in_memory.contains(&id) {
+                    continue;
+                }
+                if best.get(key).is_some_and(|(_, b, _)| *b >= min.saturating_add(span)) {
+                    break;
+                }
+                let Some(bytes) = snap.get(tree, &bucket_key(CLOSED, &id))? else {
+                    continue;
+                };
+                let b = decode_compressed(&bytes)?;
+                let times = b.column(tf)?.unwrap_or_default();
+                if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
+                    offer(&mut best, meta.as_ref(), t, &|| b.unpack(None).ok()?.into_iter().nth(i));
+                }
+            }
+        }
+        Ok(best.into_values().map(|(m, _, d)| (m, d)).collect())
+    }
+}
