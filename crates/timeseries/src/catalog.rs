@@ -25,6 +25,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
 use crate::bucket::Bucket;
+use std::sync::Arc;
 use crate::error::TsError;
 use crate::meta::{meta_key, normalize_meta};
 use crate::options::TimeseriesOptions;
@@ -88,7 +89,8 @@ pub struct InsertOutcome {
 
 #[derive(Debug)]
 struct OpenBucket {
-    bucket: Bucket,
+    /// Shared with reads (copy-on-write: a read holding it makes the next append copy).
+    bucket: Arc<Bucket>,
     last_used: u64,
     kept_open_for_large: bool,
 }
@@ -220,7 +222,7 @@ impl BucketCatalog {
             self.by_meta.remove(&key);
         }
         self.memory = self.memory.saturating_sub(ob.bucket.size_bytes);
-        Some(ob.bucket)
+        Some(Arc::unwrap_or_clone(ob.bucket))
     }
 
     /// The normalized meta value and series key of a measurement's raw meta.
@@ -290,7 +292,7 @@ impl BucketCatalog {
                     self.buckets.insert(
                         id,
                         OpenBucket {
-                            bucket: b,
+                            bucket: Arc::new(b),
                             last_used: epoch,
                             kept_open_for_large: false,
                         },
@@ -305,7 +307,7 @@ impl BucketCatalog {
                     touched.push((id, ob.bucket.count()));
                 }
                 let before = ob.bucket.size_bytes;
-                ob.bucket.add(m);
+                Arc::make_mut(&mut ob.bucket).add(m);
                 ob.last_used = epoch;
                 self.memory = self.memory + ob.bucket.size_bytes - before;
                 out.inserted += 1;
@@ -358,7 +360,7 @@ impl BucketCatalog {
 
     /// The open bucket with this id.
     pub fn open_bucket(&self, id: ObjectId) -> Option<&Bucket> {
-        self.buckets.get(&id).map(|ob| &ob.bucket)
+        self.buckets.get(&id).map(|ob| &*ob.bucket)
     }
 
     /// The open bucket of a series (meta value, not necessarily normalized).
@@ -367,9 +369,14 @@ impl BucketCatalog {
         self.open_bucket(*id)
     }
 
+    /// All open buckets, shared (reads take these without copying).
+    pub fn shared_open_buckets(&self) -> impl Iterator<Item = &Arc<Bucket>> {
+        self.buckets.values().map(|ob| &ob.bucket)
+    }
+
     /// All open buckets (unspecified order).
     pub fn open_buckets(&self) -> impl Iterator<Item = &Bucket> {
-        self.buckets.values().map(|ob| &ob.bucket)
+        self.buckets.values().map(|ob| &*ob.bucket)
     }
 
     /// Closes every open bucket (shutdown, restart) without counting a
@@ -377,7 +384,7 @@ impl BucketCatalog {
     pub fn close_all(&mut self) -> Vec<Bucket> {
         self.by_meta.clear();
         self.memory = 0;
-        let mut v: Vec<Bucket> = self.buckets.drain().map(|(_, ob)| ob.bucket).collect();
+        let mut v: Vec<Bucket> = self.buckets.drain().map(|(_, ob)| Arc::unwrap_or_clone(ob.bucket)).collect();
         v.sort_by_key(|b| b.id);
         v
     }
@@ -405,7 +412,7 @@ impl BucketCatalog {
         self.buckets.insert(
             bucket.id,
             OpenBucket {
-                bucket,
+                bucket: Arc::new(bucket),
                 last_used: self.clock,
                 kept_open_for_large: false,
             },

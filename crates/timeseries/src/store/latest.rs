@@ -60,8 +60,8 @@ impl TimeseriesStore {
         let mut in_memory = HashSet::new();
         let open: Vec<Arc<Bucket>> = s
             .catalog
-            .open_buckets()
-            .map(|b| Arc::new(b.clone()))
+            .shared_open_buckets()
+            .cloned()
             .chain(s.closing.values().cloned())
             .collect();
         for b in &open {

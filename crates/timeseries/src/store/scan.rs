@@ -145,10 +145,10 @@ fn open_views(
 ) -> (Vec<BucketView>, HashSet<ObjectId>) {
     let mut ids = HashSet::new();
     let mut views = Vec::new();
-    for b in s.catalog.open_buckets() {
+    for b in s.catalog.shared_open_buckets() {
         ids.insert(b.id);
         if open_may_match(predicate, options, b) {
-            views.push(BucketView::Open(Arc::new(b.clone())));
+            views.push(BucketView::Open(b.clone()));
         } else {
             ScanCounters::add(&counters.buckets_pruned, 1);
         }
