@@ -25,11 +25,11 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
 use crate::bucket::Bucket;
-use std::sync::Arc;
 use crate::error::TsError;
 use crate::meta::{meta_key, normalize_meta};
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
+use std::sync::Arc;
 
 /// Bucketing limits (MongoDB's server parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -384,7 +384,11 @@ impl BucketCatalog {
     pub fn close_all(&mut self) -> Vec<Bucket> {
         self.by_meta.clear();
         self.memory = 0;
-        let mut v: Vec<Bucket> = self.buckets.drain().map(|(_, ob)| Arc::unwrap_or_clone(ob.bucket)).collect();
+        let mut v: Vec<Bucket> = self
+            .buckets
+            .drain()
+            .map(|(_, ob)| Arc::unwrap_or_clone(ob.bucket))
+            .collect();
         v.sort_by_key(|b| b.id);
         v
     }

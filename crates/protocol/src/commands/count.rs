@@ -30,7 +30,12 @@ pub fn count(req: &Request) -> CmdResult {
         .filter(|&l| l > 0);
     let mut n = 0usize;
     for doc in Target::resolve(req, &coll)
-        .scan(req, filter, req.opt_document("query")?)?
+        .scan_for(
+            req,
+            filter,
+            req.opt_document("query")?,
+            &[doc! {"$count": "n"}],
+        )?
         .skip(skip)
     {
         doc?;

@@ -50,7 +50,10 @@ pub fn distinct(req: &Request) -> CmdResult {
     };
     let path: Vec<&str> = key.split('.').collect();
     let mut values: Vec<Bson> = Vec::new();
-    for doc in Target::resolve(req, &coll).scan(req, filter, req.opt_document("query")?)? {
+    let needs = [doc! {"$group": {"_id": format!("${key}")}}];
+    let docs =
+        Target::resolve(req, &coll).scan_for(req, filter, req.opt_document("query")?, &needs)?;
+    for doc in docs {
         let doc: Document = doc?;
         let mut found = Vec::new();
         values_at(&Bson::Document(doc), &path, &mut found);

@@ -138,8 +138,16 @@ pub fn find(req: &Request) -> CmdResult {
     if single_batch && batch.is_none() {
         batch = limit;
     }
+    // What the sort and projection read (a time-series scan decodes only that).
+    let mut needs = Vec::new();
+    if let Some(s) = req.opt_document("sort")? {
+        needs.push(doc! {"$sort": s.clone()});
+    }
+    if let Some(p) = req.opt_document("projection")?.filter(|p| !p.is_empty()) {
+        needs.push(doc! {"$project": p.clone()});
+    }
     let source = shape(
-        Target::resolve(req, &coll).scan(req, filter, req.opt_document("filter")?)?,
+        Target::resolve(req, &coll).scan_for(req, filter, req.opt_document("filter")?, &needs)?,
         sort,
         skip,
         limit,

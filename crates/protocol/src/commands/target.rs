@@ -7,7 +7,7 @@ use crate::error::CommandError;
 use bson::Document;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
-use hourglass_timeseries::{options_of, BucketPredicate, TimeseriesOptions};
+use hourglass_timeseries::{options_of, TimeseriesOptions, TsPlan};
 use std::sync::Arc;
 
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
@@ -72,17 +72,32 @@ impl Target {
         filter: Filter,
         spec: Option<&Document>,
     ) -> Result<DocSource, CommandError> {
+        self.scan_for(req, filter, spec, &[])
+    }
+
+    /// [`Target::scan`] for a read whose later processing is described by `after`
+    /// (pipeline stages, e.g. the `$sort`/`$project` of a `find`, or `$count`): a
+    /// time-series scan then decodes only the columns those stages read.
+    pub fn scan_for(
+        self,
+        req: &Request,
+        filter: Filter,
+        spec: Option<&Document>,
+        after: &[Document],
+    ) -> Result<DocSource, CommandError> {
         let store = &req.state.timeseries;
         let docs: DocSource = match self {
             Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
             Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
             Target::TimeSeries { buckets, options } => {
-                let predicate = match spec {
-                    Some(s) => BucketPredicate::from_filter(s, &options)?,
-                    None => BucketPredicate::all(),
-                };
-                let stream = store.measurements(&buckets, &options, &predicate, None)?;
-                Box::new(stream.map(|r| r.map_err(CommandError::from)))
+                let spec = spec.cloned().unwrap_or_default();
+                let plan = TsPlan::filtered_read(&spec, after, &options)?;
+                let ex = store.execute(&buckets, &options, &plan)?;
+                return Ok(Box::new(
+                    ex.docs
+                        .map(|r| r.map_err(CommandError::from))
+                        .map(interruptible),
+                ));
             }
             Target::Buckets { buckets, options } => Box::new(
                 store

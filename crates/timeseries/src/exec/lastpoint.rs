@@ -78,7 +78,11 @@ impl LastPoint {
 
     /// Groups the newest measurement of each series.
     pub fn run(&self, latest: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-        let time = |d: &Document| d.get_datetime(&self.time_field).map(|t| t.timestamp_millis()).ok();
+        let time = |d: &Document| {
+            d.get_datetime(&self.time_field)
+                .map(|t| t.timestamp_millis())
+                .ok()
+        };
         let mut groups: BTreeMap<OrdBson, Document> = BTreeMap::new();
         for doc in latest {
             let key = OrdBson(self.id.eval(&doc)?);

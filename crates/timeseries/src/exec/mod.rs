@@ -109,6 +109,26 @@ impl TsPlan {
         })
     }
 
+    /// A filtered read (find, count, distinct) followed by `after` (stages whose
+    /// field needs limit the decoded columns); nothing else is pushed down.
+    pub fn filtered_read(
+        filter_spec: &Document,
+        after: &[Document],
+        options: &TimeseriesOptions,
+    ) -> Result<TsPlan, QueryError> {
+        let mut all = vec![doc! {"$match": filter_spec.clone()}];
+        all.extend(after.iter().cloned());
+        Ok(TsPlan {
+            predicate: BucketPredicate::from_filter(filter_spec, options)?,
+            filter_spec: filter_spec.clone(),
+            filter: Filter::parse(filter_spec)?,
+            fields: pipeline_fields(&all).map(|f| f.into_iter().collect()),
+            group: None,
+            lastpoint: None,
+            consumed: 1,
+        })
+    }
+
     /// The plan for explain: what runs at bucket level and what per measurement.
     pub fn explain(&self, counters: Option<&ScanCounters>) -> Document {
         let mut d = doc! {
@@ -352,22 +372,40 @@ mod tests {
         );
         assert!(plan.group.is_none());
         check_same(&store, &c, &o, vec![doc! {"$count": "n"}]);
-        let (out, plan) = check_same(&store, &c, &o, vec![
-            doc! {"$sort": {"tags.hostname": 1, "time": -1}},
-            doc! {"$group": {"_id": "$tags.hostname", "last": {"$first": "$$ROOT"}, "u": {"$first": "$usage_user"}}},
-        ]);
+        let (out, plan) = check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$sort": {"tags.hostname": 1, "time": -1}},
+                doc! {"$group": {"_id": "$tags.hostname", "last": {"$first": "$$ROOT"}, "u": {"$first": "$usage_user"}}},
+            ],
+        );
         assert!(plan.lastpoint.is_some());
         assert_eq!(out.len(), 5);
-        let (_, plan) = check_same(&store, &c, &o, vec![
-            doc! {"$sort": {"time": -1}},
-            doc! {"$group": {"_id": {"r": "$tags.rack"}, "t": {"$first": "$time"}}},
-        ]);
+        let (_, plan) = check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$sort": {"time": -1}},
+                doc! {"$group": {"_id": {"r": "$tags.rack"}, "t": {"$first": "$time"}}},
+            ],
+        );
         assert!(plan.lastpoint.is_some());
-        let (_, plan) = check_same(&store, &c, &o, vec![
-            doc! {"$sort": {"tags.rack": 1, "time": -1}},
-            doc! {"$group": {"_id": "$tags.hostname", "t": {"$first": "$time"}}},
-        ]);
-        assert!(plan.lastpoint.is_none(), "grouping by other paths than the sort is not a last point");
+        let (_, plan) = check_same(
+            &store,
+            &c,
+            &o,
+            vec![
+                doc! {"$sort": {"tags.rack": 1, "time": -1}},
+                doc! {"$group": {"_id": "$tags.hostname", "t": {"$first": "$time"}}},
+            ],
+        );
+        assert!(
+            plan.lastpoint.is_none(),
+            "grouping by other paths than the sort is not a last point"
+        );
         let (_, plan) = check_same(
             &store,
             &c,

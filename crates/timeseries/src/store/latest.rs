@@ -67,7 +67,9 @@ impl TimeseriesStore {
         for b in &open {
             in_memory.insert(b.id);
             if let Some((i, t)) = newest(b.measurements.iter().map(|m| time_of(m.get(tf)))) {
-                offer(&mut best, b.meta.as_ref(), t, &|| unpack_measurements(b, options).into_iter().nth(i));
+                offer(&mut best, b.meta.as_ref(), t, &|| {
+                    unpack_measurements(b, options).into_iter().nth(i)
+                });
             }
         }
         let snap = buckets.engine().snapshot();
@@ -91,7 +93,10 @@ impl TimeseriesStore {
                 if in_memory.contains(&id) {
                     continue;
                 }
-                if best.get(key).is_some_and(|(_, b, _)| *b >= min.saturating_add(span)) {
+                if best
+                    .get(key)
+                    .is_some_and(|(_, b, _)| *b >= min.saturating_add(span))
+                {
                     break;
                 }
                 let Some(bytes) = snap.get(tree, &bucket_key(CLOSED, &id))? else {
@@ -100,7 +105,9 @@ impl TimeseriesStore {
                 let b = decode_compressed(&bytes)?;
                 let times = b.column(tf)?.unwrap_or_default();
                 if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
-                    offer(&mut best, meta.as_ref(), t, &|| b.unpack(None).ok()?.into_iter().nth(i));
+                    offer(&mut best, meta.as_ref(), t, &|| {
+                        b.unpack(None).ok()?.into_iter().nth(i)
+                    });
                 }
             }
         }

@@ -394,9 +394,17 @@ mod tests {
         // Buckets: a [T0, +1000s) closed, a [T0+1000s..) open, b [T0..) open.
         let r = o.round_down_time(T0);
         assert_eq!(store.expire(&c, &o, r - 1, 10).unwrap(), (0, 0));
-        assert_eq!(store.expire(&c, &o, r, 1).unwrap().0, 1, "the limit bounds a batch");
+        assert_eq!(
+            store.expire(&c, &o, r, 1).unwrap().0,
+            1,
+            "the limit bounds a batch"
+        );
         assert_eq!(store.expire(&c, &o, r, 10).unwrap().0, 1);
-        assert_eq!(all(&store, &c, &o).len(), 500, "only the later bucket of a is left");
+        assert_eq!(
+            all(&store, &c, &o).len(),
+            500,
+            "only the later bucket of a is left"
+        );
         let (n, m) = store.expire(&c, &o, T0 + 1_000_000, 10).unwrap();
         assert_eq!((n, m), (1, 500));
         assert!(all(&store, &c, &o).is_empty());
