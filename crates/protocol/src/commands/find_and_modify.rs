@@ -54,22 +54,31 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
     } else {
         OpCounters::add(&req.state.opcounters.update, 1);
     }
-    let collection = match Target::resolve(req, &coll).require_regular("findAndModify")? {
-        Some(c) => c,
-        None if upsert => req.state.catalog.get_or_create(&req.db, &coll)?,
-        None => {
-            return Ok(
-                doc! {"lastErrorObject": {"n": 0, "updatedExisting": false}, "value": Bson::Null},
-            )
-        }
-    };
-    let out = collection.find_and_modify(&FindAndModify {
+    let fam = FindAndModify {
         filter: &filter,
         sort: sort.as_ref(),
         update: update.as_ref(),
         return_new,
         upsert,
-    })?;
+    };
+    let target = Target::resolve(req, &coll);
+    let out = if let Target::TimeSeries { buckets, options } = &target {
+        let spec = req.opt_document("query")?.cloned().unwrap_or_default();
+        req.state
+            .timeseries
+            .find_and_modify(buckets, options, &spec, &fam)?
+    } else {
+        let collection = match target.require_regular("findAndModify")? {
+            Some(c) => c,
+            None if upsert => req.state.catalog.get_or_create(&req.db, &coll)?,
+            None => {
+                return Ok(
+                    doc! {"lastErrorObject": {"n": 0, "updatedExisting": false}, "value": Bson::Null},
+                )
+            }
+        };
+        collection.find_and_modify(&fam)?
+    };
     let mut last = doc! {"n": out.n as i32};
     if !remove {
         last.insert("updatedExisting", out.updated_existing);

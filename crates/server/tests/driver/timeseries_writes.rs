@@ -369,3 +369,43 @@ async fn current_op_lists_operations_and_kill_op_answers_like_mongodb() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn find_and_modify_removes_or_updates_one_measurement() {
+    let server = TestServer::start();
+    let db = server.client().await.database("tsw");
+    let coll = seeded(&db, "f", &[doc! {"h": 1}, doc! {"h": 2}], 20).await;
+    let gone = coll
+        .find_one_and_delete(doc! {"tag.h": 2})
+        .sort(doc! {"v": -1})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (num(&gone, "v"), gone.get_document("tag").unwrap().clone()),
+        (19, doc! {"h": 2})
+    );
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 39);
+    let new = coll
+        .find_one_and_update(doc! {"tag.h": 1, "v": 5}, doc! {"$set": {"v": 500}})
+        .return_document(mongodb::options::ReturnDocument::After)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(num(&new, "v"), 500);
+    assert_eq!(new.get_datetime("t").unwrap(), &at(5));
+    assert_eq!(
+        coll.count_documents(doc! {"v": 5, "tag.h": 1})
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 39);
+    let none = coll.find_one_and_delete(doc! {"v": 12345}).await.unwrap();
+    assert!(none.is_none());
+    let e = coll
+        .find_one_and_update(doc! {"v": 1}, doc! {"$set": {"t": 1}})
+        .await
+        .unwrap_err();
+    assert_eq!(err_code(&e), Some(2));
+}

@@ -21,6 +21,7 @@ use crate::bucket::Bucket;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
+use hourglass_catalog::writes::{FindAndModify, FindAndModifyOutcome};
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
@@ -304,6 +305,109 @@ impl TimeseriesStore {
             engine.commit(batch)?;
         }
         Ok((n, measurements))
+    }
+}
+
+impl TimeseriesStore {
+    /// findAndModify on measurements: picks the first match (in `sort` order when
+    /// given), removes it or updates it (re-inserting the new version), or upserts.
+    pub fn find_and_modify(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        filter_doc: &Document,
+        fam: &FindAndModify<'_>,
+    ) -> Result<FindAndModifyOutcome, StoreError> {
+        let predicate = BucketPredicate::from_filter(filter_doc, options)?;
+        let series = self.series(buckets, options)?;
+        let mut s = lock_settled(&series);
+        // The chosen measurement: its bucket, its row, itself.
+        let mut views: Vec<BucketView> = Vec::new();
+        let mut best: Option<(usize, usize, Document)> = None;
+        'scan: for view in scan_locked(&mut s, buckets, options, &predicate)? {
+            let view = view?;
+            for (row, d) in view.unpack(options, None)?.into_iter().enumerate() {
+                if !fam.filter.matches(&d) {
+                    continue;
+                }
+                let take = match (&best, fam.sort) {
+                    (None, _) => true,
+                    (Some((_, _, cur)), Some(sort)) => sort.compare(&d, cur).is_lt(),
+                    _ => false,
+                };
+                if take {
+                    best = Some((views.len(), row, d));
+                    if fam.sort.is_none() {
+                        views.push(view);
+                        break 'scan;
+                    }
+                }
+            }
+            views.push(view);
+        }
+        let chosen = best.map(|(v, row, d)| (views.swap_remove(v), row, d));
+        let engine = buckets.engine().clone();
+        let mut batch = engine.batch();
+        let mut out = FindAndModifyOutcome::default();
+        let mut reinsert = Vec::new();
+        match chosen {
+            Some((view, row, old)) => {
+                out.n = 1;
+                let mut remaining = view.unpack(options, None)?;
+                remaining.remove(row);
+                match fam.update {
+                    None => out.value = Some(old),
+                    Some(update) => {
+                        out.updated_existing = true;
+                        let mut new = old.clone();
+                        update.apply_matched(&mut new, false, Some(fam.filter))?;
+                        s.catalog.check_time(&new)?;
+                        out.value = Some(if fam.return_new { new.clone() } else { old });
+                        reinsert.push(new);
+                    }
+                }
+                let meta = view.meta().cloned();
+                stage_rewrite(
+                    &mut s,
+                    &mut batch,
+                    buckets,
+                    options,
+                    Rewrite {
+                        view,
+                        remaining,
+                        meta,
+                    },
+                );
+            }
+            None => {
+                if let (Some(update), true) = (fam.update, fam.upsert) {
+                    let mut new = fam.filter.equality_seed();
+                    update.apply_matched(&mut new, true, Some(fam.filter))?;
+                    if !new.contains_key("_id") {
+                        new.insert("_id", ObjectId::new());
+                    }
+                    s.catalog.check_time(&new)?;
+                    out.n = 1;
+                    out.upserted = new.get("_id").cloned();
+                    if fam.return_new {
+                        out.value = Some(new.clone());
+                    }
+                    reinsert.push(new);
+                }
+            }
+        }
+        if !reinsert.is_empty() {
+            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, reinsert, true)?;
+            if let Some((_, e)) = ins.errors.into_iter().next() {
+                return Err(e);
+            }
+            for (b, deltas) in &closed {
+                super::stage_close(&mut batch, buckets, b, *deltas);
+                s.closing.remove(&b.id);
+            }
+        }
+        engine.commit(batch)?;
+        Ok(out)
     }
 }
 
