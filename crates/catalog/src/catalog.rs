@@ -1,7 +1,7 @@
 //! The collection catalog: which collections exist, their options, and DDL (create, drop,
 //! rename), persisted in the `catalog` tree so it survives restarts.
 
-use crate::collection::Collection;
+use crate::collection::{Collection, CollectionStorage};
 use crate::error::{CatalogError, Result};
 use crate::index::{self, Index, IndexSpec};
 use crate::namespace::{validate_collection_name, validate_db_name, Namespace};
@@ -51,10 +51,12 @@ impl Catalog {
                 ns.clone(),
                 uuid,
                 options,
-                tree,
-                engine.clone(),
-                meta.clone(),
-                indexes,
+                CollectionStorage {
+                    tree,
+                    engine: engine.clone(),
+                    meta: meta.clone(),
+                    indexes,
+                },
             );
             colls.insert(ns, Arc::new(c));
         }
@@ -125,10 +127,12 @@ impl Catalog {
             ns.clone(),
             uuid,
             options,
-            tree,
-            self.engine.clone(),
-            self.meta.clone(),
-            Vec::new(),
+            CollectionStorage {
+                tree,
+                engine: self.engine.clone(),
+                meta: self.meta.clone(),
+                indexes: Vec::new(),
+            },
         ));
         let mut b = self.engine.batch();
         c.stage_meta(&mut b)?;

@@ -33,6 +33,15 @@ pub struct Collection {
     next_ident: AtomicU64,
 }
 
+/// Where a collection lives: its tree, the engine, the catalog tree holding its entry, and
+/// its secondary indexes.
+pub(crate) struct CollectionStorage {
+    pub tree: Tree,
+    pub engine: Engine,
+    pub meta: Tree,
+    pub indexes: Vec<Arc<Index>>,
+}
+
 /// A stream of documents read from one snapshot.
 pub type DocStream = Box<dyn Iterator<Item = Result<Document>> + Send>;
 
@@ -49,11 +58,14 @@ impl Collection {
         ns: Namespace,
         uuid: bson::Uuid,
         options: Document,
-        tree: Tree,
-        engine: Engine,
-        meta: Tree,
-        indexes: Vec<Arc<Index>>,
+        storage: CollectionStorage,
     ) -> Collection {
+        let CollectionStorage {
+            tree,
+            engine,
+            meta,
+            indexes,
+        } = storage;
         let next = indexes.iter().map(|i| i.ident + 1).max().unwrap_or(1);
         Collection {
             id,

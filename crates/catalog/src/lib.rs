@@ -8,6 +8,7 @@
 pub mod catalog;
 pub mod collection;
 pub mod error;
+mod expire;
 pub mod index;
 mod index_ddl;
 pub mod keystring;

@@ -79,8 +79,10 @@ impl IndexRef {
     }
 }
 
-/// Bounds on one field of a key pattern, in value terms.
+/// Bounds on one field of a key pattern, in value terms. (Few exist per query, so the
+/// size of the `Range` variant does not matter.)
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum FieldBounds {
     /// Exactly these values (ascending, distinct).
     Points(Vec<Bson>),
@@ -399,7 +401,7 @@ fn sort_direction(
         let mut ok = true;
         for ((path, asc), part) in keys.iter().zip(&parts[start..]) {
             let forward = (*asc) == (part.kind == KeyKind::Asc);
-            if *path != part.path || dir.is_some_and(|d| d != !forward) {
+            if *path != part.path || dir.is_some_and(|d| d == forward) {
                 ok = false;
                 break;
             }
@@ -626,7 +628,7 @@ mod tests {
     fn within(ranges: &[(Vec<u8>, Option<Vec<u8>>)], key: &[u8]) -> bool {
         ranges
             .iter()
-            .any(|(s, e)| key >= s.as_slice() && e.as_ref().map_or(true, |e| key < e.as_slice()))
+            .any(|(s, e)| key >= s.as_slice() && !e.as_deref().is_some_and(|e| key >= e))
     }
 
     fn key(parts: &[KeyPart], values: &[Bson]) -> Vec<u8> {

@@ -8,6 +8,7 @@ pub mod cursor;
 pub mod error;
 pub mod params;
 pub mod state;
+pub mod ttl;
 pub mod wire;
 
 pub use commands::args::ConnInfo;

@@ -3,6 +3,7 @@
 
 use crate::cursor::CursorRegistry;
 use crate::params::Parameters;
+use crate::ttl::TtlCounters;
 use bson::Document;
 use hourglass_catalog::Catalog;
 use hourglass_timeseries::{Limits, TimeseriesStore};
@@ -91,6 +92,7 @@ pub struct ServerState {
     pub cmdline: CmdLine,
     pub started: Instant,
     pub host: String,
+    pub ttl: TtlCounters,
 }
 
 impl ServerState {
@@ -124,6 +126,7 @@ impl ServerState {
             cmdline,
             started: Instant::now(),
             host: hostname(),
+            ttl: TtlCounters::default(),
         }
     }
 }

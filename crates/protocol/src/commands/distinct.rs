@@ -1,5 +1,6 @@
 //! `distinct`: the distinct values of a (dotted) field, arrays unwound one level.
 
+use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -50,7 +51,14 @@ pub fn distinct(req: &Request) -> CmdResult {
     };
     let path: Vec<&str> = key.split('.').collect();
     let mut values: Vec<Bson> = Vec::new();
-    for doc in Target::resolve(req, &coll).scan(filter, req.opt_document("query")?)? {
+    let hint = parse_hint(req.body.get("hint"))?;
+    let opts = ReadOpts {
+        sort: None,
+        hint: hint.as_ref(),
+    };
+    let (docs, _) =
+        Target::resolve(req, &coll).scan_with(filter, req.opt_document("query")?, &opts)?;
+    for doc in docs {
         let doc: Document = doc?;
         let mut found = Vec::new();
         values_at(&Bson::Document(doc), &path, &mut found);

@@ -1,6 +1,7 @@
 //! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
 //! `aggregate` and the listing commands.
 
+use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::cursor::{take_batch, DocSource};
@@ -138,9 +139,16 @@ pub fn find(req: &Request) -> CmdResult {
     if single_batch && batch.is_none() {
         batch = limit;
     }
+    let hint = parse_hint(req.body.get("hint"))?;
+    let opts = ReadOpts {
+        sort: sort.as_ref(),
+        hint: hint.as_ref(),
+    };
+    let (docs, sorted) =
+        Target::resolve(req, &coll).scan_with(filter, req.opt_document("filter")?, &opts)?;
     let source = shape(
-        Target::resolve(req, &coll).scan(filter, req.opt_document("filter")?)?,
-        sort,
+        docs,
+        if sorted { None } else { sort },
         skip,
         limit,
         projection,

@@ -12,11 +12,14 @@ mod databases;
 mod delete;
 mod diagnostics;
 mod distinct;
+mod explain;
 mod find;
 mod find_and_modify;
 mod handshake;
+mod indexes;
 mod insert;
 mod parameters;
+mod planned;
 mod target;
 mod timeseries_ddl;
 mod update;
@@ -89,6 +92,11 @@ pub static COMMANDS: &[Command] = &[
         "Counts the documents matching a query.",
     ),
     cmd("create", collections::create, "Creates a collection."),
+    cmd(
+        "createIndexes",
+        indexes::create_indexes,
+        "Creates indexes on a collection.",
+    ),
     crud("delete", delete::delete, "Deletes documents."),
     crud(
         "distinct",
@@ -102,9 +110,19 @@ pub static COMMANDS: &[Command] = &[
         "Drops the current database.",
     ),
     cmd(
+        "dropIndexes",
+        indexes::drop_indexes,
+        "Drops indexes of a collection.",
+    ),
+    cmd(
         "endSessions",
         handshake::end_sessions,
         "Ends logical sessions.",
+    ),
+    cmd(
+        "explain",
+        explain::explain,
+        "Describes how a command would run (query plan and execution statistics).",
     ),
     crud(
         "find",
@@ -168,7 +186,7 @@ pub static COMMANDS: &[Command] = &[
     ),
     cmd(
         "listIndexes",
-        collections::list_indexes,
+        indexes::list_indexes,
         "Lists the indexes of a collection.",
     ),
     cmd("ping", handshake::ping, "Checks that the server answers."),
@@ -193,6 +211,11 @@ pub static COMMANDS: &[Command] = &[
         "Changes server parameters.",
     ),
     crud("update", update::update, "Updates documents."),
+    cmd(
+        "validate",
+        indexes::validate,
+        "Checks a collection's documents against its indexes.",
+    ),
     cmd(
         "whatsmyuri",
         handshake::whats_my_uri,

@@ -1,6 +1,7 @@
 //! What a collection name in a command refers to: a regular collection, a time-series
 //! collection (the view over `system.buckets.<coll>`), or a buckets collection itself.
 
+use super::planned::{regular_read, ReadOpts};
 use super::Request;
 use crate::cursor::DocSource;
 use crate::error::CommandError;
@@ -67,9 +68,23 @@ impl Target {
     /// `spec` is the filter as the client sent it; time-series reads derive from it the
     /// time bounds that prune buckets.
     pub fn scan(self, filter: Filter, spec: Option<&Document>) -> Result<DocSource, CommandError> {
+        Ok(self.scan_with(filter, spec, &ReadOpts::default())?.0)
+    }
+
+    /// As [`Target::scan`], with a sort and a hint for the planner of regular collections.
+    /// Also returns whether the documents already come in the requested sort order.
+    pub fn scan_with(
+        self,
+        filter: Filter,
+        spec: Option<&Document>,
+        opts: &ReadOpts<'_>,
+    ) -> Result<(DocSource, bool), CommandError> {
         let docs: DocSource = match self {
-            Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
-            Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
+            Target::Regular(None) => return Ok((Box::new(std::iter::empty()), false)),
+            Target::Regular(Some(c)) => {
+                let read = regular_read(&c, filter, spec, opts)?;
+                return Ok((read.source, read.plan.provides_sort));
+            }
             Target::TimeSeries { buckets, options } => {
                 let bounds = spec
                     .map(|s| TimeBounds::from_filter(s, &options.time_field))
@@ -83,23 +98,12 @@ impl Target {
                     .map(Ok),
             ),
         };
-        Ok(Box::new(docs.filter(move |r| match r {
-            Ok(d) => filter.matches(d),
-            Err(_) => true,
-        })))
-    }
-}
-
-fn regular_scan(c: Arc<Collection>, filter: Filter) -> DocSource {
-    let docs: Box<dyn Iterator<Item = _> + Send> = match filter.id_equality() {
-        Some(id) => Box::new(c.get(&id).transpose().into_iter()),
-        None => c.scan(),
-    };
-    Box::new(
-        docs.map(|r| r.map_err(CommandError::from))
-            .filter(move |r| match r {
+        Ok((
+            Box::new(docs.filter(move |r| match r {
                 Ok(d) => filter.matches(d),
                 Err(_) => true,
-            }),
-    )
+            })),
+            false,
+        ))
+    }
 }

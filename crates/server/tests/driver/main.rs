@@ -8,5 +8,7 @@ mod collections;
 mod crud;
 mod durability;
 mod handshake;
+mod indexes;
 mod timeseries;
+mod ttl;
 mod wire;
