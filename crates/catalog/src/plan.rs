@@ -626,9 +626,13 @@ mod tests {
     }
 
     fn within(ranges: &[(Vec<u8>, Option<Vec<u8>>)], key: &[u8]) -> bool {
-        ranges
-            .iter()
-            .any(|(s, e)| key >= s.as_slice() && !e.as_deref().is_some_and(|e| key >= e))
+        ranges.iter().any(|(s, e)| {
+            key >= s.as_slice()
+                && match e {
+                    Some(e) => key < e.as_slice(),
+                    None => true,
+                }
+        })
     }
 
     fn key(parts: &[KeyPart], values: &[Bson]) -> Vec<u8> {
