@@ -428,4 +428,34 @@ mod tests {
         assert_eq!(cat.drop_indexes("db", "c", &DropIndexes::All).unwrap(), 2);
         assert!(c.indexes().is_empty());
     }
+
+    #[test]
+    fn validate_reports_missing_and_extra_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let c = cat.get_or_create("db", "c").unwrap();
+        c.insert(vec![doc! {"_id": 1, "a": 1}, doc! {"_id": 2, "a": 2}], true);
+        cat.create_indexes("db", "c", vec![spec(doc! {"key": {"a": 1}})])
+            .unwrap();
+        let idx = c.indexes()[0].clone();
+        // Remove a document behind the index's back: its entry becomes extra.
+        let mut b = c.engine().batch();
+        b.delete(c.tree(), &crate::keystring::encode(&Bson::Int32(1)));
+        c.engine().commit(b).unwrap();
+        let report = index::build::validate(&c).unwrap();
+        assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+        // Add a document behind its back: its entry is missing.
+        let mut b = c.engine().batch();
+        let d = doc! {"_id": 3, "a": 3};
+        b.put(
+            c.tree(),
+            &crate::keystring::encode(&Bson::Int32(3)),
+            &bson::to_vec(&d).unwrap(),
+        );
+        c.engine().commit(b).unwrap();
+        let report = index::build::validate(&c).unwrap();
+        assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+        assert_eq!(report.nrecords, 2);
+        assert_eq!(report.keys_per_index[1], (idx.spec.name.clone(), 2));
+    }
 }

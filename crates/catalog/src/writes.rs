@@ -5,7 +5,7 @@
 use crate::collection::{with_id, Collection};
 use crate::error::Result;
 use crate::index::staging::Staging;
-use crate::plan::Query;
+use crate::plan::{Hint, Query};
 use bson::{Bson, Document};
 use hourglass_query::filter::Filter;
 use hourglass_query::sort::SortSpec;
@@ -28,6 +28,7 @@ pub struct FindAndModify<'a> {
     pub update: Option<&'a Update>,
     pub return_new: bool,
     pub upsert: bool,
+    pub hint: Option<&'a Hint>,
 }
 
 /// What findAndModify did: the document to return and the lastErrorObject fields.
@@ -47,6 +48,7 @@ impl Collection {
         snap: &Snapshot,
         filter: &Filter,
         sort: Option<&SortSpec>,
+        hint: Option<&Hint>,
         limit: Option<usize>,
     ) -> Result<Vec<Document>> {
         let sort = sort.filter(|s| !s.is_empty());
@@ -55,7 +57,8 @@ impl Collection {
             &Query {
                 filter: Some(filter),
                 sort,
-                ..Query::default()
+                hint,
+                spec: None,
             },
         )?;
         match sort {
@@ -99,9 +102,27 @@ impl Collection {
         multi: bool,
         upsert: bool,
     ) -> Result<UpdateOutcome> {
+        self.update_hinted(filter, update, multi, upsert, None)
+    }
+
+    /// [`Collection::update`] reading the matches through the index `hint` names.
+    pub fn update_hinted(
+        &self,
+        filter: &Filter,
+        update: &Update,
+        multi: bool,
+        upsert: bool,
+        hint: Option<&Hint>,
+    ) -> Result<UpdateOutcome> {
         let guard = self.lock_writes();
         let mut st = Staging::new(self);
-        let docs = self.matching(&st.snap, filter, None, if multi { None } else { Some(1) })?;
+        let docs = self.matching(
+            &st.snap,
+            filter,
+            None,
+            hint,
+            if multi { None } else { Some(1) },
+        )?;
         let mut out = UpdateOutcome::default();
         for old in docs {
             out.matched += 1;
@@ -125,9 +146,19 @@ impl Collection {
 
     /// Deletes the first (`limit_one`) or every document matching `filter`.
     pub fn delete(&self, filter: &Filter, limit_one: bool) -> Result<u64> {
+        self.delete_hinted(filter, limit_one, None)
+    }
+
+    /// [`Collection::delete`] reading the matches through the index `hint` names.
+    pub fn delete_hinted(
+        &self,
+        filter: &Filter,
+        limit_one: bool,
+        hint: Option<&Hint>,
+    ) -> Result<u64> {
         let guard = self.lock_writes();
         let mut st = Staging::new(self);
-        let docs = self.matching(&st.snap, filter, None, limit_one.then_some(1))?;
+        let docs = self.matching(&st.snap, filter, None, hint, limit_one.then_some(1))?;
         for d in &docs {
             st.remove(d)?;
         }
@@ -143,7 +174,7 @@ impl Collection {
         let guard = self.lock_writes();
         let mut st = Staging::new(self);
         let target = self
-            .matching(&st.snap, req.filter, req.sort, Some(1))?
+            .matching(&st.snap, req.filter, req.sort, req.hint, Some(1))?
             .into_iter()
             .next();
         let mut out = FindAndModifyOutcome::default();

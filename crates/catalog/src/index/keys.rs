@@ -173,7 +173,15 @@ mod tests {
     use bson::doc;
 
     fn index(spec: Document) -> Index {
-        Index::detached(IndexSpec::parse(&spec).unwrap())
+        thread_local! {
+            static ENGINE: (tempfile::TempDir, hourglass_storage::Engine) = {
+                let dir = tempfile::tempdir().unwrap();
+                let engine = hourglass_storage::Engine::open(dir.path()).unwrap();
+                (dir, engine)
+            };
+        }
+        let tree = ENGINE.with(|(_, e)| e.tree("t").unwrap());
+        Index::new(IndexSpec::parse(&spec).unwrap(), 0, tree, false)
     }
 
     #[test]

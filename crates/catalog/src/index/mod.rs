@@ -21,7 +21,7 @@ pub struct Index {
     pub spec: IndexSpec,
     /// Number of the index within its collection (names its tree).
     pub ident: u64,
-    tree: Option<Tree>,
+    tree: Tree,
     partial: Option<Filter>,
     multikey: AtomicBool,
 }
@@ -37,22 +37,9 @@ impl Index {
         Index {
             spec,
             ident,
-            tree: Some(tree),
+            tree,
             partial,
             multikey: AtomicBool::new(multikey),
-        }
-    }
-
-    /// An index without storage (for key computations in tests).
-    #[cfg(test)]
-    pub(crate) fn detached(spec: IndexSpec) -> Index {
-        let partial = spec.partial.as_ref().and_then(|p| Filter::parse(p).ok());
-        Index {
-            spec,
-            ident: 0,
-            tree: None,
-            partial,
-            multikey: AtomicBool::new(false),
         }
     }
 
@@ -69,9 +56,7 @@ impl Index {
 
     /// The index's tree.
     pub fn tree(&self) -> &Tree {
-        self.tree
-            .as_ref()
-            .unwrap_or_else(|| unreachable!("detached indexes are only used for key tests"))
+        &self.tree
     }
 
     pub fn partial_filter(&self) -> Option<&Filter> {

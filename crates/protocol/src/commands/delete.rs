@@ -30,7 +30,10 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
     };
     let filter = Filter::parse(q)?;
     match Target::resolve(req, coll).require_regular("delete")? {
-        Some(c) => Ok(c.delete(&filter, limit)?),
+        Some(c) => {
+            let hint = super::planned::parse_hint(stmt.get("hint"))?;
+            Ok(c.delete_hinted(&filter, limit, hint.as_ref())?)
+        }
         None => Ok(0),
     }
 }

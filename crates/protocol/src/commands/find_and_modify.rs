@@ -1,5 +1,6 @@
 //! `findAndModify`: atomically update, upsert or remove one document and return it.
 
+use super::planned::parse_hint;
 use super::target::Target;
 use super::update::parse_update;
 use super::Request;
@@ -54,6 +55,7 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
     } else {
         OpCounters::add(&req.state.opcounters.update, 1);
     }
+    let hint = parse_hint(req.body.get("hint"))?;
     let collection = match Target::resolve(req, &coll).require_regular("findAndModify")? {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, &coll)?,
@@ -69,6 +71,7 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         update: update.as_ref(),
         return_new,
         upsert,
+        hint: hint.as_ref(),
     })?;
     let mut last = doc! {"n": out.n as i32};
     if !remove {

@@ -359,6 +359,36 @@ async fn planner_uses_indexes_and_explain_reports_the_work() {
             "{cmd}"
         );
     }
+    // Writes honour hints too; a bad hint is a write error.
+    let r = run_ok(&db, doc! {"update": "c", "updates": [{"q": {"a": 6}, "u": {"$set": {"w": 1}}, "multi": true, "hint": "a_1_b_-1"}]}).await;
+    assert_eq!(num(&r, "nModified"), 20);
+    let r = run_ok(
+        &db,
+        doc! {"update": "c", "updates": [{"q": {"a": 6}, "u": {"$set": {"w": 2}}, "hint": "zz"}]},
+    )
+    .await;
+    let we = r.get_array("writeErrors").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(num(&we, "code"), 2);
+    let r = run_ok(
+        &db,
+        doc! {"delete": "c", "deletes": [{"q": {"a": 6}, "limit": 0, "hint": {"nope": 1}}]},
+    )
+    .await;
+    assert!(r.get_array("writeErrors").is_ok());
+    assert_cmd_error(
+        &db,
+        doc! {"findAndModify": "c", "query": {"a": 6}, "remove": true, "hint": "zz"},
+        2,
+        Some("BadValue"),
+    )
+    .await;
+    assert_eq!(
+        coll.count_documents(doc! {"a": 6, "w": 1}).await.unwrap(),
+        20
+    );
     // Explain does not write.
     assert_eq!(coll.count_documents(doc! {"a": 4}).await.unwrap(), 20);
     let qp = run_ok(
