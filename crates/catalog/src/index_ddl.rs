@@ -61,11 +61,13 @@ impl Catalog {
         coll: &str,
         specs: Vec<IndexSpec>,
     ) -> Result<CreateIndexesOutcome> {
-        let (c, created_collection) = match self.get(db, coll) {
-            Some(c) => (c, false),
-            None => self.create(db, coll, Document::new())?,
+        let created_collection = match self.get(db, coll) {
+            Some(_) => false,
+            None => self.create(db, coll, Document::new())?.1,
         };
         let _ddl = self.ddl_lock();
+        // Looked up again under the DDL lock: a concurrent drop may have removed it.
+        let c = self.existing(db, coll)?;
         let _w = c.lock_writes();
         let current = c.indexes();
         let before = current.len() + 1;
@@ -139,8 +141,8 @@ impl Catalog {
 
     /// Drops indexes of `db.coll`; returns the number of indexes before (`_id` included).
     pub fn drop_indexes(&self, db: &str, coll: &str, which: &DropIndexes) -> Result<usize> {
-        let c = self.existing(db, coll)?;
         let _ddl = self.ddl_lock();
+        let c = self.existing(db, coll)?;
         let _w = c.lock_writes();
         let current = c.indexes();
         let was = current.len() + 1;
@@ -220,8 +222,8 @@ impl Catalog {
         expire: Option<i64>,
         hidden: Option<bool>,
     ) -> Result<IndexModification> {
-        let c = self.existing(db, coll)?;
         let _ddl = self.ddl_lock();
+        let c = self.existing(db, coll)?;
         let _w = c.lock_writes();
         let current = c.indexes();
         let is_id = match selector {

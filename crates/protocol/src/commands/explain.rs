@@ -29,6 +29,7 @@ struct ReadShape<'a> {
     hint: Option<&'a Bson>,
     skip: Option<i64>,
     limit: Option<i64>,
+    projection: Option<&'a Document>,
     /// Stage wrapping the read (`COUNT`, `UPDATE`, `DELETE`), if any.
     wrapper: Option<&'static str>,
 }
@@ -75,6 +76,7 @@ fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, Comman
         hint: inner.get("hint"),
         skip: None,
         limit: None,
+        projection: None,
         wrapper: None,
     };
     match name {
@@ -83,6 +85,7 @@ fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, Comman
             s.sort = opt_doc(inner, "sort")?;
             s.skip = num("skip");
             s.limit = num("limit").filter(|l| *l != 0).map(i64::abs);
+            s.projection = opt_doc(inner, "projection")?.filter(|p| !p.is_empty());
         }
         "count" => {
             s.filter = opt_doc(inner, "query")?;
@@ -172,15 +175,9 @@ pub fn query_planner(
     ))
 }
 
-/// Wraps `input` in the stages that sort, skip and limit above the access path.
-fn wrap_stages(
-    mut input: Document,
-    sort: Option<&Document>,
-    sorted: bool,
-    skip: Option<i64>,
-    limit: Option<i64>,
-    wrapper: Option<&str>,
-) -> Document {
+/// Wraps `input` in the stages that sort, skip, limit and project above the access path.
+fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Document {
+    let (sort, skip, limit, wrapper) = (shape.sort, shape.skip, shape.limit, shape.wrapper);
     if let Some(s) = sort.filter(|s| !s.is_empty() && !sorted) {
         input =
             doc! {"stage": "SORT", "sortPattern": s.clone(), "type": "simple", "inputStage": input};
@@ -193,6 +190,9 @@ fn wrap_stages(
     }
     if let Some(l) = limit {
         input = doc! {"stage": "LIMIT", "limitAmount": l, "inputStage": input};
+    }
+    if let Some(p) = shape.projection {
+        input = doc! {"stage": "PROJECTION_SIMPLE", "transformBy": p.clone(), "inputStage": input};
     }
     if let Some(w) = wrapper {
         input = doc! {"stage": w, "inputStage": input};
@@ -250,14 +250,7 @@ pub fn explain(req: &Request) -> CmdResult {
         query_planner(req, &shape.coll, shape.filter, sort.as_ref(), shape.hint)?;
     let sorted = plan.as_ref().is_some_and(|p| p.provides_sort);
     if let Ok(w) = planner.get_document("winningPlan") {
-        let wrapped = wrap_stages(
-            w.clone(),
-            shape.sort,
-            sorted,
-            shape.skip,
-            shape.limit,
-            shape.wrapper,
-        );
+        let wrapped = wrap_stages(w.clone(), &shape, sorted);
         planner.insert("winningPlan", wrapped);
     }
     let mut reply = doc! {"explainVersion": "1", "queryPlanner": planner};
@@ -299,14 +292,7 @@ pub fn explain(req: &Request) -> CmdResult {
                     shape.filter,
                     Some((&read.stats, matched as u64)),
                 );
-                let mut stages = wrap_stages(
-                    access,
-                    shape.sort,
-                    read.plan.provides_sort,
-                    shape.skip,
-                    shape.limit,
-                    shape.wrapper,
-                );
+                let mut stages = wrap_stages(access, &shape, read.plan.provides_sort);
                 stages.insert("nReturned", n as i64);
                 (n, read.stats.keys(), read.stats.docs(), stages)
             }
