@@ -149,7 +149,10 @@ pub fn validate(req: &Request) -> CmdResult {
     let coll = req.collection()?;
     let c = match Target::resolve(req, &coll) {
         Target::Regular(Some(c)) => c,
-        Target::TimeSeries { buckets, .. } | Target::Buckets { buckets, .. } => buckets,
+        // Buckets are stored in the time-series layout, not as one document per `_id`.
+        Target::TimeSeries { .. } | Target::Buckets { .. } => {
+            return Err(timeseries_unsupported("validate"))
+        }
         Target::Regular(None) => {
             return Err(CommandError::new(
                 26,
