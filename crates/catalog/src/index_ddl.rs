@@ -460,4 +460,25 @@ mod tests {
         assert_eq!(report.nrecords, 2);
         assert_eq!(report.keys_per_index[1], (idx.spec.name.clone(), 2));
     }
+
+    #[test]
+    fn orphan_index_trees_are_dropped_at_open_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+            let c = cat.get_or_create("db", "c").unwrap();
+            c.insert(vec![doc! {"a": 1}], true);
+            cat.create_indexes("db", "c", vec![spec(doc! {"key": {"a": 1}})])
+                .unwrap();
+            // As if a crash interrupted a build before its catalog entry was written.
+            cat.engine().tree(&index::tree_name(c.id, 99)).unwrap();
+        }
+        let engine = Engine::open(dir.path()).unwrap();
+        let cat = Catalog::open(engine.clone()).unwrap();
+        let c = cat.get("db", "c").unwrap();
+        let names = engine.tree_names();
+        assert!(!names.contains(&index::tree_name(c.id, 99)));
+        assert!(names.contains(&index::tree_name(c.id, c.indexes()[0].ident)));
+        assert!(index::build::validate(&c).unwrap().errors.is_empty());
+    }
 }
