@@ -1,10 +1,11 @@
 //! The collection catalog: which collections exist, their options, and DDL (create, drop,
 //! rename), persisted in the `catalog` tree so it survives restarts.
 
-use crate::collection::Collection;
+use crate::collection::{Collection, CollectionStorage};
 use crate::error::{CatalogError, Result};
+use crate::index::{self, Index, IndexSpec};
 use crate::namespace::{validate_collection_name, validate_db_name, Namespace};
-use bson::{doc, Document};
+use bson::Document;
 use hourglass_storage::{Engine, Tree};
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
@@ -44,10 +45,29 @@ impl Catalog {
             let (ns, id, uuid, options) = parse_meta(&d)?;
             max_id = max_id.max(id);
             let tree = engine.tree(&tree_name(id))?;
-            let c = Collection::new(id, ns.clone(), uuid, options, tree, engine.clone());
+            let indexes = parse_indexes(&engine, id, &d)?;
+            let c = Collection::new(
+                id,
+                ns.clone(),
+                uuid,
+                options,
+                CollectionStorage {
+                    tree,
+                    engine: engine.clone(),
+                    meta: meta.clone(),
+                    indexes,
+                },
+            );
             colls.insert(ns, Arc::new(c));
         }
-        let live: Vec<String> = colls.values().map(|c| tree_name(c.id)).collect();
+        let live: Vec<String> = colls
+            .values()
+            .flat_map(|c| {
+                let mut names = vec![tree_name(c.id)];
+                names.extend(c.indexes().iter().map(|i| index::tree_name(c.id, i.ident)));
+                names
+            })
+            .collect();
         for name in engine.tree_names() {
             if name != META_TREE && !live.contains(&name) {
                 tracing::info!(tree = %name, "dropping orphaned tree");
@@ -102,34 +122,35 @@ impl Catalog {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let uuid = bson::Uuid::new();
         let tree = self.engine.tree(&tree_name(id))?;
-        self.write_meta(&ns, id, uuid, &options)?;
         let c = Arc::new(Collection::new(
             id,
             ns.clone(),
             uuid,
             options,
-            tree,
-            self.engine.clone(),
+            CollectionStorage {
+                tree,
+                engine: self.engine.clone(),
+                meta: self.meta.clone(),
+                indexes: Vec::new(),
+            },
         ));
+        let mut b = self.engine.batch();
+        c.stage_meta(&mut b)?;
+        self.engine.commit(b)?;
         self.colls.write().insert(ns, c.clone());
         Ok((c, true))
     }
 
-    fn write_meta(
-        &self,
-        ns: &Namespace,
-        id: u64,
-        uuid: bson::Uuid,
-        options: &Document,
-    ) -> Result<()> {
-        let meta = doc! {
-            "db": &ns.db, "name": &ns.coll, "id": id as i64, "uuid": uuid, "options": options.clone(),
-        };
-        let bytes = bson::to_vec(&meta).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+    /// Rewrites the catalog entry of `c` durably (the caller holds the DDL lock).
+    pub(crate) fn write_meta(&self, c: &Collection) -> Result<()> {
         let mut b = self.engine.batch();
-        b.put(&self.meta, &meta_key(ns), &bytes);
+        c.stage_meta(&mut b)?;
         self.engine.commit(b)?;
         Ok(())
+    }
+
+    pub(crate) fn ddl_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.ddl.lock()
     }
 
     /// Replaces the options of `db.coll` (collMod), durably.
@@ -141,8 +162,13 @@ impl Catalog {
                 "ns does not exist: {ns}"
             )));
         };
-        self.write_meta(&ns, c.id, c.uuid, &options)?;
+        let _w = c.lock_writes();
+        let old = c.options();
         c.set_options(options);
+        if let Err(e) = self.write_meta(&c) {
+            c.set_options(old);
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -162,6 +188,9 @@ impl Catalog {
         // Wait for in-flight writers of this collection before the tree goes away.
         let _w = c.lock_writes();
         self.engine.drop_tree(c.tree().clone())?;
+        for i in c.indexes().iter() {
+            self.engine.drop_tree(i.tree().clone())?;
+        }
         Ok(true)
     }
 
@@ -205,9 +234,7 @@ impl Catalog {
             self.drop_locked(to)?;
         }
         let _w = c.lock_writes();
-        let meta = doc! {
-            "db": &to.db, "name": &to.coll, "id": c.id as i64, "uuid": c.uuid, "options": c.options(),
-        };
+        let meta = c.meta_doc_for(to);
         let bytes = bson::to_vec(&meta).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
         let mut b = self.engine.batch();
         b.delete(&self.meta, &meta_key(from));
@@ -247,6 +274,29 @@ impl Catalog {
     }
 }
 
+/// The indexes recorded in a collection's catalog entry, with their trees.
+fn parse_indexes(engine: &Engine, coll_id: u64, d: &Document) -> Result<Vec<Arc<Index>>> {
+    let mut out = Vec::new();
+    let Ok(entries) = d.get_array("indexes") else {
+        return Ok(out);
+    };
+    for e in entries {
+        let bad = || CatalogError::Corrupt(format!("bad index entry {e} in {d}"));
+        let bson::Bson::Document(e) = e else {
+            return Err(bad());
+        };
+        let spec = e
+            .get_document("spec")
+            .map_err(|_| bad())
+            .and_then(IndexSpec::parse)?;
+        let ident = e.get_i64("ident").map_err(|_| bad())? as u64;
+        let multikey = e.get_bool("multikey").unwrap_or(false);
+        let tree = engine.tree(&index::tree_name(coll_id, ident))?;
+        out.push(Arc::new(Index::new(spec, ident, tree, multikey)));
+    }
+    Ok(out)
+}
+
 fn parse_meta(d: &Document) -> Result<(Namespace, u64, bson::Uuid, Document)> {
     let bad = || CatalogError::Corrupt(format!("bad catalog entry {d}"));
     let db = d.get_str("db").map_err(|_| bad())?;
@@ -265,6 +315,7 @@ fn parse_meta(d: &Document) -> Result<(Namespace, u64, bson::Uuid, Document)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bson::doc;
 
     #[test]
     fn catalog_persists_create_rename_and_drop() {

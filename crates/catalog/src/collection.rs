@@ -4,11 +4,15 @@
 //! and applied, not while it is synced.
 
 use crate::error::{CatalogError, Result};
+use crate::index::staging::Staging;
+use crate::index::Index;
 use crate::keystring;
 use crate::namespace::Namespace;
-use bson::{oid::ObjectId, Bson, Document};
+use bson::{doc, oid::ObjectId, Bson, Document};
 use hourglass_storage::{Batch, Engine, Snapshot, Tree};
 use parking_lot::{Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Largest document MongoDB accepts (16 MiB).
 pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
@@ -21,6 +25,21 @@ pub struct Collection {
     tree: Tree,
     engine: Engine,
     write_lock: Mutex<()>,
+    /// The catalog tree, where this collection's entry lives.
+    meta: Tree,
+    /// Secondary indexes (the `_id` index is the collection tree itself).
+    indexes: RwLock<Arc<Vec<Arc<Index>>>>,
+    /// Next index number.
+    next_ident: AtomicU64,
+}
+
+/// Where a collection lives: its tree, the engine, the catalog tree holding its entry, and
+/// its secondary indexes.
+pub(crate) struct CollectionStorage {
+    pub tree: Tree,
+    pub engine: Engine,
+    pub meta: Tree,
+    pub indexes: Vec<Arc<Index>>,
 }
 
 /// A stream of documents read from one snapshot.
@@ -39,9 +58,15 @@ impl Collection {
         ns: Namespace,
         uuid: bson::Uuid,
         options: Document,
-        tree: Tree,
-        engine: Engine,
+        storage: CollectionStorage,
     ) -> Collection {
+        let CollectionStorage {
+            tree,
+            engine,
+            meta,
+            indexes,
+        } = storage;
+        let next = indexes.iter().map(|i| i.ident + 1).max().unwrap_or(1);
         Collection {
             id,
             uuid,
@@ -50,7 +75,41 @@ impl Collection {
             tree,
             engine,
             write_lock: Mutex::new(()),
+            meta,
+            indexes: RwLock::new(Arc::new(indexes)),
+            next_ident: AtomicU64::new(next),
         }
+    }
+
+    /// The secondary indexes, in creation order.
+    pub fn indexes(&self) -> Arc<Vec<Arc<Index>>> {
+        self.indexes.read().clone()
+    }
+
+    pub(crate) fn set_indexes(&self, indexes: Vec<Arc<Index>>) {
+        *self.indexes.write() = Arc::new(indexes);
+    }
+
+    pub(crate) fn take_ident(&self) -> u64 {
+        self.next_ident.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// This collection's catalog entry under namespace `ns`.
+    pub(crate) fn meta_doc_for(&self, ns: &Namespace) -> Document {
+        let indexes: Vec<Document> = self.indexes().iter().map(|i| i.catalog_entry()).collect();
+        doc! {
+            "db": &ns.db, "name": &ns.coll, "id": self.id as i64, "uuid": self.uuid,
+            "options": self.options(), "indexes": indexes,
+        }
+    }
+
+    /// Stages this collection's catalog entry (current name, options and indexes).
+    pub(crate) fn stage_meta(&self, batch: &mut Batch) -> Result<()> {
+        let ns = self.namespace();
+        let bytes = bson::to_vec(&self.meta_doc_for(&ns))
+            .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        batch.put(&self.meta, ns.to_string().as_bytes(), &bytes);
+        Ok(())
     }
 
     pub fn namespace(&self) -> Namespace {
@@ -124,21 +183,15 @@ impl Collection {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> Snapshot {
-        self.engine.snapshot()
-    }
-
     /// Inserts `docs`, giving each without `_id` a new ObjectId (as the first field). With
     /// `ordered`, stops at the first failing document; otherwise keeps going. Documents
     /// before (or besides) the failures are committed in one durable batch.
     pub fn insert(&self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
         let mut out = InsertOutcome::default();
         let guard = self.lock_writes();
-        let snap = self.engine.snapshot();
-        let mut batch = self.engine.batch();
-        let mut pending = std::collections::HashSet::new();
+        let mut staging = Staging::new(self);
         for (i, doc) in docs.into_iter().enumerate() {
-            match self.stage_insert(&snap, &mut batch, &mut pending, doc) {
+            match with_id(doc).and_then(|d| staging.insert(&d)) {
                 Ok(()) => out.inserted += 1,
                 Err(e) => {
                     out.errors.push((i, e));
@@ -148,50 +201,24 @@ impl Collection {
                 }
             }
         }
-        let commit = self.engine.apply(batch);
+        let commit = staging.finish().and_then(|b| Ok(self.engine.apply(b)?));
         drop(guard);
-        if let Err(e) = commit.and_then(|t| self.engine.wait_durable(t)) {
+        if let Err(e) = commit.and_then(|t| Ok(self.engine.wait_durable(t)?)) {
             let failed = out.inserted;
             out.inserted = 0;
-            out.errors.insert(0, (0, e.into()));
+            out.errors.insert(0, (0, e));
             tracing::error!(inserted = failed, "insert batch failed to commit");
         }
         out
     }
 
-    fn stage_insert(
-        &self,
-        snap: &Snapshot,
-        batch: &mut Batch,
-        pending: &mut std::collections::HashSet<Vec<u8>>,
-        doc: Document,
-    ) -> Result<()> {
-        let doc = with_id(doc)?;
-        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        let key = keystring::encode(&id);
-        if pending.contains(&key) || snap.get(&self.tree, &key)?.is_some() {
-            return Err(self.duplicate(&id));
-        }
-        batch.put(&self.tree, &key, &encode(&doc)?);
-        pending.insert(key);
-        Ok(())
-    }
-
     pub(crate) fn duplicate(&self, id: &Bson) -> CatalogError {
         CatalogError::DuplicateKey {
             ns: self.namespace().to_string(),
-            key: Box::new(id.clone()),
+            index: crate::index::ID_INDEX_NAME.to_string(),
+            key_pattern: Box::new(doc! {"_id": 1}),
+            key_value: Box::new(doc! {"_id": id.clone()}),
         }
-    }
-
-    pub(crate) fn stage_put(&self, batch: &mut Batch, doc: &Document) -> Result<()> {
-        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        batch.put(&self.tree, &keystring::encode(&id), &encode(doc)?);
-        Ok(())
-    }
-
-    pub(crate) fn stage_delete(&self, batch: &mut Batch, id: &Bson) {
-        batch.delete(&self.tree, &keystring::encode(id));
     }
 }
 
@@ -229,7 +256,7 @@ pub fn encode(doc: &Document) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn decode(bytes: &[u8]) -> Result<Document> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Document> {
     bson::from_slice(bytes).map_err(|e| CatalogError::Corrupt(e.to_string()))
 }
 

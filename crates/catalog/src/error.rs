@@ -11,8 +11,33 @@ pub enum CatalogError {
     NamespaceNotFound(String),
     #[error("{0}")]
     InvalidNamespace(String),
-    #[error("E11000 duplicate key error collection: {ns} index: _id_ dup key: {{ _id: {} }}", format_key(.key))]
-    DuplicateKey { ns: String, key: Box<bson::Bson> },
+    #[error("E11000 duplicate key error collection: {ns} index: {index} dup key: {}", format_key_value(.key_value))]
+    DuplicateKey {
+        ns: String,
+        index: String,
+        key_pattern: Box<bson::Document>,
+        key_value: Box<bson::Document>,
+    },
+    #[error("{0}")]
+    CannotCreateIndex(String),
+    #[error("{0}")]
+    AmbiguousIndexKeyPattern(String),
+    #[error("{0}")]
+    InvalidIndexSpecificationOption(String),
+    #[error("{0}")]
+    IndexNotFound(String),
+    #[error("{0}")]
+    IndexKeySpecsConflict(String),
+    #[error("{0}")]
+    IndexOptionsConflict(String),
+    #[error("{0}")]
+    CannotIndexParallelArrays(String),
+    #[error("{0}")]
+    HashedArray(String),
+    #[error("{0}")]
+    TypeMismatch(String),
+    #[error("{0}")]
+    FailedToParse(String),
     #[error("{0}")]
     BadValue(String),
     #[error("{0}")]
@@ -39,6 +64,16 @@ impl CatalogError {
             CatalogError::NamespaceNotFound(_) => 26,
             CatalogError::InvalidNamespace(_) => 73,
             CatalogError::DuplicateKey { .. } => 11000,
+            CatalogError::CannotCreateIndex(_) => 67,
+            CatalogError::AmbiguousIndexKeyPattern(_) => 275,
+            CatalogError::InvalidIndexSpecificationOption(_) => 197,
+            CatalogError::IndexNotFound(_) => 27,
+            CatalogError::IndexKeySpecsConflict(_) => 86,
+            CatalogError::IndexOptionsConflict(_) => 85,
+            CatalogError::CannotIndexParallelArrays(_) => 171,
+            CatalogError::HashedArray(_) => 16766,
+            CatalogError::TypeMismatch(_) => 14,
+            CatalogError::FailedToParse(_) => 9,
             CatalogError::BadValue(_) => 2,
             CatalogError::InvalidOptions(_) => 72,
             CatalogError::IllegalOperation(_) => 20,
@@ -56,6 +91,16 @@ impl CatalogError {
             CatalogError::NamespaceNotFound(_) => "NamespaceNotFound",
             CatalogError::InvalidNamespace(_) => "InvalidNamespace",
             CatalogError::DuplicateKey { .. } => "DuplicateKey",
+            CatalogError::CannotCreateIndex(_) => "CannotCreateIndex",
+            CatalogError::AmbiguousIndexKeyPattern(_) => "AmbiguousIndexKeyPattern",
+            CatalogError::InvalidIndexSpecificationOption(_) => "InvalidIndexSpecificationOption",
+            CatalogError::IndexNotFound(_) => "IndexNotFound",
+            CatalogError::IndexKeySpecsConflict(_) => "IndexKeySpecsConflict",
+            CatalogError::IndexOptionsConflict(_) => "IndexOptionsConflict",
+            CatalogError::CannotIndexParallelArrays(_) => "CannotIndexParallelArrays",
+            CatalogError::HashedArray(_) => "Location16766",
+            CatalogError::TypeMismatch(_) => "TypeMismatch",
+            CatalogError::FailedToParse(_) => "FailedToParse",
             CatalogError::BadValue(_) => "BadValue",
             CatalogError::InvalidOptions(_) => "InvalidOptions",
             CatalogError::IllegalOperation(_) => "IllegalOperation",
@@ -75,4 +120,13 @@ fn format_key(id: &bson::Bson) -> String {
         bson::Bson::String(s) => format!("\"{s}\""),
         other => other.to_string(),
     }
+}
+
+/// `{ a: 1, b: "x" }`, as in MongoDB's duplicate-key messages.
+fn format_key_value(d: &bson::Document) -> String {
+    let fields: Vec<String> = d
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", format_key(v)))
+        .collect();
+    format!("{{ {} }}", fields.join(", "))
 }

@@ -8,11 +8,17 @@
 pub mod catalog;
 pub mod collection;
 pub mod error;
+mod expire;
+pub mod index;
+mod index_ddl;
 pub mod keystring;
 pub mod namespace;
+pub mod plan;
+pub mod scan;
 pub mod writes;
 
 pub use catalog::Catalog;
 pub use collection::Collection;
 pub use error::CatalogError;
+pub use index_ddl::{CreateIndexesOutcome, DropIndexes, IndexModification, IndexSelector};
 pub use namespace::Namespace;

@@ -4,6 +4,8 @@
 
 use crate::collection::{with_id, Collection};
 use crate::error::Result;
+use crate::index::staging::Staging;
+use crate::plan::{Hint, Query};
 use bson::{Bson, Document};
 use hourglass_query::filter::Filter;
 use hourglass_query::sort::SortSpec;
@@ -26,6 +28,7 @@ pub struct FindAndModify<'a> {
     pub update: Option<&'a Update>,
     pub return_new: bool,
     pub upsert: bool,
+    pub hint: Option<&'a Hint>,
 }
 
 /// What findAndModify did: the document to return and the lastErrorObject fields.
@@ -38,31 +41,35 @@ pub struct FindAndModifyOutcome {
 }
 
 impl Collection {
-    /// Documents matching `filter` in the snapshot, stopping after `limit` when given.
+    /// Documents matching `filter` in the snapshot (read through the planner), stopping
+    /// after `limit` when given; with `sort`, in that order.
     fn matching(
         &self,
         snap: &Snapshot,
         filter: &Filter,
+        sort: Option<&SortSpec>,
+        hint: Option<&Hint>,
         limit: Option<usize>,
     ) -> Result<Vec<Document>> {
-        if let Some(id) = filter.id_equality() {
-            return Ok(self
-                .get_in(snap, &id)?
-                .filter(|d| filter.matches(d))
-                .into_iter()
-                .collect());
-        }
-        let mut out = Vec::new();
-        for doc in self.scan_in(snap) {
-            let doc = doc?;
-            if filter.matches(&doc) {
-                out.push(doc);
-                if limit.is_some_and(|l| out.len() >= l) {
-                    break;
-                }
+        let sort = sort.filter(|s| !s.is_empty());
+        let plan = crate::plan::plan(
+            self,
+            &Query {
+                filter: Some(filter),
+                sort,
+                hint,
+                spec: None,
+            },
+        )?;
+        match sort {
+            Some(s) if !plan.provides_sort => {
+                let mut docs = self.matching_docs(snap, &plan, filter, None)?;
+                docs.sort_by(|a, b| s.compare(a, b));
+                docs.truncate(limit.unwrap_or(usize::MAX));
+                Ok(docs)
             }
+            _ => self.matching_docs(snap, &plan, filter, limit),
         }
-        Ok(out)
     }
 
     /// Builds the document an upsert inserts: the filter's equality fields, then the update.
@@ -95,29 +102,43 @@ impl Collection {
         multi: bool,
         upsert: bool,
     ) -> Result<UpdateOutcome> {
+        self.update_hinted(filter, update, multi, upsert, None)
+    }
+
+    /// [`Collection::update`] reading the matches through the index `hint` names.
+    pub fn update_hinted(
+        &self,
+        filter: &Filter,
+        update: &Update,
+        multi: bool,
+        upsert: bool,
+        hint: Option<&Hint>,
+    ) -> Result<UpdateOutcome> {
         let guard = self.lock_writes();
-        let snap = self.snapshot();
-        let docs = self.matching(&snap, filter, if multi { None } else { Some(1) })?;
+        let mut st = Staging::new(self);
+        let docs = self.matching(
+            &st.snap,
+            filter,
+            None,
+            hint,
+            if multi { None } else { Some(1) },
+        )?;
         let mut out = UpdateOutcome::default();
-        let mut batch = self.engine().batch();
         for old in docs {
             out.matched += 1;
             let mut new = old.clone();
             if update.apply_matched(&mut new, false, Some(filter))? && new != old {
-                self.stage_put(&mut batch, &new)?;
+                st.replace(&old, &new)?;
                 out.modified += 1;
             }
         }
         if out.matched == 0 && upsert {
             let doc = Self::upsert_document(filter, update)?;
             let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-            if self.get_in(&snap, &id)?.is_some() {
-                return Err(self.duplicate(&id));
-            }
-            self.stage_put(&mut batch, &doc)?;
+            st.insert(&doc)?;
             out.upserted = Some(id);
         }
-        let ticket = self.engine().apply(batch)?;
+        let ticket = self.engine().apply(st.finish()?)?;
         drop(guard);
         self.engine().wait_durable(ticket)?;
         Ok(out)
@@ -125,14 +146,23 @@ impl Collection {
 
     /// Deletes the first (`limit_one`) or every document matching `filter`.
     pub fn delete(&self, filter: &Filter, limit_one: bool) -> Result<u64> {
+        self.delete_hinted(filter, limit_one, None)
+    }
+
+    /// [`Collection::delete`] reading the matches through the index `hint` names.
+    pub fn delete_hinted(
+        &self,
+        filter: &Filter,
+        limit_one: bool,
+        hint: Option<&Hint>,
+    ) -> Result<u64> {
         let guard = self.lock_writes();
-        let snap = self.snapshot();
-        let docs = self.matching(&snap, filter, limit_one.then_some(1))?;
-        let mut batch = self.engine().batch();
+        let mut st = Staging::new(self);
+        let docs = self.matching(&st.snap, filter, None, hint, limit_one.then_some(1))?;
         for d in &docs {
-            self.stage_delete(&mut batch, d.get("_id").unwrap_or(&Bson::Null));
+            st.remove(d)?;
         }
-        let ticket = self.engine().apply(batch)?;
+        let ticket = self.engine().apply(st.finish()?)?;
         drop(guard);
         self.engine().wait_durable(ticket)?;
         Ok(docs.len() as u64)
@@ -142,30 +172,22 @@ impl Collection {
     /// it (or upserts), returning the document before or after.
     pub fn find_and_modify(&self, req: &FindAndModify<'_>) -> Result<FindAndModifyOutcome> {
         let guard = self.lock_writes();
-        let snap = self.snapshot();
-        let target = match req.sort.filter(|s| !s.is_empty()) {
-            Some(sort) => {
-                let mut docs = self.matching(&snap, req.filter, None)?;
-                docs.sort_by(|a, b| sort.compare(a, b));
-                docs.into_iter().next()
-            }
-            None => self
-                .matching(&snap, req.filter, Some(1))?
-                .into_iter()
-                .next(),
-        };
+        let mut st = Staging::new(self);
+        let target = self
+            .matching(&st.snap, req.filter, req.sort, req.hint, Some(1))?
+            .into_iter()
+            .next();
         let mut out = FindAndModifyOutcome::default();
-        let mut batch = self.engine().batch();
         match (target, req.update) {
             (Some(old), None) => {
-                self.stage_delete(&mut batch, old.get("_id").unwrap_or(&Bson::Null));
+                st.remove(&old)?;
                 out.n = 1;
                 out.value = Some(old);
             }
             (Some(old), Some(update)) => {
                 let mut new = old.clone();
                 if update.apply_matched(&mut new, false, Some(req.filter))? && new != old {
-                    self.stage_put(&mut batch, &new)?;
+                    st.replace(&old, &new)?;
                 }
                 out.n = 1;
                 out.updated_existing = true;
@@ -174,17 +196,14 @@ impl Collection {
             (None, Some(update)) if req.upsert => {
                 let doc = Self::upsert_document(req.filter, update)?;
                 let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-                if self.get_in(&snap, &id)?.is_some() {
-                    return Err(self.duplicate(&id));
-                }
-                self.stage_put(&mut batch, &doc)?;
+                st.insert(&doc)?;
                 out.n = 1;
                 out.upserted = Some(id);
                 out.value = req.return_new.then_some(doc);
             }
             (None, _) => {}
         }
-        let ticket = self.engine().apply(batch)?;
+        let ticket = self.engine().apply(st.finish()?)?;
         drop(guard);
         self.engine().wait_durable(ticket)?;
         Ok(out)

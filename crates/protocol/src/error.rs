@@ -10,6 +10,8 @@ pub struct CommandError {
     pub code: i32,
     pub code_name: String,
     pub errmsg: String,
+    /// Extra reply fields (e.g. `keyPattern`/`keyValue` of a duplicate key).
+    pub extra: Option<Box<Document>>,
 }
 
 impl CommandError {
@@ -18,6 +20,7 @@ impl CommandError {
             code,
             code_name: code_name.to_string(),
             errmsg: errmsg.into(),
+            extra: None,
         }
     }
 
@@ -58,18 +61,37 @@ impl CommandError {
 
     /// This error as an entry of a write command's `writeErrors`.
     pub fn write_error(&self, index: usize) -> Document {
-        doc! {"index": index as i32, "code": self.code, "codeName": &self.code_name, "errmsg": &self.errmsg}
+        let mut d = doc! {"index": index as i32, "code": self.code, "codeName": &self.code_name, "errmsg": &self.errmsg};
+        if let Some(extra) = &self.extra {
+            d.extend(extra.as_ref().clone());
+        }
+        d
     }
 
     /// The reply document for this error.
     pub fn to_reply(&self) -> Document {
-        doc! { "ok": 0.0, "errmsg": &self.errmsg, "code": self.code, "codeName": &self.code_name }
+        let mut d = doc! { "ok": 0.0, "errmsg": &self.errmsg, "code": self.code, "codeName": &self.code_name };
+        if let Some(extra) = &self.extra {
+            d.extend(extra.as_ref().clone());
+        }
+        d
     }
 }
 
 impl From<CatalogError> for CommandError {
     fn from(e: CatalogError) -> Self {
-        CommandError::new(e.code(), e.code_name(), e.to_string())
+        let mut out = CommandError::new(e.code(), e.code_name(), e.to_string());
+        if let CatalogError::DuplicateKey {
+            key_pattern,
+            key_value,
+            ..
+        } = &e
+        {
+            out.extra = Some(Box::new(
+                doc! {"keyPattern": key_pattern.as_ref().clone(), "keyValue": key_value.as_ref().clone()},
+            ));
+        }
+        out
     }
 }
 

@@ -9,6 +9,7 @@ pub mod error;
 pub mod ops;
 pub mod params;
 pub mod state;
+pub mod ttl;
 pub mod wire;
 
 pub use commands::args::ConnInfo;

@@ -3,6 +3,7 @@
 
 use crate::cursor::CursorRegistry;
 use crate::params::Parameters;
+use crate::ttl::TtlCounters;
 use bson::Document;
 use hourglass_catalog::Catalog;
 use hourglass_timeseries::{Limits, TimeseriesStore};
@@ -92,6 +93,7 @@ pub struct ServerState {
     pub cmdline: CmdLine,
     pub started: Instant,
     pub host: String,
+    pub ttl: TtlCounters,
 }
 
 impl ServerState {
@@ -126,6 +128,7 @@ impl ServerState {
             cmdline,
             started: Instant::now(),
             host: hostname(),
+            ttl: TtlCounters::default(),
         }
     }
 }

@@ -150,6 +150,7 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let reaper = tokio::spawn(reap_cursors(state.clone(), stop_rx.clone()));
+    let ttl = tokio::spawn(ttl_monitor(state.clone(), stop_rx.clone()));
     let mut conns = JoinSet::new();
     let mut accepts = JoinSet::new();
     for l in listeners {
@@ -171,6 +172,7 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
         tracing::warn!("some requests did not finish within 15 s");
     }
     reaper.abort();
+    ttl.abort();
     Ok(())
 }
 
@@ -233,6 +235,24 @@ async fn reap_cursors(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) 
         let n = state.cursors.reap(Duration::from_millis(timeout));
         if n > 0 {
             tracing::info!(count = n, "closed idle cursors");
+        }
+    }
+}
+
+/// The TTL monitor: one pass every `ttlMonitorSleepSecs` seconds (re-read each time), run
+/// on a blocking thread since it reads and writes storage.
+async fn ttl_monitor(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let secs = state.params.get_i64("ttlMonitorSleepSecs", 60).max(1) as u64;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(secs)) => {}
+            _ = stop.changed() => return,
+        }
+        let s = state.clone();
+        match tokio::task::spawn_blocking(move || hourglass_protocol::ttl::run_pass(&s)).await {
+            Ok(n) if n > 0 => tracing::info!(deleted = n, "TTL pass deleted expired documents"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "TTL pass failed"),
         }
     }
 }

@@ -62,6 +62,7 @@ impl Batch {
 }
 
 /// A consistent point-in-time view across all trees (MVCC: never blocks writers).
+#[derive(Clone)]
 pub struct Snapshot {
     inner: fjall::Snapshot,
 }
@@ -86,35 +87,32 @@ impl Snapshot {
         })
     }
 
-    /// Iterates the entries of `tree` with `start <= key < end`, last key first.
-    pub fn scan_range_rev(
+    /// Iterates the entries of `tree` with `start <= key < end` (no upper limit when `end`
+    /// is `None`), in key order or, with `reverse`, backwards.
+    pub fn range(
         &self,
         tree: &Tree,
         start: &[u8],
-        end: &[u8],
-    ) -> impl Iterator<Item = Result<KeyValue>> + Send + 'static {
-        self.inner
-            .range(&tree.ks, start.to_vec()..end.to_vec())
-            .rev()
-            .map(|guard| {
-                let (k, v) = guard.into_inner()?;
-                Ok((k.to_vec(), v.to_vec()))
-            })
-    }
-
-    /// Iterates the entries of `tree` with `start <= key < end`, in key order.
-    pub fn scan_range(
-        &self,
-        tree: &Tree,
-        start: &[u8],
-        end: &[u8],
-    ) -> impl Iterator<Item = Result<KeyValue>> + Send + 'static {
-        self.inner
-            .range(&tree.ks, start.to_vec()..end.to_vec())
-            .map(|guard| {
-                let (k, v) = guard.into_inner()?;
-                Ok((k.to_vec(), v.to_vec()))
-            })
+        end: Option<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<KeyValue>> + Send + 'static> {
+        use std::ops::Bound;
+        let upper = match end {
+            Some(e) => Bound::Excluded(e.to_vec()),
+            None => Bound::Unbounded,
+        };
+        let iter = self
+            .inner
+            .range::<Vec<u8>, _>(&tree.ks, (Bound::Included(start.to_vec()), upper));
+        let map = |guard: fjall::Guard| {
+            let (k, v) = guard.into_inner()?;
+            Ok((k.to_vec(), v.to_vec()))
+        };
+        if reverse {
+            Box::new(iter.rev().map(map))
+        } else {
+            Box::new(iter.map(map))
+        }
     }
 }
 

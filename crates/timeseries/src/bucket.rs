@@ -565,6 +565,7 @@ pub fn decode_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
 /// Builds measurements in MongoDB's unpack order: time field, meta field
 /// (named as the user's metaField, when the bucket has a meta), then the
 /// other fields in `data` order. `wanted` limits the output fields.
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     count: usize,
     time_field: &str,
@@ -572,11 +573,15 @@ fn assemble(
     meta: Option<&Bson>,
     columns: &[(&str, Vec<Option<Bson>>)],
     wanted: Option<&[&str]>,
+    rows: Option<&[bool]>,
 ) -> Vec<Document> {
     let want = |f: &str| is_wanted(wanted, f);
     let time_col = columns.iter().find(|(n, _)| *n == time_field);
     let mut out = Vec::with_capacity(count);
     for i in 0..count {
+        if rows.is_some_and(|r| !r.get(i).copied().unwrap_or(false)) {
+            continue;
+        }
         let mut d = Document::new();
         if let Some((_, col)) = time_col {
             if let Some(Some(v)) = col.get(i) {
@@ -631,6 +636,15 @@ impl DecodedBucket {
     /// Rebuilds measurements; `fields` limits which fields are decoded and
     /// returned (the meta field is included when its name is listed).
     pub fn unpack(&self, fields: Option<&[&str]>) -> Result<Vec<Document>, TsError> {
+        self.unpack_rows(fields, None)
+    }
+
+    /// [`DecodedBucket::unpack`] of only the rows set in `rows`.
+    pub fn unpack_rows(
+        &self,
+        fields: Option<&[&str]>,
+        rows: Option<&[bool]>,
+    ) -> Result<Vec<Document>, TsError> {
         let mut cols = Vec::new();
         for (name, _) in &self.directory {
             if is_wanted(fields, name) {
@@ -646,6 +660,7 @@ impl DecodedBucket {
             self.meta.as_ref(),
             &cols,
             fields,
+            rows,
         ))
     }
 
@@ -704,9 +719,20 @@ impl DecodedBucket {
 /// Measurements of an open bucket in MongoDB's unpack order (time field,
 /// meta field, then the other fields in `data` order).
 pub fn unpack_measurements(bucket: &Bucket, options: &TimeseriesOptions) -> Vec<Document> {
+    unpack_measurement_rows(bucket, options, None, None)
+}
+
+/// [`unpack_measurements`] limited to the fields in `wanted` and the rows set in `rows`.
+pub fn unpack_measurement_rows(
+    bucket: &Bucket,
+    options: &TimeseriesOptions,
+    wanted: Option<&[&str]>,
+    rows: Option<&[bool]>,
+) -> Vec<Document> {
     let cols: Vec<(&str, Vec<Option<Bson>>)> = bucket
         .fields
         .iter()
+        .filter(|f| is_wanted(wanted, f))
         .map(|f| {
             (
                 f.as_str(),
@@ -724,7 +750,8 @@ pub fn unpack_measurements(bucket: &Bucket, options: &TimeseriesOptions) -> Vec<
         options.meta_field.as_deref(),
         bucket.meta.as_ref(),
         &cols,
-        None,
+        wanted,
+        rows,
     )
 }
 

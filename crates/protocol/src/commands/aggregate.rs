@@ -11,6 +11,7 @@ use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 use hourglass_query::pipeline::Pipeline;
+use hourglass_query::sort::SortSpec;
 
 pub fn aggregate(req: &Request) -> CmdResult {
     req.check_fields(&[
@@ -74,6 +75,11 @@ pub fn aggregate(req: &Request) -> CmdResult {
             cursor_opts.as_ref(),
         );
     }
+    if explain && coll_stats.is_none() {
+        if let Target::Regular(_) = &target {
+            return explain_regular(req, &coll, &stages);
+        }
+    }
     if explain {
         return Ok(doc! {
             "explainVersion": "1",
@@ -113,6 +119,43 @@ pub(super) fn cursor_batch_size(
             as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
         )),
     }
+}
+
+/// `explain` of a pipeline over a regular collection: the plan of its leading `$match` /
+/// `$sort` as a top-level `queryPlanner` when the pipeline only filters, sorts, skips and
+/// limits, else as the `$cursor` stage in front of the remaining stages.
+fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult {
+    let mut used = 0;
+    let match_spec = stages.first().and_then(|s| s.get_document("$match").ok());
+    if match_spec.is_some() {
+        used = 1;
+    }
+    let sort_doc = stages.get(used).and_then(|s| s.get_document("$sort").ok());
+    let sort = sort_doc.map(SortSpec::parse).transpose()?;
+    if sort.is_some() {
+        used += 1;
+    }
+    let (planner, _) =
+        super::explain::query_planner(req, coll, match_spec, sort.as_ref(), req.body.get("hint"))?;
+    let simple = stages.iter().all(|s| {
+        s.keys()
+            .next()
+            .is_some_and(|k| ["$match", "$sort", "$limit", "$skip"].contains(&k.as_str()))
+    });
+    if simple {
+        return Ok(doc! {
+            "explainVersion": "1",
+            "queryPlanner": planner,
+            "command": req.body.clone(),
+        });
+    }
+    let mut out: Vec<Bson> = vec![Bson::Document(doc! {"$cursor": {"queryPlanner": planner}})];
+    out.extend(stages[used..].iter().cloned().map(Bson::Document));
+    Ok(doc! {
+        "explainVersion": "1",
+        "stages": out,
+        "command": req.body.clone(),
+    })
 }
 
 /// The one document `$collStats` outputs: `storageStats` and `count` when asked for.

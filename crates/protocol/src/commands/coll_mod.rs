@@ -1,11 +1,14 @@
 //! `collMod`: for time-series collections, `timeseries.granularity` (only coarser),
 //! `timeseries.bucketMaxSpanSeconds`/`bucketRoundingSeconds` (only larger, together) and
-//! `expireAfterSeconds` (a number, or "off"). Index options come with secondary indexes.
+//! `expireAfterSeconds` (a number, or "off"). For regular collections, `index` changes
+//! one index's `expireAfterSeconds` and/or `hidden`.
 
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{Bson, Document};
+use hourglass_catalog::index::spec::parse_expire_after_seconds;
+use hourglass_catalog::IndexSelector;
 use hourglass_timeseries::{validate_expire_after_seconds, Granularity};
 
 pub fn coll_mod(req: &Request) -> CmdResult {
@@ -27,9 +30,10 @@ pub fn coll_mod(req: &Request) -> CmdResult {
                 format!("ns does not exist: {}.{coll}", req.db),
             ))
         }
-        _ => {
+        Target::Regular(Some(_)) => return coll_mod_regular(req, &coll),
+        Target::Buckets { .. } => {
             return Err(CommandError::invalid_options(
-                "collMod of regular collections is not supported by this server yet",
+                "collMod of a time-series buckets collection is not supported",
             ))
         }
     };
@@ -75,4 +79,67 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     req.state.catalog.set_options(&req.db, &name, stored)?;
     req.state.timeseries.set_options(&buckets, &options)?;
     Ok(Document::new())
+}
+
+/// collMod of a regular collection: only the `index` option.
+fn coll_mod_regular(req: &Request, coll: &str) -> CmdResult {
+    for k in [
+        "timeseries",
+        "expireAfterSeconds",
+        "validator",
+        "validationLevel",
+        "validationAction",
+    ] {
+        if req.body.contains_key(k) {
+            return Err(CommandError::invalid_options(format!(
+                "collMod option '{k}' is not supported on regular collections by this server yet"
+            )));
+        }
+    }
+    let Some(spec) = req.opt_document("index")? else {
+        return Ok(Document::new());
+    };
+    let mut selector = None;
+    let mut expire = None;
+    let mut hidden = None;
+    for (k, v) in spec {
+        match (k.as_str(), v) {
+            ("name", Bson::String(n)) => selector = Some(IndexSelector::Name(n.clone())),
+            ("keyPattern", Bson::Document(d)) => {
+                selector = Some(IndexSelector::KeyPattern(d.clone()))
+            }
+            ("expireAfterSeconds", v) => {
+                expire = Some(parse_expire_after_seconds(v).map_err(CommandError::from)?)
+            }
+            ("hidden", Bson::Boolean(b)) => hidden = Some(*b),
+            ("name", v) => return Err(req.wrong_type("index.name", v, "string")),
+            ("keyPattern", v) => return Err(req.wrong_type("index.keyPattern", v, "object")),
+            ("hidden", v) => return Err(req.wrong_type("index.hidden", v, "bool")),
+            (other, _) => return Err(CommandError::unknown_field("collMod.index", other)),
+        }
+    }
+    let Some(selector) = selector else {
+        return Err(CommandError::invalid_options(
+            "collMod 'index' requires either the 'name' or 'keyPattern' field",
+        ));
+    };
+    if expire.is_none() && hidden.is_none() {
+        return Err(CommandError::invalid_options(
+            "no expireAfterSeconds or hidden field",
+        ));
+    }
+    let m = req
+        .state
+        .catalog
+        .modify_index(&req.db, coll, &selector, expire, hidden)?;
+    let mut reply = Document::new();
+    if let (Some(o), Some(n)) = (m.expire_old, m.expire_new) {
+        reply.insert("expireAfterSeconds_old", o);
+        reply.insert("expireAfterSeconds_new", n);
+    }
+    if let (Some(o), Some(n)) = (m.hidden_old, m.hidden_new) {
+        reply.insert("hidden_old", o);
+        reply.insert("hidden_new", n);
+    }
+    Ok(reply)
 }

@@ -1,5 +1,5 @@
 //! Collection DDL and listing: `create`, `drop`, `renameCollection`, `listCollections`,
-//! `listIndexes`.
+//! (`listIndexes` lives with the index commands).
 
 use super::find::single_batch_cursor;
 use super::target::{Target, BUCKETS_PREFIX};
@@ -7,6 +7,7 @@ use super::timeseries_ddl::{create_timeseries, describe_timeseries};
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
+use hourglass_catalog::index::spec::id_index_document;
 use hourglass_catalog::{Collection, Namespace};
 use hourglass_query::filter::Filter;
 use hourglass_timeseries::options_of;
@@ -97,8 +98,13 @@ pub fn drop(req: &Request) -> CmdResult {
             .drop_collection(&req.db, &buckets.namespace().coll)?;
         return Ok(doc! {"nIndexesWas": 0, "ns": ns});
     }
+    let n_indexes = req
+        .state
+        .catalog
+        .get(&req.db, &coll)
+        .map_or(1, |c| c.indexes().len() + 1);
     if req.state.catalog.drop_collection(&req.db, &coll)? {
-        Ok(doc! {"nIndexesWas": 1, "ns": ns})
+        Ok(doc! {"nIndexesWas": n_indexes as i32, "ns": ns})
     } else {
         Ok(Document::new())
     }
@@ -147,17 +153,13 @@ pub fn rename_collection(req: &Request) -> CmdResult {
     Ok(Document::new())
 }
 
-fn id_index() -> Document {
-    doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
-}
-
 fn describe(c: &Collection) -> Document {
     doc! {
         "name": c.namespace().coll,
         "type": "collection",
         "options": c.options(),
         "info": {"readOnly": false, "uuid": c.uuid},
-        "idIndex": id_index(),
+        "idIndex": id_index_document(),
     }
 }
 
@@ -192,22 +194,4 @@ pub fn list_collections(req: &Request) -> CmdResult {
         &format!("{}.$cmd.listCollections", req.db),
         docs,
     ))
-}
-
-pub fn list_indexes(req: &Request) -> CmdResult {
-    let coll = req.collection()?;
-    let indexes = match Target::resolve(req, &coll) {
-        Target::Regular(Some(_)) => vec![id_index()],
-        // Time-series collections have no secondary indexes yet (index translation is a
-        // later issue) and no _id index, as in MongoDB.
-        Target::TimeSeries { .. } | Target::Buckets { .. } => vec![],
-        Target::Regular(None) => {
-            return Err(CommandError::new(
-                26,
-                "NamespaceNotFound",
-                format!("ns does not exist: {}.{coll}", req.db),
-            ))
-        }
-    };
-    Ok(single_batch_cursor(&format!("{}.{coll}", req.db), indexes))
 }

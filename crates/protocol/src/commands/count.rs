@@ -1,5 +1,6 @@
 //! `count`: documents matching a query, after skip and limit.
 
+use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::error::CmdResult;
@@ -29,13 +30,16 @@ pub fn count(req: &Request) -> CmdResult {
         .map(|l| l.unsigned_abs() as usize)
         .filter(|&l| l > 0);
     let mut n = 0usize;
+    let hint = parse_hint(req.body.get("hint"))?;
+    let after = [doc! {"$count": "n"}];
+    let opts = ReadOpts {
+        sort: None,
+        hint: hint.as_ref(),
+        after: &after,
+    };
     for doc in Target::resolve(req, &coll)
-        .scan_for(
-            req,
-            filter,
-            req.opt_document("query")?,
-            &[doc! {"$count": "n"}],
-        )?
+        .scan_with(req, filter, req.opt_document("query")?, &opts)?
+        .0
         .skip(skip)
     {
         doc?;

@@ -36,7 +36,10 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
             .delete(&buckets, &options, q, limit)?
             .deleted),
         target => match target.require_regular("delete")? {
-            Some(c) => Ok(c.delete(&filter, limit)?),
+            Some(c) => {
+                let hint = super::planned::parse_hint(stmt.get("hint"))?;
+                Ok(c.delete_hinted(&filter, limit, hint.as_ref())?)
+            }
             None => Ok(0),
         },
     }

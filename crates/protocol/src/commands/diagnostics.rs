@@ -119,7 +119,13 @@ pub fn server_status(req: &Request) -> CmdResult {
             "command": load(&o.command),
         },
         "mem": {"bits": 64, "resident": resident as i32, "virtual": virt as i32, "supported": true},
-        "metrics": {"cursor": {"open": {"total": s.cursors.len() as i64}}},
+        "metrics": {
+            "cursor": {"open": {"total": s.cursors.len() as i64}},
+            "ttl": {
+                "deletedDocuments": load(&s.ttl.deleted_documents),
+                "passes": load(&s.ttl.passes),
+            },
+        },
         "storageEngine": {"name": "hourglass", "persistent": true, "supportsCommittedReads": true},
         "hourglass": {
             "diskBytes": s.catalog.engine().disk_space() as i64,

@@ -1,5 +1,6 @@
 //! `distinct`: the distinct values of a (dotted) field, arrays unwound one level.
 
+use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -50,9 +51,15 @@ pub fn distinct(req: &Request) -> CmdResult {
     };
     let path: Vec<&str> = key.split('.').collect();
     let mut values: Vec<Bson> = Vec::new();
+    let hint = parse_hint(req.body.get("hint"))?;
     let needs = [doc! {"$group": {"_id": format!("${key}")}}];
-    let docs =
-        Target::resolve(req, &coll).scan_for(req, filter, req.opt_document("query")?, &needs)?;
+    let opts = ReadOpts {
+        sort: None,
+        hint: hint.as_ref(),
+        after: &needs,
+    };
+    let (docs, _) =
+        Target::resolve(req, &coll).scan_with(req, filter, req.opt_document("query")?, &opts)?;
     for doc in docs {
         let doc: Document = doc?;
         let mut found = Vec::new();

@@ -1,6 +1,7 @@
 //! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
 //! `aggregate` and the listing commands.
 
+use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::cursor::{take_batch, DocSource};
@@ -146,9 +147,17 @@ pub fn find(req: &Request) -> CmdResult {
     if let Some(p) = req.opt_document("projection")?.filter(|p| !p.is_empty()) {
         needs.push(doc! {"$project": p.clone()});
     }
+    let hint = parse_hint(req.body.get("hint"))?;
+    let opts = ReadOpts {
+        sort: sort.as_ref(),
+        hint: hint.as_ref(),
+        after: &needs,
+    };
+    let (docs, sorted) =
+        Target::resolve(req, &coll).scan_with(req, filter, req.opt_document("filter")?, &opts)?;
     let source = shape(
-        Target::resolve(req, &coll).scan_for(req, filter, req.opt_document("filter")?, &needs)?,
-        sort,
+        docs,
+        if sorted { None } else { sort },
         skip,
         limit,
         projection,

@@ -1,5 +1,6 @@
 //! `findAndModify`: atomically update, upsert or remove one document and return it.
 
+use super::planned::parse_hint;
 use super::target::Target;
 use super::update::parse_update;
 use super::Request;
@@ -54,12 +55,14 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
     } else {
         OpCounters::add(&req.state.opcounters.update, 1);
     }
+    let hint = parse_hint(req.body.get("hint"))?;
     let fam = FindAndModify {
         filter: &filter,
         sort: sort.as_ref(),
         update: update.as_ref(),
         return_new,
         upsert,
+        hint: hint.as_ref(),
     };
     let target = Target::resolve(req, &coll);
     let out = if let Target::TimeSeries { buckets, options } = &target {

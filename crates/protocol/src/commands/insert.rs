@@ -27,9 +27,14 @@ pub fn check_batch_len(n: usize) -> Result<(), CommandError> {
 /// One entry of `writeErrors`.
 pub fn write_error(index: usize, e: &CatalogError) -> Document {
     let mut d = doc! {"index": index as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()};
-    if let CatalogError::DuplicateKey { key, .. } = e {
-        d.insert("keyPattern", doc! {"_id": 1});
-        d.insert("keyValue", doc! {"_id": key.as_ref().clone()});
+    if let CatalogError::DuplicateKey {
+        key_pattern,
+        key_value,
+        ..
+    } = e
+    {
+        d.insert("keyPattern", key_pattern.as_ref().clone());
+        d.insert("keyValue", key_value.as_ref().clone());
     }
     d
 }

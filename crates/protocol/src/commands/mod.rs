@@ -15,11 +15,14 @@ mod db_stats;
 mod delete;
 mod diagnostics;
 mod distinct;
+mod explain;
 mod find;
 mod find_and_modify;
 mod handshake;
+mod indexes;
 mod insert;
 mod parameters;
+mod planned;
 mod target;
 mod timeseries_ddl;
 mod update;
@@ -93,6 +96,11 @@ pub static COMMANDS: &[Command] = &[
     ),
     cmd("create", collections::create, "Creates a collection."),
     cmd(
+        "createIndexes",
+        indexes::create_indexes,
+        "Creates indexes on a collection.",
+    ),
+    cmd(
         "currentOp",
         current_op::current_op,
         "Lists the operations in progress (admin only).",
@@ -115,9 +123,19 @@ pub static COMMANDS: &[Command] = &[
         "Drops the current database.",
     ),
     cmd(
+        "dropIndexes",
+        indexes::drop_indexes,
+        "Drops indexes of a collection.",
+    ),
+    cmd(
         "endSessions",
         handshake::end_sessions,
         "Ends logical sessions.",
+    ),
+    cmd(
+        "explain",
+        explain::explain,
+        "Describes how a command would run (query plan and execution statistics).",
     ),
     crud(
         "find",
@@ -186,7 +204,7 @@ pub static COMMANDS: &[Command] = &[
     ),
     cmd(
         "listIndexes",
-        collections::list_indexes,
+        indexes::list_indexes,
         "Lists the indexes of a collection.",
     ),
     cmd("ping", handshake::ping, "Checks that the server answers."),
@@ -211,6 +229,11 @@ pub static COMMANDS: &[Command] = &[
         "Changes server parameters.",
     ),
     crud("update", update::update, "Updates documents."),
+    cmd(
+        "validate",
+        indexes::validate,
+        "Checks a collection's documents against its indexes.",
+    ),
     cmd(
         "whatsmyuri",
         handshake::whats_my_uri,

@@ -1,6 +1,7 @@
 //! What a collection name in a command refers to: a regular collection, a time-series
 //! collection (the view over `system.buckets.<coll>`), or a buckets collection itself.
 
+use super::planned::{regular_read, ReadOpts};
 use super::Request;
 use crate::cursor::DocSource;
 use crate::error::CommandError;
@@ -72,32 +73,36 @@ impl Target {
         filter: Filter,
         spec: Option<&Document>,
     ) -> Result<DocSource, CommandError> {
-        self.scan_for(req, filter, spec, &[])
+        Ok(self.scan_with(req, filter, spec, &ReadOpts::default())?.0)
     }
 
-    /// [`Target::scan`] for a read whose later processing is described by `after`
-    /// (pipeline stages, e.g. the `$sort`/`$project` of a `find`, or `$count`): a
-    /// time-series scan then decodes only the columns those stages read.
-    pub fn scan_for(
+    /// As [`Target::scan`], with a sort and a hint for the planner of regular
+    /// collections and the later stages for time-series column selection. Also returns
+    /// whether the documents already come in the requested sort order.
+    pub fn scan_with(
         self,
         req: &Request,
         filter: Filter,
         spec: Option<&Document>,
-        after: &[Document],
-    ) -> Result<DocSource, CommandError> {
+        opts: &ReadOpts<'_>,
+    ) -> Result<(DocSource, bool), CommandError> {
         let store = &req.state.timeseries;
         let docs: DocSource = match self {
-            Target::Regular(None) => return Ok(Box::new(std::iter::empty())),
-            Target::Regular(Some(c)) => return Ok(regular_scan(c, filter)),
+            Target::Regular(None) => return Ok((Box::new(std::iter::empty()), false)),
+            Target::Regular(Some(c)) => {
+                let read = regular_read(&c, filter, spec, opts)?;
+                let source: DocSource = Box::new(read.source.map(interruptible));
+                return Ok((source, read.plan.provides_sort));
+            }
             Target::TimeSeries { buckets, options } => {
                 let spec = spec.cloned().unwrap_or_default();
-                let plan = TsPlan::filtered_read(&spec, after, &options)?;
+                let plan = TsPlan::filtered_read(&spec, opts.after, &options)?;
                 let ex = store.execute(&buckets, &options, &plan)?;
-                return Ok(Box::new(
-                    ex.docs
-                        .map(|r| r.map_err(CommandError::from))
-                        .map(interruptible),
-                ));
+                let docs = ex
+                    .docs
+                    .map(|r| r.map_err(CommandError::from))
+                    .map(interruptible);
+                return Ok((Box::new(docs), false));
             }
             Target::Buckets { buckets, options } => Box::new(
                 store
@@ -106,33 +111,21 @@ impl Target {
                     .map(Ok),
             ),
         };
-        Ok(Box::new(
-            docs.filter(move |r| match r {
-                Ok(d) => filter.matches(d),
-                Err(_) => true,
-            })
-            .map(interruptible),
+        Ok((
+            Box::new(
+                docs.filter(move |r| match r {
+                    Ok(d) => filter.matches(d),
+                    Err(_) => true,
+                })
+                .map(interruptible),
+            ),
+            false,
         ))
     }
 }
 
 /// Turns a document into Interrupted once the running operation is killed.
-fn interruptible(r: Result<Document, CommandError>) -> Result<Document, CommandError> {
+pub fn interruptible(r: Result<Document, CommandError>) -> Result<Document, CommandError> {
     crate::ops::check_interrupt()?;
     r
-}
-
-fn regular_scan(c: Arc<Collection>, filter: Filter) -> DocSource {
-    let docs: Box<dyn Iterator<Item = _> + Send> = match filter.id_equality() {
-        Some(id) => Box::new(c.get(&id).transpose().into_iter()),
-        None => c.scan(),
-    };
-    Box::new(
-        docs.map(|r| r.map_err(CommandError::from))
-            .filter(move |r| match r {
-                Ok(d) => filter.matches(d),
-                Err(_) => true,
-            })
-            .map(interruptible),
-    )
 }

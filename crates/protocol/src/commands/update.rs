@@ -124,7 +124,8 @@ fn run_statement(
             })
         }
     };
-    let out = collection.update(&filter, &update, multi, upsert)?;
+    let hint = super::planned::parse_hint(stmt.get("hint"))?;
+    let out = collection.update_hinted(&filter, &update, multi, upsert, hint.as_ref())?;
     Ok(StatementResult {
         matched: out.matched,
         modified: out.modified,

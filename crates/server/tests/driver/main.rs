@@ -8,6 +8,8 @@ mod collections;
 mod crud;
 mod durability;
 mod handshake;
+mod indexes;
 mod timeseries;
 mod timeseries_writes;
+mod ttl;
 mod wire;

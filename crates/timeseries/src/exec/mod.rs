@@ -15,7 +15,7 @@ pub use rows::RowFilter;
 pub use vgroup::VectorGroup;
 
 use crate::options::TimeseriesOptions;
-use crate::store::{BucketPredicate, ScanCounters, StoreError, TimeseriesStore};
+use crate::store::{BucketPredicate, BucketView, ScanCounters, StoreError, TimeseriesStore};
 use bson::{doc, Bson, Document};
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
@@ -33,6 +33,8 @@ pub struct TsPlan {
     pub fields: Option<Vec<String>>,
     group: Option<(VectorGroup, Option<RowFilter>)>,
     lastpoint: Option<LastPoint>,
+    /// The filter's vectorizable form, used to unpack only matching rows.
+    rows: Option<RowFilter>,
     /// How many leading stages the plan runs; the caller runs the rest.
     pub consumed: usize,
 }
@@ -49,6 +51,7 @@ impl TsPlan {
                 fields: None,
                 group: None,
                 lastpoint: Some(lp),
+                rows: None,
                 consumed: 2,
             });
         }
@@ -92,12 +95,14 @@ impl TsPlan {
                 fields: Some(fields),
                 group: Some((g, rows)),
                 lastpoint: None,
+                rows: None,
                 consumed: consumed + 1,
             });
         }
         let mut all = vec![doc! {"$match": filter_spec.clone()}];
         all.extend(rest.iter().cloned());
         let fields = pipeline_fields(&all).map(|f| f.into_iter().collect());
+        let rows = RowFilter::from_filter(&filter_spec, options);
         Ok(TsPlan {
             predicate,
             filter_spec,
@@ -105,6 +110,7 @@ impl TsPlan {
             fields,
             group: None,
             lastpoint: None,
+            rows,
             consumed,
         })
     }
@@ -125,6 +131,7 @@ impl TsPlan {
             fields: pipeline_fields(&all).map(|f| f.into_iter().collect()),
             group: None,
             lastpoint: None,
+            rows: RowFilter::from_filter(filter_spec, options),
             consumed: 1,
         })
     }
@@ -230,11 +237,26 @@ impl TimeseriesStore {
             });
         }
         let filter = plan.filter.clone();
+        let rows = plan.rows.clone().filter(|r| !r.is_empty());
         let docs = scan.flat_map(move |view| -> Vec<Result<Document, StoreError>> {
             let wanted: Option<Vec<&str>> = fields
                 .as_ref()
                 .map(|f| f.iter().map(String::as_str).collect());
-            match view.and_then(|v| Ok(v.unpack(&options, wanted.as_deref())?)) {
+            let unpack = |v: BucketView| -> Result<Vec<Document>, StoreError> {
+                let mask = match &rows {
+                    Some(r) => {
+                        let time = if r.fields(&options.time_field).contains(&options.time_field) {
+                            v.column(&options.time_field)?.unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        };
+                        r.mask(&v, &time)?
+                    }
+                    None => None,
+                };
+                Ok(v.unpack_rows(&options, wanted.as_deref(), mask.as_deref())?)
+            };
+            match view.and_then(unpack) {
                 Ok(docs) => docs
                     .into_iter()
                     .filter(|d| filter.matches(d))

@@ -99,6 +99,11 @@ impl RowFilter {
         Some(RowFilter { conds })
     }
 
+    /// True when no condition is vectorized (meta-only or empty filters).
+    pub fn is_empty(&self) -> bool {
+        self.conds.is_empty()
+    }
+
     /// Fields the filter reads (besides meta).
     pub fn fields(&self, time_field: &str) -> Vec<String> {
         self.conds

@@ -5,7 +5,7 @@
 use super::keys::*;
 use super::scan::directory;
 use super::{StoreError, TimeseriesStore};
-use crate::bucket::{decode_compressed, unpack_measurements, Bucket};
+use crate::bucket::{decode_compressed, unpack_measurement_rows, Bucket};
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::{Bson, Document};
@@ -24,6 +24,13 @@ fn newest(times: impl Iterator<Item = Option<i64>>) -> Option<(usize, i64)> {
         }
     }
     best
+}
+
+/// A row mask selecting row `i` only.
+fn only(i: usize) -> Vec<bool> {
+    let mut m = vec![false; i + 1];
+    m[i] = true;
+    m
 }
 
 fn time_of(v: Option<&Bson>) -> Option<i64> {
@@ -68,7 +75,7 @@ impl TimeseriesStore {
             in_memory.insert(b.id);
             if let Some((i, t)) = newest(b.measurements.iter().map(|m| time_of(m.get(tf)))) {
                 offer(&mut best, b.meta.as_ref(), t, &|| {
-                    unpack_measurements(b, options).into_iter().nth(i)
+                    unpack_measurement_rows(b, options, None, Some(&only(i))).pop()
                 });
             }
         }
@@ -80,7 +87,7 @@ impl TimeseriesStore {
         for (key, meta) in dir.iter() {
             let (start, end) = meta_index_range(key, i64::MIN, i64::MAX);
             let mut top: Option<i64> = None;
-            for entry in snap.scan_range_rev(tree, &start, &end) {
+            for entry in snap.range(tree, &start, Some(&end), true) {
                 let (k, _) = entry?;
                 let (Some(id), Some(min)) = (meta_index_id(&k), meta_index_min_time(&k)) else {
                     continue;
@@ -106,7 +113,7 @@ impl TimeseriesStore {
                 let times = b.column(tf)?.unwrap_or_default();
                 if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
                     offer(&mut best, meta.as_ref(), t, &|| {
-                        b.unpack(None).ok()?.into_iter().nth(i)
+                        b.unpack_rows(None, Some(&only(i))).ok()?.pop()
                     });
                 }
             }

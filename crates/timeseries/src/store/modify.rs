@@ -288,7 +288,7 @@ impl TimeseriesStore {
         }
         let snap = engine.snapshot();
         let end = closed_time_key(cutoff_ms.div_euclid(1000).saturating_add(1));
-        for entry in snap.scan_range(buckets.tree(), &[CLOSED], &end) {
+        for entry in snap.range(buckets.tree(), &[CLOSED], Some(&end), false) {
             if n as usize >= limit {
                 break;
             }

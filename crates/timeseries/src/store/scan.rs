@@ -215,7 +215,7 @@ fn stored_views(
                 }
                 ScanCounters::add(&counters.series_matched, 1);
                 let (start, end) = meta_index_range(key, lo, hi);
-                for entry in snap.scan_range(&tree, &start, &end) {
+                for entry in snap.range(&tree, &start, Some(&end), false) {
                     match entry {
                         Ok((k, _)) => {
                             ids.extend(meta_index_id(&k).filter(|id| !in_memory.contains(id)))
@@ -252,7 +252,7 @@ fn stored_views(
                 _ => vec![CLOSED + 1],
             };
             Box::new(
-                snap.scan_range(&tree, &start, &end)
+                snap.range(&tree, &start, Some(&end), false)
                     .filter_map(move |entry| {
                         let (k, bytes) = match entry {
                             Ok(kv) => kv,

@@ -1,7 +1,7 @@
 //! One bucket as a read sees it: a stored (closed, compressed) bucket whose columns are
 //! decoded on demand, or a snapshot of an open bucket held in memory.
 
-use crate::bucket::{unpack_measurements, Bucket, DecodedBucket};
+use crate::bucket::{unpack_measurement_rows, Bucket, DecodedBucket};
 use crate::error::TsError;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
@@ -103,22 +103,19 @@ impl BucketView {
         options: &TimeseriesOptions,
         fields: Option<&[&str]>,
     ) -> Result<Vec<Document>, TsError> {
+        self.unpack_rows(options, fields, None)
+    }
+
+    /// [`BucketView::unpack`] of only the rows set in `rows`.
+    pub fn unpack_rows(
+        &self,
+        options: &TimeseriesOptions,
+        fields: Option<&[&str]>,
+        rows: Option<&[bool]>,
+    ) -> Result<Vec<Document>, TsError> {
         match self {
-            BucketView::Stored(b) => b.unpack(fields),
-            BucketView::Open(b) => {
-                let docs = unpack_measurements(b, options);
-                Ok(match fields {
-                    None => docs,
-                    Some(wanted) => docs
-                        .into_iter()
-                        .map(|d| {
-                            d.into_iter()
-                                .filter(|(k, _)| wanted.contains(&k.as_str()))
-                                .collect()
-                        })
-                        .collect(),
-                })
-            }
+            BucketView::Stored(b) => b.unpack_rows(fields, rows),
+            BucketView::Open(b) => Ok(unpack_measurement_rows(b, options, fields, rows)),
         }
     }
 

@@ -1,0 +1,696 @@
+//! Query planning for regular collections: picks an `_id` point lookup, an index scan
+//! (equality predicates on a prefix of the key pattern, then at most one range; or an index
+//! that yields the requested sort order) or a collection scan, and turns predicates into
+//! byte ranges of the index tree. Bounds may be looser than the filter: the caller always
+//! applies the full filter to the fetched documents.
+
+use crate::collection::Collection;
+use crate::error::{CatalogError, Result};
+use crate::index::keys::{append_field, hashed_value, prefix_end};
+use crate::index::{Index, KeyKind, KeyPart, ID_INDEX_NAME};
+use crate::keystring;
+use bson::{doc, Bson, Document};
+use hourglass_query::compare::{canonical_type_rank, compare_values};
+use hourglass_query::filter::{CmpOp, Filter, Node, Pred};
+use hourglass_query::sort::SortSpec;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// Most byte ranges one scan is split into (`$in` lists, multiplied over fields).
+const MAX_RANGES: usize = 4096;
+
+/// A `hint`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hint {
+    Name(String),
+    KeyPattern(Document),
+    /// `{$natural: 1 | -1}`: a collection scan.
+    Natural(bool),
+}
+
+/// What a read asks for.
+#[derive(Default, Clone, Copy)]
+pub struct Query<'a> {
+    pub filter: Option<&'a Filter>,
+    /// The filter as the client wrote it (to match partial indexes).
+    pub spec: Option<&'a Document>,
+    pub sort: Option<&'a SortSpec>,
+    pub hint: Option<&'a Hint>,
+}
+
+/// The index a scan reads.
+#[derive(Clone)]
+pub enum IndexRef {
+    /// The `_id` index: the collection tree itself.
+    Id,
+    Secondary(Arc<Index>),
+}
+
+impl IndexRef {
+    pub fn name(&self) -> &str {
+        match self {
+            IndexRef::Id => ID_INDEX_NAME,
+            IndexRef::Secondary(i) => &i.spec.name,
+        }
+    }
+
+    pub fn key_pattern(&self) -> Document {
+        match self {
+            IndexRef::Id => doc! {"_id": 1},
+            IndexRef::Secondary(i) => i.spec.key.clone(),
+        }
+    }
+
+    fn parts(&self) -> Vec<KeyPart> {
+        match self {
+            IndexRef::Id => vec![KeyPart {
+                path: "_id".into(),
+                kind: KeyKind::Asc,
+            }],
+            IndexRef::Secondary(i) => i.spec.parts.clone(),
+        }
+    }
+
+    pub fn is_multikey(&self) -> bool {
+        match self {
+            IndexRef::Id => false,
+            IndexRef::Secondary(i) => i.is_multikey(),
+        }
+    }
+}
+
+/// Bounds on one field of a key pattern, in value terms. (Few exist per query, so the
+/// size of the `Range` variant does not matter.)
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum FieldBounds {
+    /// Exactly these values (ascending, distinct).
+    Points(Vec<Bson>),
+    /// Values of one type bracket between optional bounds (value, inclusive).
+    Range {
+        low: Option<(Bson, bool)>,
+        high: Option<(Bson, bool)>,
+        rank: u8,
+    },
+    /// Any value.
+    All,
+}
+
+/// How the documents are read.
+#[derive(Clone)]
+pub enum Access {
+    CollScan {
+        reverse: bool,
+    },
+    /// `_id` equality (MongoDB's IDHACK).
+    IdPoint(Bson),
+    IndexScan {
+        index: IndexRef,
+        bounds: Vec<FieldBounds>,
+        /// Byte ranges `[start, end)` of the index tree, in scan order.
+        ranges: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        reverse: bool,
+    },
+}
+
+/// The chosen plan.
+#[derive(Clone)]
+pub struct Plan {
+    pub access: Access,
+    /// Whether documents come out already in the requested sort order.
+    pub provides_sort: bool,
+}
+
+/// Predicates per top-level (ANDed) field path.
+fn conjuncts<'a>(node: &'a Node, out: &mut Vec<(&'a str, &'a Pred)>) {
+    match node {
+        Node::And(children) => children.iter().for_each(|c| conjuncts(c, out)),
+        Node::Field { path, preds } => out.extend(preds.iter().map(|p| (path.as_str(), p))),
+        _ => {}
+    }
+}
+
+/// A value usable as an exact index point.
+fn point_value(v: &Bson) -> bool {
+    !matches!(
+        v,
+        Bson::Array(_)
+            | Bson::RegularExpression(_)
+            | Bson::MinKey
+            | Bson::MaxKey
+            | Bson::Undefined
+            | Bson::JavaScriptCodeWithScope(_)
+    )
+}
+
+fn points_of(p: &Pred) -> Option<Vec<Bson>> {
+    match p {
+        Pred::Eq(v) if point_value(v) => Some(vec![v.clone()]),
+        Pred::In(items) if !items.is_empty() => items
+            .iter()
+            .map(|i| match i {
+                Pred::Eq(v) if point_value(v) => Some(v.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
+fn bounds_for(part: &KeyPart, preds: &[&Pred], multikey: bool) -> FieldBounds {
+    if let Some(mut points) = preds.iter().find_map(|p| points_of(p)) {
+        if part.kind == KeyKind::Hashed {
+            points = points.iter().map(hashed_value).collect();
+        }
+        points.sort_by(compare_values);
+        points.dedup_by(|a, b| keystring::encode(a) == keystring::encode(b));
+        return FieldBounds::Points(points);
+    }
+    if part.kind == KeyKind::Hashed {
+        return FieldBounds::All;
+    }
+    let mut low: Option<(Bson, bool)> = None;
+    let mut high: Option<(Bson, bool)> = None;
+    let mut rank: Option<u8> = None;
+    for p in preds {
+        let Pred::Cmp(op, v) = p else { continue };
+        if !point_value(v) || matches!(v, Bson::Null) {
+            continue;
+        }
+        if let Bson::Double(d) = v {
+            if d.is_nan() {
+                continue;
+            }
+        }
+        let r = canonical_type_rank(v);
+        if rank.is_some_and(|x| x != r) {
+            continue;
+        }
+        // On a multikey field, two predicates may be met by different elements: only
+        // one of them can bound the scan.
+        if multikey && rank.is_some() {
+            break;
+        }
+        rank = Some(r);
+        match op {
+            CmpOp::Gt | CmpOp::Gte => {
+                let incl = *op == CmpOp::Gte;
+                let tighter = match &low {
+                    None => true,
+                    Some((cur, cur_incl)) => match compare_values(v, cur) {
+                        Ordering::Greater => true,
+                        Ordering::Equal => *cur_incl && !incl,
+                        Ordering::Less => false,
+                    },
+                };
+                if tighter {
+                    low = Some((v.clone(), incl));
+                }
+            }
+            CmpOp::Lt | CmpOp::Lte => {
+                let incl = *op == CmpOp::Lte;
+                let tighter = match &high {
+                    None => true,
+                    Some((cur, cur_incl)) => match compare_values(v, cur) {
+                        Ordering::Less => true,
+                        Ordering::Equal => *cur_incl && !incl,
+                        Ordering::Greater => false,
+                    },
+                };
+                if tighter {
+                    high = Some((v.clone(), incl));
+                }
+            }
+        }
+    }
+    match rank {
+        Some(rank) => FieldBounds::Range { low, high, rank },
+        None => FieldBounds::All,
+    }
+}
+
+fn encoded(part: &KeyPart, v: &Bson) -> Vec<u8> {
+    let mut k = Vec::new();
+    match part.kind {
+        // Hashed points are already hashed.
+        KeyKind::Hashed => k.extend_from_slice(&keystring::encode(v)),
+        _ => append_field(&mut k, part, v),
+    }
+    k
+}
+
+fn join(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut v = a.to_vec();
+    v.extend_from_slice(b);
+    v
+}
+
+/// Byte ranges of the index tree for `bounds`.
+pub fn byte_ranges(parts: &[KeyPart], bounds: &[FieldBounds]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    for (part, b) in parts.iter().zip(bounds) {
+        match b {
+            FieldBounds::Points(points) if prefixes.len() * points.len() <= MAX_RANGES => {
+                prefixes = prefixes
+                    .iter()
+                    .flat_map(|p| points.iter().map(move |v| join(p, &encoded(part, v))))
+                    .collect();
+            }
+            FieldBounds::Range { low, high, rank } => {
+                let desc = part.kind == KeyKind::Desc;
+                let mut out: Vec<_> = prefixes
+                    .iter()
+                    .map(|p| range_for(p, part, low, high, *rank, desc))
+                    .collect();
+                out.sort();
+                return out;
+            }
+            _ => break,
+        }
+    }
+    let mut out: Vec<_> = prefixes
+        .into_iter()
+        .map(|p| {
+            let end = prefix_end(&p);
+            (p, end)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn range_for(
+    p: &[u8],
+    part: &KeyPart,
+    low: &Option<(Bson, bool)>,
+    high: &Option<(Bson, bool)>,
+    rank: u8,
+    desc: bool,
+) -> (Vec<u8>, Option<Vec<u8>>) {
+    let bound = |v: &Bson| join(p, &encoded(part, v));
+    if !desc {
+        let start = match low {
+            None => join(p, &[rank]),
+            Some((v, true)) => bound(v),
+            Some((v, false)) => prefix_end(&bound(v)).unwrap_or_else(|| bound(v)),
+        };
+        let end = match high {
+            None => Some(join(p, &[rank + 1])),
+            Some((v, true)) => prefix_end(&bound(v)),
+            Some((v, false)) => Some(bound(v)),
+        };
+        (start, end)
+    } else {
+        let start = match high {
+            None => join(p, &[!rank]),
+            Some((v, true)) => bound(v),
+            Some((v, false)) => prefix_end(&bound(v)).unwrap_or_else(|| bound(v)),
+        };
+        let end = match low {
+            None => Some(join(p, &[(!rank).saturating_add(1)])),
+            Some((v, true)) => prefix_end(&bound(v)),
+            Some((v, false)) => Some(bound(v)),
+        };
+        (start, end)
+    }
+}
+
+/// Whether `query`'s filter implies the partial filter `partial` (simple cases: each
+/// top-level condition of the partial filter appears as is in the query, or the query's
+/// equality on that field satisfies it).
+fn implies_partial(query: &Query<'_>, partial: &Document) -> bool {
+    let Some(spec) = query.spec else {
+        return false;
+    };
+    let seed = query.filter.map(|f| f.equality_seed()).unwrap_or_default();
+    partial.iter().all(|(k, v)| {
+        if spec.get(k) == Some(v) {
+            return true;
+        }
+        let Ok(f) = Filter::parse(&doc! {k.clone(): v.clone()}) else {
+            return false;
+        };
+        hourglass_query::path::get_path(&seed, k).is_some() && f.matches(&seed)
+    })
+}
+
+/// A candidate index with its bounds and what they give.
+struct Candidate {
+    index: IndexRef,
+    bounds: Vec<FieldBounds>,
+    bounded: usize,
+    sort: Option<bool>,
+}
+
+fn analyze(index: IndexRef, preds: &[(&str, &Pred)], sort: Option<&SortSpec>) -> Candidate {
+    let parts = index.parts();
+    let multikey = index.is_multikey();
+    let mut bounds = Vec::with_capacity(parts.len());
+    let mut bounded = 0;
+    let mut open = true;
+    for part in &parts {
+        let b = if open {
+            let mine: Vec<&Pred> = preds
+                .iter()
+                .filter(|(p, _)| *p == part.path)
+                .map(|(_, p)| *p)
+                .collect();
+            bounds_for(part, &mine, multikey)
+        } else {
+            FieldBounds::All
+        };
+        match &b {
+            FieldBounds::Points(_) => bounded += 1,
+            FieldBounds::Range { .. } => {
+                bounded += 1;
+                open = false;
+            }
+            FieldBounds::All => open = false,
+        }
+        bounds.push(b);
+    }
+    let sort_dir = sort.and_then(|s| sort_direction(&parts, &bounds, s, multikey));
+    Candidate {
+        index,
+        bounds,
+        bounded,
+        sort: sort_dir,
+    }
+}
+
+/// `Some(reverse)` when scanning the index yields `sort` order.
+fn sort_direction(
+    parts: &[KeyPart],
+    bounds: &[FieldBounds],
+    sort: &SortSpec,
+    multikey: bool,
+) -> Option<bool> {
+    if sort.is_empty() || multikey || parts.iter().any(|p| p.kind == KeyKind::Hashed) {
+        return None;
+    }
+    let single_points = bounds
+        .iter()
+        .take_while(|b| matches!(b, FieldBounds::Points(p) if p.len() == 1))
+        .count();
+    for start in [0, single_points] {
+        let keys = sort.keys();
+        if start + keys.len() > parts.len() {
+            continue;
+        }
+        let mut dir: Option<bool> = None;
+        let mut ok = true;
+        for ((path, asc), part) in keys.iter().zip(&parts[start..]) {
+            let forward = (*asc) == (part.kind == KeyKind::Asc);
+            if *path != part.path || dir.is_some_and(|d| d == forward) {
+                ok = false;
+                break;
+            }
+            dir = Some(!forward);
+        }
+        if ok {
+            return dir;
+        }
+    }
+    None
+}
+
+fn eligible(index: &Index, query: &Query<'_>, c: &Candidate) -> bool {
+    if index.spec.hidden {
+        return false;
+    }
+    if let Some(p) = &index.spec.partial {
+        if !implies_partial(query, p) {
+            return false;
+        }
+    }
+    if index.spec.sparse {
+        // Only when some bounded field excludes missing values.
+        let excludes_missing = c.bounds.iter().any(|b| match b {
+            FieldBounds::Points(ps) => !ps.iter().any(|v| matches!(v, Bson::Null)),
+            FieldBounds::Range { .. } => true,
+            FieldBounds::All => false,
+        });
+        if !excludes_missing {
+            return false;
+        }
+    }
+    true
+}
+
+fn find_hinted(coll: &Collection, hint: &Hint) -> Result<Option<IndexRef>> {
+    let bad =
+        || CatalogError::BadValue("hint provided does not correspond to an existing index".into());
+    let indexes = coll.indexes();
+    let found = match hint {
+        Hint::Natural(_) => return Ok(None),
+        Hint::Name(n) if n == ID_INDEX_NAME => Some(IndexRef::Id),
+        Hint::Name(n) => indexes
+            .iter()
+            .find(|i| &i.spec.name == n)
+            .cloned()
+            .map(IndexRef::Secondary),
+        Hint::KeyPattern(k) => {
+            let parts = crate::index::spec::parse_key_pattern(k).map_err(|_| bad())?;
+            if parts.len() == 1 && parts[0].path == "_id" && parts[0].kind == KeyKind::Asc {
+                Some(IndexRef::Id)
+            } else {
+                indexes
+                    .iter()
+                    .find(|i| i.spec.parts == parts)
+                    .cloned()
+                    .map(IndexRef::Secondary)
+            }
+        }
+    };
+    match found {
+        Some(IndexRef::Secondary(i)) if i.spec.hidden => Err(bad()),
+        Some(i) => Ok(Some(i)),
+        None => Err(bad()),
+    }
+}
+
+fn finish(c: Candidate) -> Plan {
+    let reverse = c.sort.unwrap_or(false);
+    let mut ranges = byte_ranges(&c.index.parts(), &c.bounds);
+    if reverse {
+        ranges.reverse();
+    }
+    Plan {
+        provides_sort: c.sort.is_some(),
+        access: Access::IndexScan {
+            index: c.index,
+            bounds: c.bounds,
+            ranges,
+            reverse,
+        },
+    }
+}
+
+/// Chooses how to read `query` from `coll`.
+pub fn plan(coll: &Collection, query: &Query<'_>) -> Result<Plan> {
+    let mut preds = Vec::new();
+    if let Some(f) = query.filter {
+        conjuncts(f.root(), &mut preds);
+    }
+    let sort = query.sort.filter(|s| !s.is_empty());
+    if let Some(hint) = query.hint {
+        return Ok(match find_hinted(coll, hint)? {
+            None => Plan {
+                access: Access::CollScan {
+                    reverse: matches!(hint, Hint::Natural(false)),
+                },
+                provides_sort: false,
+            },
+            Some(index) => finish(analyze(index, &preds, sort)),
+        });
+    }
+    if let Some(id) = query.filter.and_then(Filter::id_equality) {
+        return Ok(Plan {
+            access: Access::IdPoint(id),
+            provides_sort: true,
+        });
+    }
+    let mut best: Option<Candidate> = None;
+    let consider = |c: Candidate, best: &mut Option<Candidate>| {
+        if c.bounded == 0 && c.sort.is_none() {
+            return;
+        }
+        let score = |c: &Candidate| (c.bounded, c.sort.is_some());
+        let better = match best {
+            None => true,
+            Some(b) => score(&c) > score(b),
+        };
+        if better {
+            *best = Some(c);
+        }
+    };
+    consider(analyze(IndexRef::Id, &preds, sort), &mut best);
+    for index in coll.indexes().iter() {
+        let c = analyze(IndexRef::Secondary(index.clone()), &preds, sort);
+        if eligible(index, query, &c) {
+            consider(c, &mut best);
+        }
+    }
+    Ok(match best {
+        Some(c) => finish(c),
+        None => Plan {
+            access: Access::CollScan { reverse: false },
+            provides_sort: false,
+        },
+    })
+}
+
+/// MongoDB's rendering of index bounds: `{a: ["[1, 1]"], b: ["[MinKey, MaxKey]"]}`.
+pub fn bounds_document(index: &IndexRef, bounds: &[FieldBounds], reverse: bool) -> Document {
+    let show = |v: &Bson| match v {
+        Bson::String(s) => format!("\"{s}\""),
+        Bson::Double(d) if d.is_infinite() => {
+            if *d > 0.0 {
+                "inf.0".into()
+            } else {
+                "-inf.0".into()
+            }
+        }
+        Bson::DateTime(d) => format!("new Date({})", d.timestamp_millis()),
+        other => other.to_string(),
+    };
+    let mut out = Document::new();
+    for (part, b) in index.parts().iter().zip(bounds) {
+        let desc = (part.kind == KeyKind::Desc) != reverse;
+        let mut intervals: Vec<String> = match b {
+            FieldBounds::Points(ps) => ps
+                .iter()
+                .map(|v| format!("[{}, {}]", show(v), show(v)))
+                .collect(),
+            FieldBounds::Range { low, high, rank } => {
+                let (lo_default, hi_default) = bracket_ends(*rank);
+                let (lo, lo_incl) = low
+                    .as_ref()
+                    .map(|(v, i)| (show(v), *i))
+                    .unwrap_or((lo_default, true));
+                let (hi, hi_incl) = high
+                    .as_ref()
+                    .map(|(v, i)| (show(v), *i))
+                    .unwrap_or((hi_default, true));
+                if desc {
+                    vec![format!(
+                        "{}{hi}, {lo}{}",
+                        if hi_incl { "[" } else { "(" },
+                        if lo_incl { "]" } else { ")" }
+                    )]
+                } else {
+                    vec![format!(
+                        "{}{lo}, {hi}{}",
+                        if lo_incl { "[" } else { "(" },
+                        if hi_incl { "]" } else { ")" }
+                    )]
+                }
+            }
+            FieldBounds::All => vec![if desc {
+                "[MaxKey, MinKey]".into()
+            } else {
+                "[MinKey, MaxKey]".into()
+            }],
+        };
+        if desc && matches!(b, FieldBounds::Points(_)) {
+            intervals.reverse();
+        }
+        out.insert(part.path.clone(), intervals);
+    }
+    out
+}
+
+fn bracket_ends(rank: u8) -> (String, String) {
+    match rank {
+        10 => ("-inf.0".into(), "inf.0".into()),
+        15 => ("\"\"".into(), "{}".into()),
+        20 => ("{}".into(), "[]".into()),
+        25 => ("[]".into(), "BinData(0, )".into()),
+        45 => (
+            "new Date(-9223372036854775808)".into(),
+            "new Date(9223372036854775807)".into(),
+        ),
+        _ => ("MinKey".into(), "MaxKey".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asc(path: &str) -> KeyPart {
+        KeyPart {
+            path: path.into(),
+            kind: KeyKind::Asc,
+        }
+    }
+
+    fn within(ranges: &[(Vec<u8>, Option<Vec<u8>>)], key: &[u8]) -> bool {
+        ranges.iter().any(|(s, e)| {
+            key >= s.as_slice()
+                && match e {
+                    Some(e) => key < e.as_slice(),
+                    None => true,
+                }
+        })
+    }
+
+    fn key(parts: &[KeyPart], values: &[Bson]) -> Vec<u8> {
+        let mut k = Vec::new();
+        for (p, v) in parts.iter().zip(values) {
+            append_field(&mut k, p, v);
+        }
+        k
+    }
+
+    #[test]
+    fn ranges_follow_predicates_in_both_directions() {
+        for kind in [KeyKind::Asc, KeyKind::Desc] {
+            let parts = vec![
+                asc("a"),
+                KeyPart {
+                    path: "b".into(),
+                    kind,
+                },
+            ];
+            let bounds = vec![
+                FieldBounds::Points(vec![Bson::Int32(1)]),
+                FieldBounds::Range {
+                    low: Some((Bson::Int32(5), false)),
+                    high: Some((Bson::Int32(9), true)),
+                    rank: 10,
+                },
+            ];
+            let r = byte_ranges(&parts, &bounds);
+            for (b, inside) in [(4, false), (5, false), (6, true), (9, true), (10, false)] {
+                let k = key(&parts, &[Bson::Int32(1), Bson::Int32(b)]);
+                assert_eq!(within(&r, &k), inside, "{kind:?} b={b}");
+            }
+            assert!(!within(
+                &r,
+                &key(&parts, &[Bson::Int32(1), Bson::String("7".into())])
+            ));
+            assert!(!within(&r, &key(&parts, &[Bson::Int32(2), Bson::Int32(7)])));
+        }
+    }
+
+    #[test]
+    fn open_ranges_stay_in_the_type_bracket() {
+        for kind in [KeyKind::Asc, KeyKind::Desc] {
+            let parts = vec![KeyPart {
+                path: "a".into(),
+                kind,
+            }];
+            let bounds = vec![FieldBounds::Range {
+                low: None,
+                high: Some((Bson::Int32(3), false)),
+                rank: 10,
+            }];
+            let r = byte_ranges(&parts, &bounds);
+            assert!(within(&r, &key(&parts, &[Bson::Double(-1e300)])));
+            assert!(!within(&r, &key(&parts, &[Bson::Int32(3)])));
+            assert!(!within(&r, &key(&parts, &[Bson::Null])));
+            assert!(!within(&r, &key(&parts, &[Bson::String("a".into())])));
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! `explain`: describes how `find`, `count`, `distinct`, `update`, `delete`,
+//! `findAndModify` or `aggregate` would run on a regular collection — the chosen plan
+//! (`queryPlanner`) and, with `executionStats`/`allPlansExecution`, the counters of running
+//! its read part (writes are not performed). Time-series collections get a plain
+//! collection-scan description for now.
+
+use super::planned::{parse_hint, parsed_query, plan_read, plan_stages, regular_read, ReadOpts};
+use super::target::Target;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Bson, Document};
+use hourglass_catalog::plan::Plan;
+use hourglass_query::filter::Filter;
+use hourglass_query::sort::SortSpec;
+use std::time::Instant;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Verbosity {
+    QueryPlanner,
+    ExecutionStats,
+    AllPlansExecution,
+}
+
+/// What to explain, extracted from the inner command.
+struct ReadShape<'a> {
+    coll: String,
+    filter: Option<&'a Document>,
+    sort: Option<&'a Document>,
+    hint: Option<&'a Bson>,
+    skip: Option<i64>,
+    limit: Option<i64>,
+    projection: Option<&'a Document>,
+    /// Stage wrapping the read (`COUNT`, `UPDATE`, `DELETE`), if any.
+    wrapper: Option<&'static str>,
+}
+
+fn opt_doc<'a>(d: &'a Document, k: &str) -> Result<Option<&'a Document>, CommandError> {
+    match d.get(k) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(x)) => Ok(Some(x)),
+        Some(v) => Err(CommandError::type_mismatch(format!(
+            "BSON field '{k}' is the wrong type '{}', expected type 'object'",
+            super::args::type_name(v)
+        ))),
+    }
+}
+
+fn first_statement<'a>(d: &'a Document, k: &str) -> Result<&'a Document, CommandError> {
+    match d.get(k) {
+        Some(Bson::Array(a)) => match a.first() {
+            Some(Bson::Document(s)) => Ok(s),
+            _ => Err(CommandError::failed_to_parse(format!(
+                "explain of {k} needs one statement"
+            ))),
+        },
+        _ => Err(CommandError::missing_field(&format!("explain.{k}"))),
+    }
+}
+
+fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, CommandError> {
+    let coll = match inner.get(name) {
+        Some(Bson::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(CommandError::new(
+                73,
+                "InvalidNamespace",
+                "explain: the inner command must name a collection",
+            ))
+        }
+    };
+    let num = |k: &str| inner.get(k).and_then(super::args::as_i64);
+    let mut s = ReadShape {
+        coll,
+        filter: None,
+        sort: None,
+        hint: inner.get("hint"),
+        skip: None,
+        limit: None,
+        projection: None,
+        wrapper: None,
+    };
+    match name {
+        "find" => {
+            s.filter = opt_doc(inner, "filter")?;
+            s.sort = opt_doc(inner, "sort")?;
+            s.skip = num("skip");
+            s.limit = num("limit").filter(|l| *l != 0).map(i64::abs);
+            s.projection = opt_doc(inner, "projection")?.filter(|p| !p.is_empty());
+        }
+        "count" => {
+            s.filter = opt_doc(inner, "query")?;
+            s.skip = num("skip");
+            s.limit = num("limit").filter(|l| *l != 0).map(i64::abs);
+            s.wrapper = Some("COUNT");
+        }
+        "distinct" => {
+            s.filter = opt_doc(inner, "query")?;
+        }
+        "update" => {
+            let st = first_statement(inner, "updates")?;
+            s.filter = opt_doc(st, "q")?;
+            s.hint = st.get("hint");
+            s.wrapper = Some("UPDATE");
+        }
+        "delete" => {
+            let st = first_statement(inner, "deletes")?;
+            s.filter = opt_doc(st, "q")?;
+            s.hint = st.get("hint");
+            s.wrapper = Some("DELETE");
+        }
+        "findAndModify" | "findandmodify" => {
+            s.filter = opt_doc(inner, "query")?;
+            s.sort = opt_doc(inner, "sort")?;
+            s.limit = Some(1);
+            let remove = matches!(inner.get("remove"), Some(Bson::Boolean(true)));
+            s.wrapper = Some(if remove { "DELETE" } else { "UPDATE" });
+        }
+        other => {
+            return Err(CommandError::new(
+                59,
+                "CommandNotFound",
+                format!("Explain failed due to unknown command: {other}"),
+            ))
+        }
+    }
+    Ok(s)
+}
+
+/// The `queryPlanner` section for reading `spec` (sorted by `sort`) from `coll`, plus the
+/// plan when the collection is a regular one that exists.
+pub fn query_planner(
+    req: &Request,
+    coll: &str,
+    spec: Option<&Document>,
+    sort: Option<&SortSpec>,
+    hint: Option<&Bson>,
+) -> Result<(Document, Option<Plan>), CommandError> {
+    let filter = match spec {
+        Some(f) => Filter::parse(f)?,
+        None => Filter::match_all(),
+    };
+    let hint = parse_hint(hint)?;
+    let opts = ReadOpts {
+        sort,
+        hint: hint.as_ref(),
+        after: &[],
+    };
+    let (winning, plan) = match Target::resolve(req, coll) {
+        Target::Regular(Some(c)) => {
+            let plan = plan_read(&c, &filter, spec, &opts)?;
+            (plan_stages(&plan, spec, None), Some(plan))
+        }
+        Target::Regular(None) => (doc! {"stage": "EOF"}, None),
+        Target::TimeSeries { .. } | Target::Buckets { .. } => {
+            let mut d = doc! {"stage": "COLLSCAN"};
+            let parsed = parsed_query(spec);
+            if !parsed.is_empty() {
+                d.insert("filter", parsed);
+            }
+            d.insert("direction", "forward");
+            (d, None)
+        }
+    };
+    Ok((
+        doc! {
+            "namespace": format!("{}.{coll}", req.db),
+            "indexFilterSet": false,
+            "parsedQuery": parsed_query(spec),
+            "maxIndexedOrSolutionsReached": false,
+            "maxIndexedAndSolutionsReached": false,
+            "maxScansToExplodeReached": false,
+            "winningPlan": winning,
+            "rejectedPlans": Vec::<Document>::new(),
+        },
+        plan,
+    ))
+}
+
+/// Wraps `input` in the stages that sort, skip, limit and project above the access path.
+fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Document {
+    let (sort, skip, limit, wrapper) = (shape.sort, shape.skip, shape.limit, shape.wrapper);
+    if let Some(s) = sort.filter(|s| !s.is_empty() && !sorted) {
+        input =
+            doc! {"stage": "SORT", "sortPattern": s.clone(), "type": "simple", "inputStage": input};
+        if let Some(l) = limit {
+            input.insert("limitAmount", l);
+        }
+    }
+    if let Some(k) = skip.filter(|k| *k > 0) {
+        input = doc! {"stage": "SKIP", "skipAmount": k, "inputStage": input};
+    }
+    if let Some(l) = limit {
+        input = doc! {"stage": "LIMIT", "limitAmount": l, "inputStage": input};
+    }
+    if let Some(p) = shape.projection {
+        input = doc! {"stage": "PROJECTION_SIMPLE", "transformBy": p.clone(), "inputStage": input};
+    }
+    if let Some(w) = wrapper {
+        input = doc! {"stage": w, "inputStage": input};
+    }
+    input
+}
+
+pub fn explain(req: &Request) -> CmdResult {
+    req.check_fields(&["verbosity"])?;
+    let inner = match req.body.get("explain") {
+        Some(Bson::Document(d)) => d.clone(),
+        Some(v) => return Err(req.wrong_type("explain", v, "object")),
+        None => return Err(CommandError::missing_field("explain.explain")),
+    };
+    let verbosity = match req.body.get("verbosity") {
+        None => Verbosity::AllPlansExecution,
+        Some(Bson::String(s)) => match s.as_str() {
+            "queryPlanner" => Verbosity::QueryPlanner,
+            "executionStats" => Verbosity::ExecutionStats,
+            "allPlansExecution" => Verbosity::AllPlansExecution,
+            other => {
+                return Err(CommandError::bad_value(format!(
+                    "verbosity string must be one of {{'queryPlanner', 'executionStats', 'allPlansExecution'}}, got: {other}"
+                )))
+            }
+        },
+        Some(v) => return Err(req.wrong_type("verbosity", v, "string")),
+    };
+    let Some(name) = inner.keys().next().cloned() else {
+        return Err(CommandError::failed_to_parse("explain of an empty command"));
+    };
+    let db = match inner.get("$db") {
+        Some(Bson::String(d)) => d.clone(),
+        _ => req.db.clone(),
+    };
+    if name == "aggregate" {
+        let mut body = inner.clone();
+        body.insert("explain", true);
+        body.remove("cursor");
+        let sub = super::Request {
+            state: req.state.clone(),
+            conn: req.conn.clone(),
+            db,
+            body,
+            sequences: parking_lot::Mutex::new(Vec::new()),
+        };
+        let mut reply = super::aggregate::aggregate(&sub)?;
+        reply.insert("command", inner);
+        reply.insert("serverInfo", server_info(req));
+        return Ok(reply);
+    }
+    let shape = shape_of(&name, &inner)?;
+    let sort = shape.sort.map(SortSpec::parse).transpose()?;
+    let (mut planner, plan) =
+        query_planner(req, &shape.coll, shape.filter, sort.as_ref(), shape.hint)?;
+    let sorted = plan.as_ref().is_some_and(|p| p.provides_sort);
+    if let Ok(w) = planner.get_document("winningPlan") {
+        let wrapped = wrap_stages(w.clone(), &shape, sorted);
+        planner.insert("winningPlan", wrapped);
+    }
+    let mut reply = doc! {"explainVersion": "1", "queryPlanner": planner};
+    if verbosity != Verbosity::QueryPlanner {
+        let started = Instant::now();
+        let filter = match shape.filter {
+            Some(f) => Filter::parse(f)?,
+            None => Filter::match_all(),
+        };
+        let hint = parse_hint(shape.hint)?;
+        let opts = ReadOpts {
+            sort: sort.as_ref(),
+            hint: hint.as_ref(),
+            after: &[],
+        };
+        let (n, keys, docs, stages) = match Target::resolve(req, &shape.coll) {
+            Target::Regular(Some(c)) => {
+                let read = regular_read(&c, filter, shape.filter, &opts)?;
+                let skip = shape.skip.unwrap_or(0).max(0) as usize;
+                let mut n = 0u64;
+                let mut matched = 0usize;
+                let mut source = read.source;
+                for d in source.by_ref() {
+                    d?;
+                    matched += 1;
+                    if matched > skip {
+                        n += 1;
+                    }
+                    // Without a sort to satisfy, a limit stops the scan early.
+                    let early = sort.is_none() || read.plan.provides_sort;
+                    if early && shape.limit.is_some_and(|l| n >= l as u64) {
+                        break;
+                    }
+                }
+                if let Some(l) = shape.limit {
+                    n = n.min(l as u64);
+                }
+                let access = plan_stages(
+                    &read.plan,
+                    shape.filter,
+                    Some((&read.stats, matched as u64)),
+                );
+                let mut stages = wrap_stages(access, &shape, read.plan.provides_sort);
+                stages.insert("nReturned", n as i64);
+                (n, read.stats.keys(), read.stats.docs(), stages)
+            }
+            _ => (0, 0, 0, doc! {"stage": "EOF", "nReturned": 0_i64}),
+        };
+        let mut stats = doc! {
+            "executionSuccess": true,
+            "nReturned": n as i64,
+            "executionTimeMillis": started.elapsed().as_millis() as i64,
+            "totalKeysExamined": keys as i64,
+            "totalDocsExamined": docs as i64,
+            "executionStages": stages,
+        };
+        if verbosity == Verbosity::AllPlansExecution {
+            stats.insert("allPlansExecution", Vec::<Document>::new());
+        }
+        reply.insert("executionStats", stats);
+    }
+    reply.insert("command", inner);
+    reply.insert("serverInfo", server_info(req));
+    Ok(reply)
+}
+
+fn server_info(req: &Request) -> Document {
+    doc! {
+        "host": &req.state.host,
+        "port": req.state.cmdline.parsed.get_document("net").ok().and_then(|n| n.get("port").cloned()).unwrap_or(Bson::Int32(27017)),
+        "version": super::diagnostics::COMPAT_VERSION,
+        "gitVersion": "hourglass",
+    }
+}

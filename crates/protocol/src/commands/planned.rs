@@ -1,0 +1,209 @@
+//! Planned reads of regular collections: `hint` parsing, running the catalog's planner and
+//! executing its plan (filter applied to every fetched document), and the explain shapes
+//! of a plan (`COLLSCAN`, `IDHACK`, `FETCH` over `IXSCAN`).
+
+use crate::cursor::DocSource;
+use crate::error::CommandError;
+use bson::{doc, Bson, Document};
+use hourglass_catalog::plan::{bounds_document, plan, Access, Hint, Plan, Query};
+use hourglass_catalog::scan::ScanStats;
+use hourglass_catalog::Collection;
+use hourglass_query::filter::Filter;
+use hourglass_query::sort::SortSpec;
+use std::sync::Arc;
+
+/// Read options besides the filter.
+#[derive(Default, Clone, Copy)]
+pub struct ReadOpts<'a> {
+    pub sort: Option<&'a SortSpec>,
+    pub hint: Option<&'a Hint>,
+    /// The stages that process the documents read (e.g. a find's `$sort`/`$project`,
+    /// `$count`): a time-series scan decodes only the columns they read.
+    pub after: &'a [Document],
+}
+
+/// A read in progress: its plan, its counters and its documents.
+pub struct PlannedRead {
+    pub plan: Plan,
+    pub stats: Arc<ScanStats>,
+    pub source: DocSource,
+}
+
+/// Parses a `hint` argument (a name, a key pattern or `{$natural: 1|-1}`; `{}` = none).
+pub fn parse_hint(v: Option<&Bson>) -> Result<Option<Hint>, CommandError> {
+    match v {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::String(s)) => Ok(Some(Hint::Name(s.clone()))),
+        Some(Bson::Document(d)) if d.is_empty() => Ok(None),
+        Some(Bson::Document(d)) => match d.get("$natural") {
+            Some(n) => {
+                let dir = super::args::as_i64(n).unwrap_or(1);
+                Ok(Some(Hint::Natural(dir >= 0)))
+            }
+            None => Ok(Some(Hint::KeyPattern(d.clone()))),
+        },
+        Some(_) => Err(CommandError::failed_to_parse(
+            "hint must be either a string or nested object",
+        )),
+    }
+}
+
+/// Plans `filter` on `c`.
+pub fn plan_read(
+    c: &Collection,
+    filter: &Filter,
+    spec: Option<&Document>,
+    opts: &ReadOpts<'_>,
+) -> Result<Plan, CommandError> {
+    Ok(plan(
+        c,
+        &Query {
+            filter: Some(filter),
+            spec,
+            sort: opts.sort,
+            hint: opts.hint,
+        },
+    )?)
+}
+
+/// Plans and starts reading the documents of `c` that match `filter`.
+pub fn regular_read(
+    c: &Arc<Collection>,
+    filter: Filter,
+    spec: Option<&Document>,
+    opts: &ReadOpts<'_>,
+) -> Result<PlannedRead, CommandError> {
+    let plan = plan_read(c, &filter, spec, opts)?;
+    let stats = Arc::new(ScanStats::default());
+    let docs = c.execute(&plan, stats.clone());
+    let source: DocSource = Box::new(docs.map(|r| r.map_err(CommandError::from)).filter(
+        move |r| match r {
+            Ok(d) => filter.matches(d),
+            Err(_) => true,
+        },
+    ));
+    Ok(PlannedRead {
+        plan,
+        stats,
+        source,
+    })
+}
+
+/// The filter as explain shows it: `{a: {$eq: 1}}`, several fields under `$and`.
+pub fn parsed_query(spec: Option<&Document>) -> Document {
+    let Some(spec) = spec else {
+        return Document::new();
+    };
+    let mut parts: Vec<Document> = Vec::new();
+    for (k, v) in spec {
+        let cond = match v {
+            Bson::Document(d) if d.keys().next().is_some_and(|f| f.starts_with('$')) => {
+                Bson::Document(d.clone())
+            }
+            other if !k.starts_with('$') => Bson::Document(doc! {"$eq": other.clone()}),
+            other => other.clone(),
+        };
+        parts.push(doc! {k.clone(): cond});
+    }
+    match parts.len() {
+        0 => Document::new(),
+        1 => parts.remove(0),
+        _ => doc! {"$and": parts},
+    }
+}
+
+/// The stages of `plan` (with counters when `stats` is given: executionStages).
+pub fn plan_stages(
+    plan: &Plan,
+    spec: Option<&Document>,
+    stats: Option<(&ScanStats, u64)>,
+) -> Document {
+    let filter = parsed_query(spec);
+    match &plan.access {
+        Access::CollScan { reverse } => {
+            let mut d = doc! {"stage": "COLLSCAN"};
+            if !filter.is_empty() {
+                d.insert("filter", filter);
+            }
+            d.insert("direction", if *reverse { "backward" } else { "forward" });
+            if let Some((s, n)) = stats {
+                d.insert("nReturned", n as i64);
+                d.insert("docsExamined", s.docs() as i64);
+            }
+            d
+        }
+        Access::IdPoint(_) => {
+            let mut d = doc! {"stage": "IDHACK"};
+            if let Some((s, n)) = stats {
+                d.insert("nReturned", n as i64);
+                d.insert("keysExamined", s.keys() as i64);
+                d.insert("docsExamined", s.docs() as i64);
+            }
+            d
+        }
+        Access::IndexScan {
+            index,
+            bounds,
+            reverse,
+            ..
+        } => {
+            let (unique, sparse, partial) = match index {
+                hourglass_catalog::plan::IndexRef::Id => (true, false, false),
+                hourglass_catalog::plan::IndexRef::Secondary(i) => {
+                    (i.spec.unique, i.spec.sparse, i.spec.partial.is_some())
+                }
+            };
+            let mut ix = doc! {
+                "stage": "IXSCAN",
+                "keyPattern": index.key_pattern(),
+                "indexName": index.name(),
+                "isMultiKey": index.is_multikey(),
+                "isUnique": unique,
+                "isSparse": sparse,
+                "isPartial": partial,
+                "indexVersion": 2,
+                "direction": if *reverse { "backward" } else { "forward" },
+                "indexBounds": bounds_document(index, bounds, *reverse),
+            };
+            let mut fetch = doc! {"stage": "FETCH"};
+            if !filter.is_empty() {
+                fetch.insert("filter", filter);
+            }
+            if let Some((s, n)) = stats {
+                ix.insert("nReturned", s.docs() as i64);
+                ix.insert("keysExamined", s.keys() as i64);
+                fetch.insert("nReturned", n as i64);
+                fetch.insert("docsExamined", s.docs() as i64);
+            }
+            fetch.insert("inputStage", ix);
+            fetch
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsed_query_wraps_values_in_eq_and_several_fields_in_and() {
+        assert_eq!(parsed_query(Some(&doc! {"a": 1})), doc! {"a": {"$eq": 1}});
+        assert_eq!(
+            parsed_query(Some(&doc! {"a": 1, "b": {"$gt": 2}})),
+            doc! {"$and": [{"a": {"$eq": 1}}, {"b": {"$gt": 2}}]}
+        );
+    }
+
+    #[test]
+    fn hints_parse_as_names_patterns_or_natural() {
+        assert_eq!(
+            parse_hint(Some(&Bson::String("a_1".into()))).unwrap(),
+            Some(Hint::Name("a_1".into()))
+        );
+        assert_eq!(
+            parse_hint(Some(&Bson::Document(doc! {"$natural": -1}))).unwrap(),
+            Some(Hint::Natural(false))
+        );
+        assert!(parse_hint(Some(&Bson::Int32(1))).is_err());
+    }
+}
