@@ -7,8 +7,10 @@
 
 use crate::state::ServerState;
 use hourglass_catalog::Collection;
+use hourglass_timeseries::index_spec::ttl_cutoff_millis;
 use hourglass_timeseries::options_of;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Documents deleted per batch (one commit each).
 pub const TTL_BATCH: usize = 1000;
@@ -88,8 +90,38 @@ pub fn expire_regular(c: &Collection) -> u64 {
     deleted
 }
 
-/// Expires whole buckets of a time-series collection (`system.buckets.*`). Not
-/// implemented here: the time-series side adds it.
-pub fn expire_timeseries(_state: &ServerState, _buckets: &Collection) -> u64 {
-    0
+/// Expires whole buckets of a time-series collection (`system.buckets.*`) with a
+/// collection-level `expireAfterSeconds`: a bucket goes once its min time + bucket span
+/// + expireAfterSeconds is past (MongoDB's rule). Counts buckets, as MongoDB does.
+pub fn expire_timeseries(state: &ServerState, buckets: &Arc<Collection>) -> u64 {
+    let Some(options) = options_of(buckets) else {
+        return 0;
+    };
+    let secs = match buckets.options().get("expireAfterSeconds") {
+        Some(bson::Bson::Int32(n)) => i64::from(*n),
+        Some(bson::Bson::Int64(n)) => *n,
+        Some(bson::Bson::Double(d)) => *d as i64,
+        _ => return 0,
+    };
+    let now = bson::DateTime::now().timestamp_millis();
+    let cutoff = ttl_cutoff_millis(&options, now, secs);
+    let mut deleted = 0u64;
+    loop {
+        match state
+            .timeseries
+            .expire(buckets, &options, cutoff, TTL_BATCH)
+        {
+            Ok((n, _)) => {
+                deleted += n;
+                if (n as usize) < TTL_BATCH {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(ns = %buckets.namespace(), error = %e, "TTL deletion of buckets failed");
+                break;
+            }
+        }
+    }
+    deleted
 }

@@ -38,7 +38,11 @@ pub fn aggregate(req: &Request) -> CmdResult {
         .first()
         .and_then(|s| s.get_document("$collStats").ok())
         .cloned();
-    let rest = if coll_stats.is_some() {
+    // So does a leading $indexStats.
+    let index_stats = stages
+        .first()
+        .is_some_and(|s| s.contains_key("$indexStats"));
+    let rest = if coll_stats.is_some() || index_stats {
         &stages[1..]
     } else {
         &stages[..]
@@ -64,7 +68,9 @@ pub fn aggregate(req: &Request) -> CmdResult {
         .cloned()
         .unwrap_or_else(Filter::match_all);
     let target = Target::resolve(req, &coll);
-    if let (Target::TimeSeries { buckets, options }, None) = (&target, &coll_stats) {
+    if let (Target::TimeSeries { buckets, options }, None, false) =
+        (&target, &coll_stats, index_stats)
+    {
         return super::aggregate_ts::aggregate_view(
             req,
             &coll,
@@ -89,6 +95,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     }
     let input = match coll_stats {
         Some(spec) => vec![coll_stats_stage(req, &coll, &spec)?],
+        None if index_stats => index_stats_stage(req, target),
         None => target
             .scan(
                 req,
@@ -156,6 +163,28 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult 
         "stages": out,
         "command": req.body.clone(),
     })
+}
+
+/// The documents `$indexStats` outputs: one per index, with its spec.
+fn index_stats_stage(req: &Request, target: Target) -> Vec<Document> {
+    match target {
+        Target::TimeSeries { buckets, options } => {
+            super::indexes_ts::index_stats(req, &buckets, &options).unwrap_or_default()
+        }
+        Target::Regular(Some(c)) => super::indexes::index_documents(&c)
+            .into_iter()
+            .map(|spec| {
+                doc! {
+                    "name": spec.get("name").cloned().unwrap_or(Bson::Null),
+                    "key": spec.get("key").cloned().unwrap_or(Bson::Null),
+                    "host": req.state.host.clone(),
+                    "accesses": {"ops": 0i64, "since": bson::DateTime::now()},
+                    "spec": spec,
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The one document `$collStats` outputs: `storageStats` and `count` when asked for.

@@ -37,7 +37,7 @@ pub fn coll_mod(req: &Request) -> CmdResult {
             ))
         }
     };
-    for k in ["index", "validator", "validationLevel", "validationAction"] {
+    for k in ["validator", "validationLevel", "validationAction"] {
         if req.body.contains_key(k) {
             return Err(CommandError::invalid_options(format!(
                 "collMod option '{k}' is not supported on time-series collections by this server yet"
@@ -75,10 +75,16 @@ pub fn coll_mod(req: &Request) -> CmdResult {
             stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
         }
     }
-    let name = buckets.namespace().coll;
-    req.state.catalog.set_options(&req.db, &name, stored)?;
-    req.state.timeseries.set_options(&buckets, &options)?;
-    Ok(Document::new())
+    let mut reply = Document::new();
+    if let Some(index) = req.opt_document("index")? {
+        reply = super::indexes_ts::set_hidden(&buckets, &options, index)?;
+    }
+    if req.body.contains_key("timeseries") || req.body.contains_key("expireAfterSeconds") {
+        let name = buckets.namespace().coll;
+        req.state.catalog.set_options(&req.db, &name, stored)?;
+        req.state.timeseries.set_options(&buckets, &options)?;
+    }
+    Ok(reply)
 }
 
 /// collMod of a regular collection: only the `index` option.

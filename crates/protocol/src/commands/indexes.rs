@@ -51,6 +51,30 @@ pub fn create_indexes(req: &Request) -> CmdResult {
             "Must specify at least one index to create",
         ));
     }
+    let target = Target::resolve(req, &coll);
+    if let Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } = &target
+    {
+        let docs = specs
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(CommandError::type_mismatch(
+                    "The elements of the 'indexes' array must be objects",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for d in &docs {
+            if !d.contains_key("name") {
+                return Err(CommandError::new(
+                    67,
+                    "CannotCreateIndex",
+                    format!("Error in specification {d} :: caused by :: The 'name' field is a required property of an index specification"),
+                ));
+            }
+        }
+        let view = matches!(target, Target::TimeSeries { .. });
+        return super::indexes_ts::create(buckets, options, &docs, view);
+    }
     let mut parsed = Vec::with_capacity(specs.len());
     for s in &specs {
         let Bson::Document(d) = s else {
@@ -66,12 +90,6 @@ pub fn create_indexes(req: &Request) -> CmdResult {
             err
         })?;
         parsed.push(spec);
-    }
-    match Target::resolve(req, &coll) {
-        Target::TimeSeries { .. } | Target::Buckets { .. } => {
-            return Err(timeseries_unsupported("createIndexes"))
-        }
-        Target::Regular(_) => {}
     }
     let out = req.state.catalog.create_indexes(&req.db, &coll, parsed)?;
     let mut reply = doc! {
@@ -104,9 +122,18 @@ pub fn drop_indexes(req: &Request) -> CmdResult {
         None => return Err(CommandError::missing_field("dropIndexes.index")),
     };
     match Target::resolve(req, &coll) {
-        Target::TimeSeries { .. } | Target::Buckets { .. } => {
-            Err(timeseries_unsupported("dropIndexes"))
-        }
+        Target::TimeSeries { buckets, options } => super::indexes_ts::drop(
+            &buckets,
+            &options,
+            req.body.get("index").unwrap_or(&Bson::Null),
+            true,
+        ),
+        Target::Buckets { buckets, options } => super::indexes_ts::drop(
+            &buckets,
+            &options,
+            req.body.get("index").unwrap_or(&Bson::Null),
+            false,
+        ),
         Target::Regular(None) => Err(CommandError::new(
             26,
             "NamespaceNotFound",
@@ -128,9 +155,11 @@ pub fn list_indexes(req: &Request) -> CmdResult {
     let coll = req.collection()?;
     let indexes = match Target::resolve(req, &coll) {
         Target::Regular(Some(c)) => index_documents(&c),
-        // Time-series collections have no secondary indexes yet (index translation is a
-        // later issue) and no _id index, as in MongoDB.
-        Target::TimeSeries { .. } | Target::Buckets { .. } => vec![],
+        // Time-series collections have no _id index in listIndexes, as in MongoDB.
+        Target::TimeSeries { buckets, options } => {
+            super::indexes_ts::list(&buckets, &options, true)?
+        }
+        Target::Buckets { buckets, options } => super::indexes_ts::list(&buckets, &options, false)?,
         Target::Regular(None) => return Err(not_found(req, &coll)),
     };
     Ok(single_batch_cursor(&format!("{}.{coll}", req.db), indexes))

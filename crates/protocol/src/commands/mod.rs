@@ -20,6 +20,7 @@ mod find;
 mod find_and_modify;
 mod handshake;
 mod indexes;
+mod indexes_ts;
 mod insert;
 mod parameters;
 mod planned;

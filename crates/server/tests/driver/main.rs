@@ -10,6 +10,7 @@ mod durability;
 mod handshake;
 mod indexes;
 mod timeseries;
+mod timeseries_indexes;
 mod timeseries_writes;
 mod ttl;
 mod wire;

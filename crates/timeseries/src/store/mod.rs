@@ -9,6 +9,7 @@
 //! buckets from memory and the closed ones from one storage snapshot taken under the
 //! same lock, so they see every committed measurement exactly once.
 
+mod indexes;
 mod keys;
 mod latest;
 mod modify;

@@ -1,0 +1,262 @@
+//! Index commands on time-series collections: specs given on the view are checked and
+//! translated to the bucket shape (`hourglass_timeseries::index_spec`), stored with the
+//! collection, and translated back by `listIndexes` on the view; `system.buckets.<coll>`
+//! shows and takes the bucket shape directly.
+
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Bson, Document};
+use hourglass_catalog::Collection;
+use hourglass_timeseries::index_spec::{
+    to_bucket_key_for, translate_index_spec, view_index_specs, IndexSpecError, KeyUse,
+};
+use hourglass_timeseries::{TimeseriesOptions, TimeseriesStore};
+
+impl From<IndexSpecError> for CommandError {
+    fn from(e: IndexSpecError) -> Self {
+        CommandError::new(e.code(), e.code_name(), e.message())
+    }
+}
+
+/// Options of a spec besides `v`, `name`, `key` and `originalSpec`, for conflict checks.
+fn options_of_spec(spec: &Document) -> Document {
+    spec.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "v" | "name" | "key" | "originalSpec"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn key_of(spec: &Document) -> Document {
+    spec.get_document("key").cloned().unwrap_or_default()
+}
+
+/// Same fields in the same order with the same values (index keys are ordered).
+fn same_key(a: &Document, b: &Document) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b.iter())
+            .all(|((ka, va), (kb, vb))| ka == kb && hourglass_query::compare::values_equal(va, vb))
+}
+
+/// `createIndexes` on a time-series view (`translate`) or on its buckets collection.
+pub fn create(
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    specs: &[Document],
+    translate: bool,
+) -> CmdResult {
+    let mut current = TimeseriesStore::index_specs(buckets, options)?;
+    let before = current.len();
+    for spec in specs {
+        let bucket_spec = if translate {
+            let mut s = spec.clone();
+            if !s.contains_key("v") {
+                s.insert("v", 2);
+            }
+            let mut t = translate_index_spec(options, &s)?;
+            if !t.contains_key("v") {
+                t.insert("v", 2);
+            }
+            t
+        } else {
+            spec.clone()
+        };
+        let name = bucket_spec.get_str("name").unwrap_or_default().to_string();
+        let key = key_of(&bucket_spec);
+        if let Some(existing) = current
+            .iter()
+            .find(|s| s.get_str("name") == Ok(name.as_str()))
+        {
+            if !same_key(&key_of(existing), &key) {
+                return Err(CommandError::new(
+                    86,
+                    "IndexKeySpecsConflict",
+                    format!("An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {spec}, existing index: {existing}"),
+                ));
+            }
+            if options_of_spec(existing) != options_of_spec(&bucket_spec) {
+                return Err(CommandError::new(
+                    85,
+                    "IndexOptionsConflict",
+                    format!("An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {existing}"),
+                ));
+            }
+            continue;
+        }
+        if let Some(existing) = current.iter().find(|s| {
+            same_key(&key_of(s), &key) && options_of_spec(s) == options_of_spec(&bucket_spec)
+        }) {
+            return Err(CommandError::new(
+                85,
+                "IndexOptionsConflict",
+                format!(
+                    "Index already exists with a different name: {}",
+                    existing.get_str("name").unwrap_or_default()
+                ),
+            ));
+        }
+        current.push(bucket_spec);
+    }
+    let after = current.len();
+    if after != before {
+        TimeseriesStore::set_index_specs(buckets, &current)?;
+    }
+    let mut reply = doc! {
+        "numIndexesBefore": before as i32,
+        "numIndexesAfter": after as i32,
+        "createdCollectionAutomatically": false,
+    };
+    if before == after {
+        reply.insert("note", "all indexes already exist");
+    }
+    Ok(reply)
+}
+
+/// `listIndexes`: the user's specs on the view, the bucket specs on the buckets.
+pub fn list(
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    view: bool,
+) -> Result<Vec<Document>, CommandError> {
+    let specs = TimeseriesStore::index_specs(buckets, options)?;
+    Ok(if view {
+        view_index_specs(options, &specs)
+    } else {
+        specs
+    })
+}
+
+/// Finds an index by name or key pattern (user shape on the view).
+fn position(
+    specs: &[Document],
+    options: &TimeseriesOptions,
+    which: &Bson,
+    view: bool,
+    usage: KeyUse,
+) -> Result<usize, CommandError> {
+    match which {
+        Bson::String(name) => specs
+            .iter()
+            .position(|s| s.get_str("name") == Ok(name.as_str()))
+            .ok_or_else(|| {
+                CommandError::new(
+                    27,
+                    "IndexNotFound",
+                    format!("index not found with name [{name}]"),
+                )
+            }),
+        Bson::Document(key) => {
+            let bucket_key = if view {
+                to_bucket_key_for(options, key, usage)?
+            } else {
+                key.clone()
+            };
+            specs
+                .iter()
+                .position(|s| same_key(&key_of(s), &bucket_key))
+                .ok_or_else(|| {
+                    CommandError::new(
+                        27,
+                        "IndexNotFound",
+                        format!("can't find index with key: {key}"),
+                    )
+                })
+        }
+        _ => Err(CommandError::type_mismatch(
+            "index must be a name or a key pattern",
+        )),
+    }
+}
+
+/// `dropIndexes` by name, key pattern, list of names or `"*"`.
+pub fn drop(
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    which: &Bson,
+    view: bool,
+) -> CmdResult {
+    let mut specs = TimeseriesStore::index_specs(buckets, options)?;
+    let was = specs.len() as i32;
+    match which {
+        Bson::String(s) if s == "*" => specs.clear(),
+        Bson::Array(names) => {
+            for n in names {
+                let i = position(&specs, options, n, view, KeyUse::DropIndexes)?;
+                specs.remove(i);
+            }
+        }
+        w => {
+            let i = position(&specs, options, w, view, KeyUse::DropIndexes)?;
+            specs.remove(i);
+        }
+    }
+    TimeseriesStore::set_index_specs(buckets, &specs)?;
+    let mut reply = doc! {"nIndexesWas": was};
+    if matches!(which, Bson::String(s) if s == "*") {
+        reply.insert("msg", "non-_id indexes dropped for collection");
+    }
+    Ok(reply)
+}
+
+/// `collMod` `index: {name | keyPattern, hidden}` on a time-series collection.
+pub fn set_hidden(
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    spec: &Document,
+) -> Result<Document, CommandError> {
+    let mut specs = TimeseriesStore::index_specs(buckets, options)?;
+    let which = match (spec.get("name"), spec.get("keyPattern")) {
+        (Some(n), None) => n.clone(),
+        (None, Some(k)) => k.clone(),
+        _ => {
+            return Err(CommandError::invalid_options(
+                "must specify either index name or key pattern",
+            ))
+        }
+    };
+    let i = position(&specs, options, &which, true, KeyUse::CollMod)?;
+    let mut reply = Document::new();
+    if let Some(h) = spec.get("hidden") {
+        let Bson::Boolean(hidden) = h else {
+            return Err(CommandError::type_mismatch("hidden must be a boolean"));
+        };
+        let s = &mut specs[i];
+        let old = s.get_bool("hidden").unwrap_or(false);
+        if *hidden {
+            s.insert("hidden", true);
+        } else {
+            s.remove("hidden");
+        }
+        if let Ok(orig) = s.get_document_mut("originalSpec") {
+            if *hidden {
+                orig.insert("hidden", true);
+            } else {
+                orig.remove("hidden");
+            }
+        }
+        reply.insert("hidden_old", old);
+        reply.insert("hidden_new", *hidden);
+    }
+    TimeseriesStore::set_index_specs(buckets, &specs)?;
+    Ok(reply)
+}
+
+/// The `$indexStats` documents of a time-series view.
+pub fn index_stats(
+    req: &Request,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+) -> Result<Vec<Document>, CommandError> {
+    Ok(list(buckets, options, true)?
+        .into_iter()
+        .map(|spec| {
+            doc! {
+                "name": spec.get("name").cloned().unwrap_or(Bson::Null),
+                "key": spec.get("key").cloned().unwrap_or(Bson::Null),
+                "host": req.state.host.clone(),
+                "accesses": {"ops": 0i64, "since": bson::DateTime::now()},
+                "spec": spec,
+            }
+        })
+        .collect())
+}
