@@ -86,7 +86,10 @@ impl Projection {
         parse_into(&mut root, spec, "", &mut mode, &mut exclude_id)?;
         Ok(Projection {
             root,
-            inclusion: mode.inclusion.unwrap_or(false),
+            // `{_id: 1}` alone is an inclusion projection.
+            inclusion: mode.inclusion.unwrap_or_else(|| {
+                spec.len() == 1 && spec.get("_id").is_some_and(crate::expr::truthy)
+            }),
             exclude_id,
             empty: spec.is_empty(),
         })

@@ -10,7 +10,7 @@ use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
-use hourglass_query::pipeline::Pipeline;
+use hourglass_query::pipeline::{MemLimits, Pipeline, RunOptions};
 
 pub fn aggregate(req: &Request) -> CmdResult {
     req.check_fields(&[
@@ -53,6 +53,9 @@ pub fn aggregate(req: &Request) -> CmdResult {
                 "The 'cursor' option is required, except for aggregate with the explain argument",
             )),
         };
+    // A collectionless aggregate is allowed when the pipeline starts with $documents.
+    let documents_only = coll.is_none() && pipeline.starts_with_documents();
+    let coll = coll.or_else(|| documents_only.then(|| "$cmd.aggregate".to_string()));
     let Some(coll) = coll else {
         return Err(CommandError::invalid_options(
             "collectionless aggregate ({aggregate: 1}) is not supported by this server yet",
@@ -70,6 +73,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
         });
     }
     let input = match coll_stats {
+        _ if documents_only => Vec::new(),
         Some(spec) => vec![coll_stats_stage(req, &coll, &spec)?],
         None => Target::resolve(req, &coll)
             .scan(
@@ -78,7 +82,24 @@ pub fn aggregate(req: &Request) -> CmdResult {
             )?
             .collect::<Result<Vec<Document>, _>>()?,
     };
-    let output = pipeline.run(input)?;
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let params = &req.state.params;
+    let default = hourglass_query::pipeline::mem::DEFAULT_LIMIT as i64;
+    let limits = MemLimits {
+        group_bytes: params
+            .get_i64("internalDocumentSourceGroupMaxMemoryBytes", default)
+            .max(0) as u64,
+        sort_bytes: params
+            .get_i64("internalQueryMaxBlockingSortMemoryUsageBytes", default)
+            .max(0) as u64,
+        allow_disk_use: req.opt_bool("allowDiskUse")?.unwrap_or(false),
+    };
+    let opts = RunOptions {
+        context: Some(&ctx),
+        db: &req.db,
+        limits,
+    };
+    let output = pipeline.run_with(input, &opts)?;
     let requested = cursor_opts.as_ref().and_then(|d| d.get("batchSize"));
     let batch = match requested {
         None | Some(Bson::Null) => None,

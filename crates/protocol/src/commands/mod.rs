@@ -17,6 +17,7 @@ mod find_and_modify;
 mod handshake;
 mod insert;
 mod parameters;
+mod pipeline_context;
 mod target;
 mod timeseries_ddl;
 mod update;

@@ -746,24 +746,28 @@ fn date_from_string(a: &Named) -> R {
                 return Ok(a.get_present("onNull").or(Some(Bson::Null)))
             }
             Some(Bson::String(s)) => s.clone(),
-            Some(other) => return Err(QueryError::ConversionFailure(format!(
+            Some(other) => {
+                return Err(QueryError::ConversionFailure(format!(
                 "$dateFromString requires that 'dateString' be a string, found: {} with value {}",
                 type_name(other),
                 crate::error::render(other)
-            ))),
+            )))
+            }
         };
         let fmt = match a.get("format") {
             None => None,
             Some(Bson::String(f)) => Some(f),
             Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
-            Some(other) => return Err(QueryError::loc(
-                40684,
-                format!(
+            Some(other) => {
+                return Err(QueryError::loc(
+                    40684,
+                    format!(
                     "$dateFromString requires that 'format' be a string, found: {} with value {}",
                     type_name(&other),
                     crate::error::render(&other)
                 ),
-            )),
+                ))
+            }
         };
         let Some(zone) = zone_of(&a.get("timezone"))? else {
             return Ok(Some(Bson::Null));

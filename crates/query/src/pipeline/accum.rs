@@ -361,12 +361,10 @@ impl AccSpec {
                     items.push((v, Some(doc.clone())));
                     self.trim_sorted(acc);
                 }
-                AccKind::FirstN => {
-                    if items.len() < acc.n.unwrap_or(usize::MAX) {
-                        let v = v.unwrap_or(Bson::Null);
-                        acc.bytes += approx_size(&v);
-                        items.push((v, None));
-                    }
+                AccKind::FirstN if items.len() < acc.n.unwrap_or(usize::MAX) => {
+                    let v = v.unwrap_or(Bson::Null);
+                    acc.bytes += approx_size(&v);
+                    items.push((v, None));
                 }
                 AccKind::LastN => {
                     let v = v.unwrap_or(Bson::Null);

@@ -53,7 +53,7 @@ fn fields_key(fields: &[String], d: &Document) -> Bson {
 enum Bounds {
     Full,
     Partition,
-    Explicit(Bson, Bson),
+    Explicit(Box<(Bson, Bson)>),
 }
 
 /// A parsed `$densify`.
@@ -158,7 +158,7 @@ impl Densify {
                 if compare_values(&lo, &hi).is_gt() {
                     return Err(QueryError::loc(5733406, "the lower bound in a bounding array must be less than or equal to the upper bound"));
                 }
-                Bounds::Explicit(lo, hi)
+                Bounds::Explicit(Box::new((lo, hi)))
             }
             _ => return Err(QueryError::loc(5946802, "the bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates")),
         };
@@ -255,7 +255,7 @@ impl Densify {
             let (lo, hi, inclusive_hi) = match &self.bounds {
                 Bounds::Full => (global.0.clone(), global.1.clone(), false),
                 Bounds::Partition => (docs.first().map(value), docs.last().map(value), false),
-                Bounds::Explicit(lo, hi) => (Some(lo.clone()), Some(hi.clone()), false),
+                Bounds::Explicit(b) => (Some(b.0.clone()), Some(b.1.clone()), false),
             };
             let _ = inclusive_hi;
             let (Some(lo), Some(hi)) = (lo, hi) else {

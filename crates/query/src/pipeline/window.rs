@@ -303,10 +303,11 @@ impl SetWindowFields {
             if needs_sort && s.sort.is_none() {
                 return Err(fail("this window function requires a sortBy"));
             }
-            if matches!(o.window, Some(Window::Range(..)))
-                || matches!(o.func, Func::Rank | Func::DenseRank)
+            if (matches!(o.window, Some(Window::Range(..)))
+                || matches!(o.func, Func::Rank | Func::DenseRank))
+                && s.sort.as_ref().is_some_and(|x| x.keys().len() != 1)
             {
-                if s.sort.as_ref().is_some_and(|x| x.keys().len() != 1) {
+                {
                     return Err(fail("range-based windows and rank functions require a sortBy with exactly one field"));
                 }
             }
