@@ -166,7 +166,17 @@ fn parse_into(
                 None => {
                     return Err(QueryError::loc(51270, format!("An empty sub-projection is not a valid value. Found empty object at path {full}")))
                 }
-                Some(op) if op == "$slice" => parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?,
+                // `$slice` with numbers is the find-style projection; with
+                // expressions (e.g. `["$arr", 2]`) it is the aggregation operator.
+                Some(op)
+                    if op == "$slice"
+                        && match d.get("$slice") {
+                            Some(Bson::Array(items)) => items.iter().all(|i| crate::num::Num::from_bson(i).is_some()),
+                            _ => true,
+                        } =>
+                {
+                    parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?
+                }
                 Some(op) if op == "$elemMatch" || op == "$meta" => {
                     return Err(QueryError::bad(format!("{op} projection is not supported yet")))
                 }

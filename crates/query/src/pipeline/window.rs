@@ -307,9 +307,9 @@ impl SetWindowFields {
                 || matches!(o.func, Func::Rank | Func::DenseRank))
                 && s.sort.as_ref().is_some_and(|x| x.keys().len() != 1)
             {
-                {
-                    return Err(fail("range-based windows and rank functions require a sortBy with exactly one field"));
-                }
+                return Err(fail(
+                    "range-based windows and rank functions require a sortBy with exactly one field",
+                ));
             }
         }
         Ok(s)

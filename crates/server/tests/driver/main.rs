@@ -8,5 +8,6 @@ mod collections;
 mod crud;
 mod durability;
 mod handshake;
+mod pipeline_golden;
 mod timeseries;
 mod wire;
