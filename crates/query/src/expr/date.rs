@@ -276,14 +276,18 @@ fn unit_arg(op: &str, v: &Option<Bson>) -> Result<Option<Unit>, QueryError> {
     match v {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
         Some(Bson::String(s)) => Unit::parse(s).map(Some).ok_or_else(|| {
-            QueryError::bad(format!(
-                "{op} parameter 'unit' value cannot be recognized as a time unit: {s}"
-            ))
+            QueryError::loc(
+                5439014,
+                format!("{op} parameter 'unit' value cannot be recognized as a time unit: {s}"),
+            )
         }),
-        Some(other) => Err(QueryError::bad(format!(
-            "{op} requires 'unit' to be a string, but got {}",
-            type_name(other)
-        ))),
+        Some(other) => Err(QueryError::loc(
+            5439013,
+            format!(
+                "{op} requires 'unit' to be a string, but got {}",
+                type_name(other)
+            ),
+        )),
     }
 }
 
@@ -306,15 +310,18 @@ fn start_of_week(op: &str, v: &Option<Bson>) -> Result<Option<u32>, QueryError> 
                 .position(|d| *d == l || d.get(..3) == Some(l.as_str()))
                 .map(|p| Some(p as u32))
                 .ok_or_else(|| {
-                    QueryError::bad(format!(
+                    QueryError::loc(5439016, format!(
                         "{op} parameter 'startOfWeek' value cannot be recognized as a day of a week: {s}"
                     ))
                 })
         }
-        Some(other) => Err(QueryError::bad(format!(
-            "{op} requires 'startOfWeek' to be a string, but got {}",
-            type_name(other)
-        ))),
+        Some(other) => Err(QueryError::loc(
+            5439015,
+            format!(
+                "{op} requires 'startOfWeek' to be a string, but got {}",
+                type_name(other)
+            ),
+        )),
     }
 }
 
@@ -460,10 +467,13 @@ fn date_trunc(a: &Named) -> R {
         return Ok(Some(Bson::Null));
     };
     let ms = date_ms(date_v).ok_or_else(|| {
-        QueryError::bad(format!(
-            "{op} requires 'date' to be a date, but got {}",
-            type_name(date_v)
-        ))
+        QueryError::loc(
+            5166307,
+            format!(
+                "{op} requires 'date' to be a date, but got {}",
+                type_name(date_v)
+            ),
+        )
     })?;
     let Some(unit) = unit_arg(op, &a.get("unit"))? else {
         return Ok(Some(Bson::Null));
@@ -473,12 +483,21 @@ fn date_trunc(a: &Named) -> R {
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(v) => match integral(&v) {
             Some(b) if b > 0 => b,
-            _ => {
-                return Err(QueryError::bad(format!(
-                    "{op} requires 'binSize' to be a positive 64-bit integer, but got value '{}' of type {}",
+            Some(b) => {
+                return Err(QueryError::loc(
+                    5439018,
+                    format!("{op} requires 'binSize' to be greater than 0, but got value {b}"),
+                ))
+            }
+            None => {
+                return Err(QueryError::loc(
+                    5439017,
+                    format!(
+                    "{op} requires 'binSize' to be a 64-bit integer, but got value '{}' of type {}",
                     crate::error::render(&v),
                     type_name(&v)
-                )))
+                ),
+                ))
             }
         },
     };
@@ -508,24 +527,27 @@ fn date_add(op: &str, a: &Named) -> R {
         return Ok(Some(Bson::Null));
     };
     let start = start.as_ref().and_then(date_ms).ok_or_else(|| {
-        QueryError::bad(format!(
-            "{op} requires startDate to be convertible to a date, but got {}",
-            tname(&a.get("startDate"))
-        ))
+        QueryError::loc(
+            5166403,
+            format!("{op} requires startDate to be convertible to a date"),
+        )
     })?;
     let Some(unit) = unit_arg(op, &unit)? else {
         return Ok(Some(Bson::Null));
     };
     let amount = amount.as_ref().and_then(integral).ok_or_else(|| {
-        QueryError::bad(format!(
-            "{op} expects integer amount of time units, but got {}",
-            tname(&a.get("amount"))
-        ))
+        QueryError::loc(
+            5166405,
+            format!("{op} expects integer amount of time units"),
+        )
     })?;
     let amount = if op == "$dateSubtract" {
-        amount
-            .checked_neg()
-            .ok_or_else(|| QueryError::bad(format!("invalid {op} 'amount' parameter value")))?
+        amount.checked_neg().ok_or_else(|| {
+            QueryError::loc(
+                6045000,
+                format!("invalid {op} 'amount' parameter value: {amount}"),
+            )
+        })?
     } else {
         amount
     };
@@ -544,10 +566,10 @@ fn date_diff(a: &Named) -> R {
     };
     let get = |v: &Option<Bson>, which: &str| {
         v.as_ref().and_then(date_ms).ok_or_else(|| {
-            QueryError::bad(format!(
-                "{op} requires '{which}' to be a date, but got {}",
-                tname(v)
-            ))
+            QueryError::loc(
+                5166307,
+                format!("{op} requires '{which}' to be a date, but got {}", tname(v)),
+            )
         })
     };
     let start = get(&s, "startDate")?;

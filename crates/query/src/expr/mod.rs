@@ -339,6 +339,7 @@ fn named_codes(name: &str) -> (i32, i32, i32) {
         "$dateFromString" => (40540, 40541, 40542),
         "$dateFromParts" => (40519, 40518, 40516),
         "$dateToParts" => (40524, 40520, 40522),
+        "$dateAdd" | "$dateSubtract" => (5166400, 5166401, 5166402),
         _ if date::PART_OPS.contains(&name) => (40536, 40535, 40539),
         _ => (9, 9, 9),
     }

@@ -425,3 +425,53 @@ fn convert_with_on_error_and_on_null() {
         241
     );
 }
+
+#[test]
+fn date_argument_errors_use_mongodb_codes() {
+    let code = |d: Document| ev_err(Bson::Document(d)).code();
+    let t = date("2021-01-01T00:00:00Z");
+    assert_eq!(
+        code(doc! {"$dateTrunc": {"date": t.clone(), "unit": "fortnight"}}),
+        5439014
+    );
+    assert_eq!(
+        code(doc! {"$dateTrunc": {"date": t.clone(), "unit": 5}}),
+        5439013
+    );
+    assert_eq!(
+        code(doc! {"$dateTrunc": {"date": t.clone(), "unit": "hour", "binSize": 0}}),
+        5439018
+    );
+    assert_eq!(
+        code(doc! {"$dateTrunc": {"date": t.clone(), "unit": "hour", "binSize": 1.5}}),
+        5439017
+    );
+    assert_eq!(
+        code(doc! {"$dateTrunc": {"date": "x", "unit": "hour"}}),
+        5166307
+    );
+    assert_eq!(
+        code(doc! {"$dateTrunc": {"date": t.clone(), "unit": "week", "startOfWeek": "someday"}}),
+        5439016
+    );
+    assert_eq!(
+        code(doc! {"$dateAdd": {"startDate": t.clone(), "unit": "day", "amount": 1.5}}),
+        5166405
+    );
+    assert_eq!(
+        code(doc! {"$dateAdd": {"startDate": "x", "unit": "day", "amount": 1}}),
+        5166403
+    );
+    assert_eq!(
+        code(doc! {"$dateAdd": {"startDate": t.clone(), "unit": "day"}}),
+        5166402
+    );
+    assert_eq!(
+        code(doc! {"$dateDiff": {"startDate": 1, "endDate": t, "unit": "day"}}),
+        5166307
+    );
+    assert_eq!(
+        code(doc! {"$hour": {"date": date("2021-01-01T00:00:00Z"), "timezone": 5}}),
+        40517
+    );
+}

@@ -248,7 +248,14 @@ impl Densify {
             vals.sort_by(compare_values);
             (vals.first().cloned(), vals.last().cloned())
         };
-        let parts = partition(with, |d| Ok(fields_key(&self.partition_by, d)))?;
+        let mut parts = partition(with, |d| Ok(fields_key(&self.partition_by, d)))?;
+        if parts.is_empty()
+            && self.partition_by.is_empty()
+            && matches!(self.bounds, Bounds::Explicit(_))
+        {
+            // Explicit bounds generate values even from no documents.
+            parts.push((Bson::Document(Document::new()), Vec::new()));
+        }
         let mut out = Vec::new();
         for (key, mut docs) in parts {
             docs.sort_by(|a, b| compare_values(&value(a), &value(b)));

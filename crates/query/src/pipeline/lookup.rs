@@ -86,13 +86,7 @@ fn namespace(stage: &str, v: &Bson) -> Result<(Option<String>, String), QueryErr
                 "{stage} 'from' must have a string 'db' and 'coll'"
             ))),
         },
-        other => Err(QueryError::loc(
-            40321,
-            format!(
-                "{stage} 'from' field must be a string or an object, but found {}",
-                crate::compare::type_name(other)
-            ),
-        )),
+        _ => Err(fail(format!("{stage} 'from' field must be a string"))),
     }
 }
 
@@ -117,14 +111,11 @@ impl Lookup {
         for (k, v) in d {
             let string = || match v {
                 Bson::String(s) => Ok(s.clone()),
-                _ => Err(QueryError::loc(
-                    4570,
-                    format!(
-                        "$lookup argument '{k}: {}' must be a string, is type {}",
-                        crate::error::render(v),
-                        crate::compare::type_name(v)
-                    ),
-                )),
+                _ => Err(fail(format!(
+                    "$lookup argument '{k}: {}' must be a string, is type {}",
+                    crate::error::render(v),
+                    crate::compare::type_name(v)
+                ))),
             };
             match k.as_str() {
                 "from" => l.from = Some(namespace("$lookup", v)?),
@@ -153,7 +144,7 @@ impl Lookup {
         l.as_field = as_field.ok_or_else(|| fail("must specify 'as' field for a $lookup"))?;
         if l.local.is_some() != l.foreign.is_some() {
             return Err(fail(
-                "$lookup requires both or neither of 'localField' and 'foreignField' to be specified",
+                "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified",
             ));
         }
         if l.local.is_none() && l.pipeline.is_none() {
