@@ -767,6 +767,20 @@ fn range(a0: &Option<Bson>, a1: &Option<Bson>, a2: &Option<Bson>, n: usize) -> R
             "$range requires a non-zero step value",
         ));
     }
+    let count = if step > 0 {
+        (end - start).max(0) / step
+    } else {
+        (start - end).max(0) / -step
+    };
+    // MongoDB caps $range at 64 MB of values.
+    const LIMIT: i64 = 64 * 1024 * 1024;
+    if count.saturating_mul(16) > LIMIT {
+        return Err(QueryError::Foreign(
+            146,
+            "ExceededMemoryLimit",
+            format!("$range would use too much memory ({} bytes) and cannot spill to disk. Memory limit: {LIMIT} bytes", count.saturating_mul(16)),
+        ));
+    }
     let mut out = Vec::new();
     let mut i = start;
     while (step > 0 && i < end) || (step < 0 && i > end) {

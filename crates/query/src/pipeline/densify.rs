@@ -49,6 +49,9 @@ fn fields_key(fields: &[String], d: &Document) -> Bson {
     Bson::Document(k)
 }
 
+/// MongoDB's default `internalQueryMaxAllowedDensifyDocs`.
+const MAX_DENSIFY_DOCS: u64 = 500_000;
+
 #[derive(Debug, Clone)]
 enum Bounds {
     Full,
@@ -289,10 +292,10 @@ impl Densify {
                 }
                 cur = self.next(&cur)?;
                 guard += 1;
-                if guard > 10_000_000 {
+                if guard > MAX_DENSIFY_DOCS {
                     return Err(QueryError::loc(
                         5897900,
-                        "$densify would generate too many documents",
+                        format!("Generated {guard} documents in $densify, which is over the limit of {MAX_DENSIFY_DOCS}. Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents"),
                     ));
                 }
             }

@@ -379,7 +379,7 @@ impl SetWindowFields {
                     match b {
                         Bound::Unbounded => default,
                         Bound::Current => i as i64,
-                        Bound::Offset(x) => i as i64 + *x as i64,
+                        Bound::Offset(x) => (i as i64).saturating_add(*x as i64),
                     }
                 };
                 let l = pos(lo, 0).clamp(0, n as i64) as usize;
@@ -462,11 +462,13 @@ impl SetWindowFields {
                 default,
             } => {
                 for i in 0..n {
-                    let j = i as i64 + by;
-                    let v = if j >= 0 && (j as usize) < n {
-                        output.eval(&docs[j as usize])?
-                    } else {
-                        default.clone()
+                    let target = (i as i64)
+                        .checked_add(*by)
+                        .and_then(|j| usize::try_from(j).ok())
+                        .and_then(|j| docs.get(j));
+                    let v = match target {
+                        Some(d) => output.eval(d)?,
+                        None => default.clone(),
                     };
                     out.push(Some(v));
                 }
