@@ -263,11 +263,10 @@ impl Densify {
         for (key, mut docs) in parts {
             docs.sort_by(|a, b| compare_values(&value(a), &value(b)));
             let (lo, hi, inclusive_hi) = match &self.bounds {
-                Bounds::Full => (global.0.clone(), global.1.clone(), false),
-                Bounds::Partition => (docs.first().map(value), docs.last().map(value), false),
+                Bounds::Full => (global.0.clone(), global.1.clone(), true),
+                Bounds::Partition => (docs.first().map(value), docs.last().map(value), true),
                 Bounds::Explicit(b) => (Some(b.0.clone()), Some(b.1.clone()), false),
             };
-            let _ = inclusive_hi;
             let (Some(lo), Some(hi)) = (lo, hi) else {
                 out.extend(docs);
                 continue;
@@ -275,7 +274,10 @@ impl Densify {
             let mut generated = Vec::new();
             let mut cur = lo;
             let mut guard = 0u64;
-            while compare_values(&cur, &hi).is_lt() {
+            // "full" and "partition" include the upper bound; explicit bounds exclude it.
+            while compare_values(&cur, &hi).is_lt()
+                || (inclusive_hi && compare_values(&cur, &hi).is_eq())
+            {
                 if !docs.iter().any(|d| compare_values(&value(d), &cur).is_eq()) {
                     let mut g = Document::new();
                     if let Bson::Document(k) = &key {
@@ -535,7 +537,8 @@ mod tests {
                 ("a".into(), 2),
                 ("a".into(), 3),
                 ("b".into(), 1),
-                ("b".into(), 2)
+                ("b".into(), 2),
+                ("b".into(), 3)
             ]
         );
     }

@@ -273,6 +273,27 @@ async fn bucket_facet_sample_densify_fill_redact() {
     golden(
         &db,
         vec![
+            doc! {"$project": {"_id": 0, "t": 1, "m": 1}},
+            doc! {"$densify": {"field": "t", "partitionByFields": ["m"],
+            "range": {"step": 1, "unit": "hour", "bounds": "full"}}},
+            doc! {"$sort": {"m": 1, "t": 1}},
+        ],
+        vec![
+            dens("a", 0),
+            dens("a", HOUR),
+            dens("a", 2 * HOUR),
+            dens("a", 3 * HOUR),
+            dens("b", 0),
+            dens("b", HOUR / 2),
+            dens("b", HOUR),
+            dens("b", 2 * HOUR),
+            dens("b", 3 * HOUR),
+        ],
+    )
+    .await;
+    golden(
+        &db,
+        vec![
             doc! {"$match": {"m": "b"}},
             doc! {"$project": {"_id": 0, "t": 1}},
             doc! {"$densify": {"field": "t", "range": {"step": 30, "unit": "minute", "bounds": [at(0), at(HOUR)]}}},
