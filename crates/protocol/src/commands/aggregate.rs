@@ -10,7 +10,7 @@ use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
-use hourglass_query::pipeline::{MemLimits, Pipeline, RunOptions};
+use hourglass_query::pipeline::Pipeline;
 
 pub fn aggregate(req: &Request) -> CmdResult {
     req.check_fields(&[
@@ -83,23 +83,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
             .collect::<Result<Vec<Document>, _>>()?,
     };
     let ctx = super::pipeline_context::CatalogContext::new(req);
-    let params = &req.state.params;
-    let default = hourglass_query::pipeline::mem::DEFAULT_LIMIT as i64;
-    let limits = MemLimits {
-        group_bytes: params
-            .get_i64("internalDocumentSourceGroupMaxMemoryBytes", default)
-            .max(0) as u64,
-        sort_bytes: params
-            .get_i64("internalQueryMaxBlockingSortMemoryUsageBytes", default)
-            .max(0) as u64,
-        allow_disk_use: req.opt_bool("allowDiskUse")?.unwrap_or(false),
-    };
-    let opts = RunOptions {
-        context: Some(&ctx),
-        db: &req.db,
-        limits,
-    };
-    let output = pipeline.run_with(input, &opts)?;
+    let output = pipeline.run_with(input, &ctx.run_options()?)?;
     let requested = cursor_opts.as_ref().and_then(|d| d.get("batchSize"));
     let batch = match requested {
         None | Some(Bson::Null) => None,

@@ -10,7 +10,8 @@ use crate::error::CommandError;
 use bson::{Bson, Document};
 use hourglass_catalog::{CatalogError, Collection, Namespace};
 use hourglass_query::filter::Filter;
-use hourglass_query::pipeline::PipelineContext;
+use hourglass_query::pipeline::mem::DEFAULT_LIMIT;
+use hourglass_query::pipeline::{MemLimits, PipelineContext, RunOptions};
 use hourglass_query::update::Update;
 use hourglass_query::QueryError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +25,23 @@ pub struct CatalogContext<'a> {
 impl<'a> CatalogContext<'a> {
     pub fn new(req: &'a Request) -> Self {
         CatalogContext { req }
+    }
+
+    /// Run options for the aggregate command: this context, the memory limits from the
+    /// server parameters and the command's `allowDiskUse`.
+    pub fn run_options(&self) -> Result<RunOptions<'_>, CommandError> {
+        let params = &self.req.state.params;
+        let default = DEFAULT_LIMIT as i64;
+        let bytes = |name: &str| params.get_i64(name, default).max(0) as u64;
+        Ok(RunOptions {
+            context: Some(self),
+            db: &self.req.db,
+            limits: MemLimits {
+                group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
+                sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
+                allow_disk_use: self.req.opt_bool("allowDiskUse")?.unwrap_or(false),
+            },
+        })
     }
 
     fn is_time_series(&self, db: &str, coll: &str) -> bool {
