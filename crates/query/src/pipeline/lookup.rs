@@ -16,6 +16,30 @@ fn fail(msg: impl Into<String>) -> QueryError {
 }
 
 fn stage_docs(stage: &str, v: &Bson) -> Result<Vec<Document>, QueryError> {
+    let docs = stage_docs_unchecked(stage, v)?;
+    if stage != "$merge" {
+        if let Some(name) = docs
+            .iter()
+            .filter_map(|d| d.keys().next())
+            .find(|n| *n == "$out" || *n == "$merge")
+        {
+            return Err(if stage == "$lookup" {
+                QueryError::loc(
+                    51047,
+                    format!("{name} is not allowed to be used within a $lookup stage"),
+                )
+            } else {
+                QueryError::loc(
+                    31441,
+                    format!("{name} is not allowed within a $unionWith's sub-pipeline"),
+                )
+            });
+        }
+    }
+    Ok(docs)
+}
+
+fn stage_docs_unchecked(stage: &str, v: &Bson) -> Result<Vec<Document>, QueryError> {
     match v {
         Bson::Array(items) => items
             .iter()
@@ -587,6 +611,20 @@ impl Merge {
 mod tests {
     use super::*;
     use bson::doc;
+
+    #[test]
+    fn writing_stages_are_refused_inside_sub_pipelines() {
+        let e = Lookup::parse(&Bson::Document(
+            doc! {"from": "x", "pipeline": [{"$out": "y"}], "as": "j"},
+        ))
+        .unwrap_err();
+        assert_eq!(e.code(), 51047);
+        let e = UnionWith::parse(&Bson::Document(
+            doc! {"coll": "x", "pipeline": [{"$merge": "y"}]},
+        ))
+        .unwrap_err();
+        assert_eq!(e.code(), 31441);
+    }
 
     #[test]
     fn substitution_binds_let_variables() {
