@@ -370,7 +370,7 @@ impl Fill {
                         {
                             return Err(QueryError::loc(
                                 605001,
-                                "$fill requires sortBy when using method linear",
+                                "$linearFill must be specified with a top level sortBy expression with exactly one element",
                             ));
                         }
                         f.output.push((field.clone(), m));

@@ -150,9 +150,7 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
             continue;
         }
         if func.is_some() {
-            return Err(fail(
-                "Window function found an unknown argument or multiple functions",
-            ));
+            return Err(fail("Cannot specify two functions in window function spec"));
         }
         let obj = || match v {
             Bson::Document(o) => Ok(o),
@@ -227,11 +225,10 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
             }
         });
     }
-    let func = func.ok_or_else(|| {
-        fail(format!(
-            "Expected a window function in output field '{field}'"
-        ))
-    })?;
+    let func = func.ok_or_else(|| fail("Must specify a window function in output field"))?;
+    if matches!(func, Func::Derivative { .. }) && window.is_none() {
+        return Err(fail("$derivative requires explicit window bounds"));
+    }
     if window.is_some()
         && !matches!(
             func,
@@ -300,6 +297,14 @@ impl SetWindowFields {
                     | Func::LinearFill(_)
             ) || matches!(o.window, Some(Window::Range(..)))
                 || matches!(o.window, Some(Window::Documents(lo, hi)) if !matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded)));
+            if matches!(o.func, Func::LinearFill(_))
+                && s.sort.as_ref().is_none_or(|x| x.keys().len() != 1)
+            {
+                return Err(QueryError::loc(
+                    605001,
+                    "$linearFill must be specified with a top level sortBy expression with exactly one element",
+                ));
+            }
             if needs_sort && s.sort.is_none() {
                 return Err(fail("this window function requires a sortBy"));
             }
@@ -647,5 +652,28 @@ mod tests {
         assert_eq!(out[2].get_f64("d").unwrap(), 10.0);
         assert_eq!(out[2].get_f64("i").unwrap(), 15.0 + 60.0);
         assert_eq!(out[1].get_f64("e").unwrap(), 15.0);
+    }
+
+    #[test]
+    fn invalid_window_specs_are_rejected() {
+        let code = |d: Document| {
+            SetWindowFields::parse(&Bson::Document(d))
+                .unwrap_err()
+                .code()
+        };
+        assert_eq!(
+            code(doc! {"sortBy": {"t": 1}, "output": {"d": {"$derivative": {"input": "$v"}}}}),
+            9
+        );
+        assert_eq!(code(doc! {"output": {"f": {"$linearFill": "$v"}}}), 605001);
+        assert_eq!(code(doc! {"output": {"x": {"$sum": 1, "$avg": 1}}}), 9);
+        assert_eq!(code(doc! {"output": {"x": {"$rank": {}}}}), 9);
+        assert_eq!(
+            code(
+                doc! {"sortBy": {"t": 1}, "output": {"x": {"$sum": 1, "window": {"documents": [1, 0]}}}}
+            ),
+            9
+        );
+        assert_eq!(code(doc! {"partitionBy": "$p"}), 40414);
     }
 }
