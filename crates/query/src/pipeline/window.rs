@@ -420,15 +420,27 @@ impl SetWindowFields {
                 };
                 let (a, b) = (shift(lo)?, shift(hi)?);
                 let (low, high) = if desc { (b, a) } else { (a, b) };
-                let inside = |k: &Option<Bson>| {
-                    let Some(k) = k else { return false };
-                    low.as_ref().is_none_or(|l| compare_values(k, l).is_ge())
-                        && high.as_ref().is_none_or(|h| compare_values(k, h).is_le())
+                // The partition is sorted on the key, so the window is a contiguous
+                // run found by binary search (missing keys sort first ascending, last descending).
+                let below = |k: &Bson, bound: &Option<Bson>| {
+                    bound.as_ref().is_some_and(|b| compare_values(k, b).is_lt())
                 };
-                let idx: Vec<usize> = (0..n).filter(|j| inside(&keys[*j])).collect();
-                match (idx.first(), idx.last()) {
-                    (Some(f), Some(l)) => Ok((*f, *l + 1)),
-                    _ => Ok((i, i)),
+                let above = |k: &Bson, bound: &Option<Bson>| {
+                    bound.as_ref().is_some_and(|b| compare_values(k, b).is_gt())
+                };
+                let (l, h) = if desc {
+                    let l = keys.partition_point(|k| k.as_ref().is_some_and(|k| above(k, &high)));
+                    let h = keys.partition_point(|k| k.as_ref().is_some_and(|k| !below(k, &low)));
+                    (l, h)
+                } else {
+                    let l = keys.partition_point(|k| k.as_ref().is_none_or(|k| below(k, &low)));
+                    let h = keys.partition_point(|k| k.as_ref().is_none_or(|k| !above(k, &high)));
+                    (l, h)
+                };
+                if l < h {
+                    Ok((l, h))
+                } else {
+                    Ok((i, i))
                 }
             }
         }
@@ -445,6 +457,32 @@ impl SetWindowFields {
         let mut out = Vec::with_capacity(n);
         match &o.func {
             Func::Acc(spec) => {
+                let empty = Document::new();
+                let whole = matches!(
+                    o.window,
+                    None | Some(Window::Documents(Bound::Unbounded, Bound::Unbounded))
+                );
+                let running = matches!(
+                    o.window,
+                    Some(Window::Documents(Bound::Unbounded, Bound::Current))
+                );
+                if whole || running {
+                    // One pass: the whole partition, or a running accumulation.
+                    let mut acc = spec.start();
+                    if whole {
+                        for d in docs {
+                            spec.add(&mut acc, d, &empty)?;
+                        }
+                        let v = spec.finish(&acc);
+                        out.extend(vec![Some(v); n]);
+                    } else {
+                        for d in docs {
+                            spec.add(&mut acc, d, &empty)?;
+                            out.push(Some(spec.finish(&acc)));
+                        }
+                    }
+                    return Ok(out);
+                }
                 for i in 0..n {
                     let (l, h) = Self::window_range(&o.window, i, n, keys, desc)?;
                     let mut acc = spec.start();
@@ -675,5 +713,25 @@ mod tests {
             9
         );
         assert_eq!(code(doc! {"partitionBy": "$p"}), 40414);
+    }
+
+    #[test]
+    fn descending_range_windows_look_backwards_in_sort_order() {
+        let out = run(
+            doc! {"partitionBy": "$p", "sortBy": {"t": -1}, "output": {
+                "near": {"$sum": "$v", "window": {"range": [-1, 0]}},
+                "all": {"$push": "$t", "window": {"documents": ["unbounded", "current"]}},
+            }},
+            input(),
+        );
+        let got: Vec<(i32, i32)> = out
+            .iter()
+            .map(|d| (d.get_i32("t").unwrap(), d.get_i32("near").unwrap()))
+            .collect();
+        assert_eq!(got, vec![(4, 40), (2, 20), (1, 30), (1, 5)]);
+        assert_eq!(
+            out[2].get_array("all").unwrap(),
+            &vec![Bson::Int32(4), Bson::Int32(2), Bson::Int32(1)]
+        );
     }
 }
