@@ -274,11 +274,23 @@ impl Densify {
             let mut generated = Vec::new();
             let mut cur = lo;
             let mut guard = 0u64;
+            // `docs` is sorted: walk it alongside the generated values.
+            let existing: Vec<Bson> = docs.iter().map(value).collect();
+            let mut next_existing = 0usize;
             // "full" and "partition" include the upper bound; explicit bounds exclude it.
             while compare_values(&cur, &hi).is_lt()
                 || (inclusive_hi && compare_values(&cur, &hi).is_eq())
             {
-                if !docs.iter().any(|d| compare_values(&value(d), &cur).is_eq()) {
+                while existing
+                    .get(next_existing)
+                    .is_some_and(|e| compare_values(e, &cur).is_lt())
+                {
+                    next_existing += 1;
+                }
+                let present = existing
+                    .get(next_existing)
+                    .is_some_and(|e| compare_values(e, &cur).is_eq());
+                if !present {
                     let mut g = Document::new();
                     if let Bson::Document(k) = &key {
                         for (f, v) in k {

@@ -7,6 +7,9 @@
 use bson::{Bson, Document};
 
 use super::{Pipeline, RunOptions};
+use std::collections::BTreeMap;
+
+use crate::compare::OrdBson;
 use crate::error::QueryError;
 use crate::expr::Expr;
 use crate::filter::Filter;
@@ -198,19 +201,42 @@ impl Lookup {
                 .read_collection(db.as_deref().unwrap_or(opts.db), coll)?,
             None => Vec::new(),
         };
+        // Equality joins use an index of the foreign field's values (elements of
+        // arrays included; a missing field is indexed as null).
+        let index = self.foreign.as_ref().map(|ff| foreign_index(&foreign, ff));
         let mut out = Vec::with_capacity(docs.len());
         for doc in docs {
-            let mut matched: Vec<Document> = match (&self.local, &self.foreign) {
-                (Some(local), Some(ff)) => {
+            let mut matched: Vec<Document> = match (&self.local, &self.foreign, &index) {
+                (Some(local), Some(ff), Some(index)) => {
                     let values = match crate::expr::Expr::field(local).eval_optional(&doc)? {
                         Some(Bson::Array(items)) if !items.is_empty() => items,
                         Some(v) => vec![v],
                         None => vec![Bson::Null],
                     };
-                    let mut spec = Document::new();
-                    spec.insert(ff.clone(), bson::doc! {"$in": values});
-                    let f = Filter::parse(&spec)?;
-                    foreign.iter().filter(|d| f.matches(d)).cloned().collect()
+                    if values
+                        .iter()
+                        .any(|v| matches!(v, Bson::RegularExpression(_)))
+                    {
+                        let mut spec = Document::new();
+                        spec.insert(ff.clone(), bson::doc! {"$in": values});
+                        let f = Filter::parse(&spec)?;
+                        foreign.iter().filter(|d| f.matches(d)).cloned().collect()
+                    } else {
+                        let mut hits = std::collections::BTreeSet::new();
+                        for v in values {
+                            let v = if matches!(v, Bson::Undefined) {
+                                Bson::Null
+                            } else {
+                                v
+                            };
+                            if let Some(ids) = index.get(&OrdBson(v)) {
+                                hits.extend(ids.iter().copied());
+                            }
+                        }
+                        hits.into_iter()
+                            .filter_map(|i| foreign.get(i).cloned())
+                            .collect()
+                    }
                 }
                 _ => foreign.clone(),
             };
@@ -239,6 +265,33 @@ impl Lookup {
         }
         Ok(out)
     }
+}
+
+/// Maps each value of `field` in `docs` (array elements too; missing as null)
+/// to the positions of the documents holding it.
+fn foreign_index(docs: &[Document], field: &str) -> BTreeMap<OrdBson, Vec<usize>> {
+    let mut index: BTreeMap<OrdBson, Vec<usize>> = BTreeMap::new();
+    for (i, d) in docs.iter().enumerate() {
+        let mut add = |v: &Bson| {
+            let ids = index.entry(OrdBson(v.clone())).or_default();
+            if ids.last() != Some(&i) {
+                ids.push(i);
+            }
+        };
+        for v in crate::path::lookup_path(d, field) {
+            match v {
+                None | Some(Bson::Undefined) => add(&Bson::Null),
+                Some(Bson::Array(items)) => {
+                    add(&Bson::Array(items.clone()));
+                    for item in items {
+                        add(item);
+                    }
+                }
+                Some(other) => add(other),
+            }
+        }
+    }
+    index
 }
 
 /// A parsed `$unionWith`.

@@ -419,3 +419,38 @@ fn memory_limits_fail_with_292_unless_disk_use_is_allowed() {
     assert_eq!(p.run_with(docs.clone(), &opts).unwrap().len(), 100);
     assert_eq!(p2.run_with(docs, &opts).unwrap().len(), 100);
 }
+
+#[test]
+fn lookup_equality_matches_array_elements_numbers_and_missing_as_null() {
+    let ctx = MemCtx::with(
+        "f",
+        vec![
+            doc! {"_id": 1, "k": ["a", "c"]},
+            doc! {"_id": 2, "k": 2.0},
+            doc! {"_id": 3},
+            doc! {"_id": 4, "k": null},
+        ],
+    );
+    let ids = |d: &Document| -> Vec<i32> {
+        d.get_array("j")
+            .unwrap()
+            .iter()
+            .map(|x| x.as_document().unwrap().get_i32("_id").unwrap())
+            .collect()
+    };
+    let out = run_ctx(
+        &ctx,
+        vec![doc! {"$lookup": {"from": "f", "localField": "k", "foreignField": "k", "as": "j"}}],
+        vec![
+            doc! {"k": "c"},
+            doc! {"k": 2},
+            doc! {},
+            doc! {"k": ["a", 2]},
+        ],
+    )
+    .unwrap();
+    assert_eq!(ids(&out[0]), vec![1]);
+    assert_eq!(ids(&out[1]), vec![2]);
+    assert_eq!(ids(&out[2]), vec![3, 4]);
+    assert_eq!(ids(&out[3]), vec![1, 2]);
+}
