@@ -86,7 +86,10 @@ impl Projection {
         parse_into(&mut root, spec, "", &mut mode, &mut exclude_id)?;
         Ok(Projection {
             root,
-            inclusion: mode.inclusion.unwrap_or(false),
+            // `{_id: 1}` alone is an inclusion projection.
+            inclusion: mode.inclusion.unwrap_or_else(|| {
+                spec.len() == 1 && spec.get("_id").is_some_and(crate::expr::truthy)
+            }),
             exclude_id,
             empty: spec.is_empty(),
         })
@@ -163,7 +166,17 @@ fn parse_into(
                 None => {
                     return Err(QueryError::loc(51270, format!("An empty sub-projection is not a valid value. Found empty object at path {full}")))
                 }
-                Some(op) if op == "$slice" => parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?,
+                // `$slice` with numbers is the find-style projection; with
+                // expressions (e.g. `["$arr", 2]`) it is the aggregation operator.
+                Some(op)
+                    if op == "$slice"
+                        && match d.get("$slice") {
+                            Some(Bson::Array(items)) => items.iter().all(|i| crate::num::Num::from_bson(i).is_some()),
+                            _ => true,
+                        } =>
+                {
+                    parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?
+                }
                 Some(op) if op == "$elemMatch" || op == "$meta" => {
                     return Err(QueryError::bad(format!("{op} projection is not supported yet")))
                 }

@@ -159,3 +159,178 @@ proptest! {
         }
     }
 }
+
+/// Names used by the date, window, gap-filling and bucketing operators.
+fn key2() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "date",
+        "unit",
+        "binSize",
+        "timezone",
+        "startOfWeek",
+        "startDate",
+        "endDate",
+        "amount",
+        "format",
+        "dateString",
+        "onError",
+        "onNull",
+        "input",
+        "n",
+        "by",
+        "output",
+        "window",
+        "documents",
+        "range",
+        "field",
+        "step",
+        "bounds",
+        "partitionByFields",
+        "partitionBy",
+        "sortBy",
+        "groupBy",
+        "boundaries",
+        "default",
+        "buckets",
+        "method",
+        "p",
+        "alpha",
+        "N",
+        "value",
+        "to",
+        "t",
+        "v",
+        "$dateTrunc",
+        "$dateAdd",
+        "$dateSubtract",
+        "$dateDiff",
+        "$dateToString",
+        "$dateFromString",
+        "$dateToParts",
+        "$dateFromParts",
+        "$hour",
+        "$week",
+        "$isoWeek",
+        "$convert",
+        "$trim",
+        "$regexMatch",
+        "$replaceAll",
+        "$slice",
+        "$range",
+        "$zip",
+        "$sortArray",
+        "$reduce",
+        "$getField",
+        "$setField",
+        "$indexOfCP",
+        "$firstN",
+        "$maxN",
+        "$topN",
+        "$bottom",
+        "$median",
+        "$percentile",
+        "$stdDevPop",
+        "$shift",
+        "$derivative",
+        "$integral",
+        "$expMovingAvg",
+        "$rank",
+        "$locf",
+        "$linearFill",
+        "$bucket",
+        "$bucketAuto",
+        "$facet",
+        "$sample",
+        "$densify",
+        "$fill",
+        "$setWindowFields",
+        "$redact",
+        "$documents",
+        "$sum",
+        "$push",
+    ])
+    .prop_map(String::from)
+}
+
+fn value2() -> impl Strategy<Value = Bson> {
+    let leaf = prop_oneof![
+        any::<i32>().prop_map(Bson::Int32),
+        any::<i64>().prop_map(Bson::Int64),
+        any::<f64>().prop_map(Bson::Double),
+        (-1i32..40).prop_map(Bson::Int32),
+        any::<i64>().prop_map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms))),
+        (0i64..4_000_000_000_000).prop_map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms))),
+        Just(Bson::Null),
+        prop::sample::select(vec![
+            "$t",
+            "$v",
+            "hour",
+            "month",
+            "week",
+            "day",
+            "millisecond",
+            "year",
+            "full",
+            "partition",
+            "current",
+            "unbounded",
+            "UTC",
+            "+05:30",
+            "-0800",
+            "America/New_York",
+            "Europe/Paris",
+            "%Y-%m-%d %H:%M:%S.%L %z %Z %j %U %V %G",
+            "%",
+            "2021-03-04",
+            "monday",
+            "locf",
+            "linear",
+            "approximate",
+            "int",
+            "date",
+            "$$KEEP",
+            "$$DESCEND",
+        ])
+        .prop_map(|s| Bson::String(s.to_string())),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Bson::Array),
+            prop::collection::vec((key2(), inner), 0..4)
+                .prop_map(|kv| Bson::Document(kv.into_iter().collect::<Document>())),
+        ]
+    })
+}
+
+fn input_doc() -> impl Strategy<Value = Document> {
+    (any::<i64>(), any::<i32>(), 0i32..3).prop_map(|(t, v, m)| {
+        bson::doc! {"t": bson::DateTime::from_millis(t), "v": v, "m": m}
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn time_series_stages_and_operators_never_panic(
+        name in key2(),
+        arg in value2(),
+        docs in prop::collection::vec(input_doc(), 0..4),
+    ) {
+        let mut stage = Document::new();
+        stage.insert(name.clone(), arg.clone());
+        if let Ok(p) = Pipeline::parse(&[stage]) {
+            let _ = p.run(docs.clone());
+        }
+        let mut expr = Document::new();
+        expr.insert(name, arg);
+        let project = bson::doc! {"$project": {"x": Bson::Document(expr.clone())}};
+        if let Ok(p) = Pipeline::parse(&[project]) {
+            let _ = p.run(docs.clone());
+        }
+        let group = bson::doc! {"$setWindowFields": {"sortBy": {"t": 1}, "output": {"x": Bson::Document(expr)}}};
+        if let Ok(p) = Pipeline::parse(&[group]) {
+            let _ = p.run(docs);
+        }
+    }
+}

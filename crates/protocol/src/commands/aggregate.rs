@@ -58,6 +58,9 @@ pub fn aggregate(req: &Request) -> CmdResult {
                 "The 'cursor' option is required, except for aggregate with the explain argument",
             )),
         };
+    // A collectionless aggregate is allowed when the pipeline starts with $documents.
+    let documents_only = coll.is_none() && pipeline.starts_with_documents();
+    let coll = coll.or_else(|| documents_only.then(|| "$cmd.aggregate".to_string()));
     let Some(coll) = coll else {
         return Err(CommandError::invalid_options(
             "collectionless aggregate ({aggregate: 1}) is not supported by this server yet",
@@ -94,6 +97,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
         });
     }
     let input = match coll_stats {
+        _ if documents_only => Vec::new(),
         Some(spec) => vec![coll_stats_stage(req, &coll, &spec)?],
         None if index_stats => index_stats_stage(req, target),
         None => target
@@ -104,7 +108,8 @@ pub fn aggregate(req: &Request) -> CmdResult {
             )?
             .collect::<Result<Vec<Document>, _>>()?,
     };
-    let output = pipeline.run(input)?;
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let output = pipeline.run_with(input, &ctx.run_options()?)?;
     let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
     cursor_reply(
         req,

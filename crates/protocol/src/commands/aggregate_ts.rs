@@ -35,7 +35,8 @@ pub fn aggregate_view(
     }
     let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
     let output = if stages.len() > plan.consumed {
-        rest.run(input)?
+        let ctx = super::pipeline_context::CatalogContext::new(req);
+        rest.run_with(input, &ctx.run_options()?)?
     } else {
         input
     };

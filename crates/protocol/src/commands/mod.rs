@@ -23,6 +23,7 @@ mod indexes;
 mod indexes_ts;
 mod insert;
 mod parameters;
+mod pipeline_context;
 mod planned;
 mod target;
 mod timeseries_ddl;

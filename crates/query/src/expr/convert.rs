@@ -35,10 +35,6 @@ struct Parts {
     minute: i64,
     second: i64,
     millis: i64,
-    /// 1 = Sunday ... 7 = Saturday.
-    weekday: i64,
-    /// 1-based day of the year.
-    ordinal: i64,
 }
 
 impl Parts {
@@ -46,7 +42,6 @@ impl Parts {
         let days = ms.div_euclid(86_400_000);
         let rem = ms.rem_euclid(86_400_000);
         let (year, month, day) = civil_from_days(days);
-        let jan1 = days_from_civil(year, 1, 1);
         Parts {
             year,
             month,
@@ -55,9 +50,6 @@ impl Parts {
             minute: rem / 60_000 % 60,
             second: rem / 1000 % 60,
             millis: rem % 1000,
-            // 1970-01-01 was a Thursday (5 in Sunday=1 numbering).
-            weekday: (days + 4).rem_euclid(7) + 1,
-            ordinal: days - jan1 + 1,
         }
     }
 }
@@ -76,6 +68,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+#[cfg(test)]
 /// (year, month, day) to days since 1970-01-01.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -233,11 +226,12 @@ pub(super) fn eval_more(name: &str, args: &[Option<Bson>]) -> R {
         "$type" => Ok(Some(Bson::String(tname(a0).into()))),
         "$toString" | "$toInt" | "$toLong" | "$toDouble" | "$toDecimal" | "$toDate" | "$toBool"
         | "$toObjectId" => convert(name, a0),
-        _ => date_part(name, a0),
+        _ if super::date::PART_OPS.contains(&name) => super::date::date_part(name, a0, &None),
+        _ => super::more::eval_positional(name, args),
     }
 }
 
-fn convert(name: &str, v: &Option<Bson>) -> R {
+pub(super) fn convert(name: &str, v: &Option<Bson>) -> R {
     let Some(v) = v
         .as_ref()
         .filter(|v| !matches!(v, Bson::Null | Bson::Undefined))
@@ -348,50 +342,6 @@ fn convert(name: &str, v: &Option<Bson>) -> R {
     Ok(Some(out))
 }
 
-fn date_part(name: &str, v: &Option<Bson>) -> R {
-    let date = match v {
-        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
-        Some(Bson::DateTime(d)) => *d,
-        Some(Bson::Timestamp(t)) => bson::DateTime::from_millis(i64::from(t.time) * 1000),
-        Some(Bson::ObjectId(o)) => o.timestamp(),
-        Some(Bson::Document(d)) => {
-            if d.get("timezone").is_some_and(
-                |tz| !matches!(tz, Bson::String(s) if s == "UTC" || s == "Z" || s == "+00:00"),
-            ) {
-                return Err(QueryError::loc(
-                    40517,
-                    "timezones other than UTC are not supported",
-                ));
-            }
-            return date_part(name, &d.get("date").cloned());
-        }
-        Some(other) => {
-            return Err(QueryError::loc(
-                16006,
-                format!("can't convert from BSON type {} to Date", type_name(other)),
-            ))
-        }
-    };
-    let c = Parts::from_millis(date.timestamp_millis());
-    let n: i64 = match name {
-        "$year" => c.year,
-        "$month" => c.month,
-        "$dayOfMonth" => c.day,
-        "$hour" => c.hour,
-        "$minute" => c.minute,
-        "$second" => c.second,
-        "$millisecond" => c.millis,
-        "$dayOfWeek" => c.weekday,
-        "$dayOfYear" => c.ordinal,
-        _ => {
-            return Err(QueryError::InvalidPipelineOperator(format!(
-                "Unrecognized expression '{name}'"
-            )))
-        }
-    };
-    Ok(Some(Bson::Int32(i32::try_from(n).unwrap_or(0))))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,7 +359,5 @@ mod tests {
     fn iso_format_has_millis_and_z() {
         let d = bson::DateTime::from_millis(1_577_934_245_678);
         assert_eq!(date_to_iso(d), "2020-01-02T03:04:05.678Z");
-        let p = Parts::from_millis(1_577_934_245_678);
-        assert_eq!((p.weekday, p.ordinal), (5, 2));
     }
 }

@@ -6,7 +6,11 @@
 //! [`ops::eval_op`].
 
 mod convert;
+mod date;
+mod more;
 mod ops;
+
+pub(crate) use date::{add_units, parse_zone, Unit, Zone};
 
 use bson::{Bson, Document};
 
@@ -34,6 +38,36 @@ enum E {
     Let(Vec<(String, E)>, Box<E>),
     Map(Box<E>, String, Box<E>),
     Filter(Box<E>, String, Box<E>),
+    Named(&'static str, Vec<(String, E)>),
+    Reduce(Box<E>, Box<E>, Box<E>),
+}
+
+/// Evaluated arguments of an object-form operator (`{date: ..., unit: ...}`).
+pub(super) struct Named {
+    vals: Vec<(String, Option<Bson>)>,
+}
+
+impl Named {
+    /// The evaluated value of `k`; `None` when not given or missing.
+    pub(super) fn get(&self, k: &str) -> Option<Bson> {
+        self.vals
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.clone())
+    }
+
+    /// True if the argument was given.
+    pub(super) fn has(&self, k: &str) -> bool {
+        self.vals.iter().any(|(n, _)| n == k)
+    }
+
+    /// The value of a given argument (missing evaluates to null); `None` if not given.
+    pub(super) fn get_present(&self, k: &str) -> Option<Bson> {
+        self.vals
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone().unwrap_or(Bson::Null))
+    }
 }
 
 /// Evaluation context: the root document and bound variables.
@@ -218,6 +252,29 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
             return Ok(E::IfNull(args));
         }
         "$cond" => return parse_cond(arg),
+        "$reduce" => {
+            let d = obj_arg(name, arg)?;
+            for k in d.keys() {
+                if !matches!(k.as_str(), "input" | "initialValue" | "in") {
+                    return Err(QueryError::loc(
+                        40076,
+                        format!("$reduce found an unknown argument: {k}"),
+                    ));
+                }
+            }
+            let get = |k: &str| {
+                d.get(k)
+                    .ok_or_else(|| {
+                        QueryError::loc(40079, format!("$reduce requires '{k}' to be specified"))
+                    })
+                    .and_then(parse)
+            };
+            return Ok(E::Reduce(
+                Box::new(get("input")?),
+                Box::new(get("initialValue")?),
+                Box::new(get("in")?),
+            ));
+        }
         "$switch" => return parse_switch(arg),
         "$let" => {
             let d = obj_arg(name, arg)?;
@@ -252,6 +309,9 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
         }
         _ => {}
     }
+    if let Some(n) = parse_named(name, arg)? {
+        return Ok(n);
+    }
     let Some((static_name, min, max)) = ops::arity(name) else {
         return Err(QueryError::InvalidPipelineOperator(format!(
             "Unrecognized expression '{name}'"
@@ -270,6 +330,88 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
         return Err(QueryError::loc(16020, msg));
     }
     Ok(E::Op(static_name, args))
+}
+
+/// Codes for object-form operators: (not an object, unknown argument, missing argument).
+fn named_codes(name: &str) -> (i32, i32, i32) {
+    match name {
+        "$dateToString" => (18629, 18534, 18628),
+        "$dateFromString" => (40540, 40541, 40542),
+        "$dateFromParts" => (40519, 40518, 40516),
+        "$dateToParts" => (40524, 40520, 40522),
+        "$dateAdd" | "$dateSubtract" => (5166400, 5166401, 5166402),
+        _ if date::PART_OPS.contains(&name) => (40536, 40535, 40539),
+        _ => (9, 9, 9),
+    }
+}
+
+fn named_error(code: i32, msg: String) -> QueryError {
+    if code == 9 {
+        QueryError::FailedToParse(msg)
+    } else {
+        QueryError::loc(code, msg)
+    }
+}
+
+/// Parses object-form operators; `Ok(None)` if `name` is not one.
+fn parse_named(name: &str, arg: &Bson) -> Result<Option<E>, QueryError> {
+    let part = date::PART_OPS.iter().find(|n| **n == name);
+    let spec: Option<(&'static str, &[&str], &[&str])> = if let Some(p) = part {
+        match arg {
+            Bson::Document(d) if d.keys().next().is_some_and(|k| !k.starts_with('$')) => {
+                Some((p, &["date", "timezone"], &["date"]))
+            }
+            _ => None,
+        }
+    } else {
+        date::NAMED
+            .iter()
+            .chain(more::NAMED.iter())
+            .find(|(n, _, _)| *n == name)
+            .copied()
+    };
+    let Some((static_name, allowed, required)) = spec else {
+        return Ok(None);
+    };
+    let (c_obj, c_unknown, c_missing) = named_codes(name);
+    let shorthand;
+    let arg = match (name, arg) {
+        ("$getField", Bson::String(_)) => {
+            let mut d = Document::new();
+            d.insert("field", arg.clone());
+            shorthand = Bson::Document(d);
+            &shorthand
+        }
+        _ => arg,
+    };
+    let Bson::Document(d) = arg else {
+        return Err(named_error(
+            c_obj,
+            format!("{name} only supports an object as its argument"),
+        ));
+    };
+    let mut args = Vec::new();
+    for (k, v) in d {
+        if !allowed.contains(&k.as_str()) {
+            return Err(named_error(
+                c_unknown,
+                format!("Unrecognized argument to {name}: {k}"),
+            ));
+        }
+        args.push((k.clone(), parse(v)?));
+    }
+    for r in required {
+        if !d.contains_key(r) {
+            return Err(named_error(
+                c_missing,
+                format!("Missing '{r}' parameter to {name}"),
+            ));
+        }
+    }
+    if matches!(name, "$getField" | "$setField" | "$unsetField") && !d.contains_key("input") {
+        args.push(("input".into(), E::Var("CURRENT".into(), Vec::new())));
+    }
+    Ok(Some(E::Named(static_name, args)))
 }
 
 fn parse_cond(arg: &Bson) -> Result<E, QueryError> {
@@ -486,6 +628,43 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
             }
             Ok(Some(Bson::Array(out)))
         }
+        E::Named(name, args) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for (k, a) in args {
+                vals.push((k.clone(), eval(a, ctx)?));
+            }
+            let named = Named { vals };
+            if date::NAMED.iter().any(|(n, _, _)| n == name) || date::PART_OPS.contains(name) {
+                date::eval_named(name, &named)
+            } else {
+                more::eval_named(name, &named)
+            }
+        }
+        E::Reduce(input, init, body) => {
+            let items = match eval(input, ctx)? {
+                None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+                Some(Bson::Array(items)) => items,
+                Some(other) => {
+                    return Err(QueryError::loc(
+                        40080,
+                        format!(
+                            "$reduce requires that 'input' be an array, found: {}",
+                            crate::error::render(&other)
+                        ),
+                    ))
+                }
+            };
+            let mut acc = eval(init, ctx)?.unwrap_or(Bson::Null);
+            for item in items {
+                let depth = ctx.vars.len();
+                ctx.vars.push(("value".into(), acc));
+                ctx.vars.push(("this".into(), item));
+                let r = eval(body, ctx);
+                ctx.vars.truncate(depth);
+                acc = r?.unwrap_or(Bson::Null);
+            }
+            Ok(Some(acc))
+        }
         E::Op(name, args) => {
             let mut vals = Vec::with_capacity(args.len());
             for a in args {
@@ -505,6 +684,9 @@ fn eval_var(name: &str, parts: &[String], ctx: &Ctx<'_>) -> Result<Option<Bson>,
             return Ok(crate::path::get_agg_path(ctx.root, parts));
         }
         "REMOVE" => return Ok(None),
+        "DESCEND" => Bson::String("descend".into()),
+        "PRUNE" => Bson::String("prune".into()),
+        "KEEP" => Bson::String("keep".into()),
         "NOW" => Bson::DateTime(bson::DateTime::now()),
         _ => match ctx.vars.iter().rev().find(|(k, _)| k == name) {
             Some((_, v)) => v.clone(),

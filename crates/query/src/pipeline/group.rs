@@ -1,52 +1,113 @@
-//! The `$group` stage: group key expressions and accumulators
-//! (`$sum $avg $min $max $first $last $push $addToSet $count`).
+//! The `$group` stage: group key expression and accumulators (see
+//! [`super::accum`]), with memory accounting.
 
 use std::collections::BTreeMap;
 
 use bson::{Bson, Document};
 
-use crate::compare::{compare_values, values_equal, OrdBson};
+use super::accum::{Acc, AccSpec};
+use super::mem::{approx_size, MemLimits};
+use crate::compare::OrdBson;
 use crate::error::QueryError;
 use crate::expr::Expr;
-use crate::num::Num;
 
 /// A parsed `$group` stage.
 #[derive(Debug, Clone)]
 pub struct Group {
     id: Expr,
-    accs: Vec<(String, AccKind, Expr)>,
+    accs: Vec<(String, AccSpec)>,
 }
 
-/// Accumulator operators.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum AccKind {
-    /// `$sum`
-    Sum,
-    /// `$avg`
-    Avg,
-    /// `$min`
-    Min,
-    /// `$max`
-    Max,
-    /// `$first`
-    First,
-    /// `$last`
-    Last,
-    /// `$push`
-    Push,
-    /// `$addToSet`
-    AddToSet,
-    /// `$count`
-    Count,
+/// Parses `{name: {<acc>: <arg>}, ...}` accumulator fields (the `_id` key is skipped).
+pub(crate) fn parse_accumulators(d: &Document) -> Result<Vec<(String, AccSpec)>, QueryError> {
+    let mut accs = Vec::new();
+    for (k, v) in d {
+        if k == "_id" {
+            continue;
+        }
+        if k.contains('.') {
+            return Err(QueryError::loc(
+                40235,
+                format!("The field name '{k}' cannot contain '.'"),
+            ));
+        }
+        if k.starts_with('$') {
+            return Err(QueryError::loc(
+                40236,
+                format!("The field name '{k}' cannot be an operator name"),
+            ));
+        }
+        let Bson::Document(acc) = v else {
+            return Err(QueryError::loc(
+                40234,
+                format!("The field '{k}' must be an accumulator object"),
+            ));
+        };
+        if acc.len() != 1 {
+            return Err(QueryError::loc(
+                40238,
+                format!("The field '{k}' must specify one accumulator"),
+            ));
+        }
+        let (name, arg) = acc
+            .iter()
+            .next()
+            .ok_or_else(|| QueryError::loc(40238, "empty accumulator"))?;
+        accs.push((k.clone(), AccSpec::parse(name, arg)?));
+    }
+    Ok(accs)
 }
 
-#[derive(Debug, Clone)]
-enum State {
-    Sum(Num),
-    Avg(f64, u64, bool),
-    Best(Option<Bson>),
-    First(Option<Bson>),
-    List(Vec<Bson>),
+/// Groups `input` by `key`; groups come out in first-seen order as
+/// `(key, finished accumulator values)`.
+pub(crate) fn group_by(
+    input: &[Document],
+    key: impl Fn(&Document) -> Result<Bson, QueryError>,
+    accs: &[(String, AccSpec)],
+    limits: &MemLimits,
+    stage: &str,
+) -> Result<Vec<(Bson, Vec<Bson>)>, QueryError> {
+    let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
+    let mut groups: Vec<(Bson, Document, Vec<Acc>)> = Vec::new();
+    let mut used: u64 = 0;
+    for doc in input {
+        let k = key(doc)?;
+        let slot = match index.get(&OrdBson(k.clone())) {
+            Some(i) => *i,
+            None => {
+                used += 2 * approx_size(&k) + 64;
+                let mut n_doc = Document::new();
+                n_doc.insert("_id", k.clone());
+                groups.push((
+                    k.clone(),
+                    n_doc,
+                    accs.iter().map(|(_, a)| a.start()).collect(),
+                ));
+                index.insert(OrdBson(k), groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        let Some((_, n_doc, states)) = groups.get_mut(slot) else {
+            continue;
+        };
+        for ((_, spec), state) in accs.iter().zip(states.iter_mut()) {
+            let before = state.bytes;
+            spec.add(state, doc, n_doc)?;
+            used = (used + state.bytes).saturating_sub(before);
+        }
+        limits.check_group(stage, used)?;
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(key, _, states)| {
+            let vals = accs
+                .iter()
+                .zip(&states)
+                .map(|((_, spec), st)| spec.finish(st))
+                .collect();
+            (key, vals)
+        })
+        .collect())
 }
 
 impl Group {
@@ -58,198 +119,38 @@ impl Group {
                 "a group's fields must be specified in an object",
             ));
         };
-        let mut id = None;
-        let mut accs = Vec::new();
-        for (k, v) in d {
-            if k == "_id" {
-                id = Some(Expr::parse(v)?);
-                continue;
-            }
-            if k.contains('.') {
-                return Err(QueryError::loc(
-                    40235,
-                    format!("The field name '{k}' cannot contain '.'"),
-                ));
-            }
-            if k.starts_with('$') {
-                return Err(QueryError::loc(
-                    40236,
-                    format!("The field name '{k}' cannot be an operator name"),
-                ));
-            }
-            let Bson::Document(acc) = v else {
-                return Err(QueryError::loc(
-                    40234,
-                    format!("The field '{k}' must be an accumulator object"),
-                ));
-            };
-            if acc.len() != 1 {
-                return Err(QueryError::loc(
-                    40238,
-                    format!("The field '{k}' must specify one accumulator"),
-                ));
-            }
-            let (name, arg) = acc
-                .iter()
-                .next()
-                .ok_or_else(|| QueryError::loc(40238, "empty accumulator"))?;
-            let kind = match name.as_str() {
-                "$sum" => AccKind::Sum,
-                "$avg" => AccKind::Avg,
-                "$min" => AccKind::Min,
-                "$max" => AccKind::Max,
-                "$first" => AccKind::First,
-                "$last" => AccKind::Last,
-                "$push" => AccKind::Push,
-                "$addToSet" => AccKind::AddToSet,
-                "$count" => {
-                    if !matches!(arg, Bson::Document(a) if a.is_empty()) {
-                        return Err(QueryError::loc(
-                            40237,
-                            "$count takes no arguments, i.e. $count:{}",
-                        ));
-                    }
-                    AccKind::Count
-                }
-                other => {
-                    return Err(QueryError::loc(
-                        15952,
-                        format!("unknown group operator '{other}'"),
-                    ))
-                }
-            };
-            let expr = if kind == AccKind::Count {
-                Expr::literal(Bson::Int32(1))
-            } else {
-                Expr::parse(arg)?
-            };
-            accs.push((k.clone(), kind, expr));
-        }
-        let id =
-            id.ok_or_else(|| QueryError::loc(15955, "a group specification must include an _id"))?;
-        Ok(Group { id, accs })
+        let id = d
+            .get("_id")
+            .ok_or_else(|| QueryError::loc(15955, "a group specification must include an _id"))?;
+        Ok(Group {
+            id: Expr::parse(id)?,
+            accs: parse_accumulators(d)?,
+        })
     }
 
-    fn initial(&self) -> Vec<State> {
-        self.accs
-            .iter()
-            .map(|(_, kind, _)| match kind {
-                AccKind::Sum | AccKind::Count => State::Sum(Num::I32(0)),
-                AccKind::Avg => State::Avg(0.0, 0, false),
-                AccKind::Min | AccKind::Max => State::Best(None),
-                AccKind::First => State::First(None),
-                AccKind::Last => State::Best(None),
-                AccKind::Push | AccKind::AddToSet => State::List(Vec::new()),
-            })
-            .collect()
-    }
-
-    /// Runs the grouping over `input`; groups come out in first-seen order.
+    /// Runs the grouping over `input` with the default memory limit.
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-        let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
-        let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
-        for doc in &input {
-            let key = self.id.eval(doc)?;
-            let slot = match index.get(&OrdBson(key.clone())) {
-                Some(i) => *i,
-                None => {
-                    groups.push((key.clone(), self.initial()));
-                    index.insert(OrdBson(key), groups.len() - 1);
-                    groups.len() - 1
-                }
-            };
-            let Some((_, states)) = groups.get_mut(slot) else {
-                continue;
-            };
-            for ((_, kind, expr), state) in self.accs.iter().zip(states.iter_mut()) {
-                let v = expr.eval_optional(doc)?;
-                accumulate(*kind, state, v);
-            }
-        }
+        self.run_limited(input, &MemLimits::default())
+    }
+
+    /// Runs the grouping; groups come out in first-seen order.
+    pub fn run_limited(
+        &self,
+        input: Vec<Document>,
+        limits: &MemLimits,
+    ) -> Result<Vec<Document>, QueryError> {
+        let groups = group_by(&input, |d| self.id.eval(d), &self.accs, limits, "$group")?;
         Ok(groups
             .into_iter()
-            .map(|(key, states)| {
+            .map(|(key, vals)| {
                 let mut out = Document::new();
                 out.insert("_id", key);
-                for ((name, kind, _), state) in self.accs.iter().zip(states) {
-                    out.insert(name.clone(), finish(*kind, state));
+                for ((name, _), v) in self.accs.iter().zip(vals) {
+                    out.insert(name.clone(), v);
                 }
                 out
             })
             .collect())
-    }
-}
-
-fn accumulate(kind: AccKind, state: &mut State, v: Option<Bson>) {
-    match (kind, state) {
-        (AccKind::Sum | AccKind::Count, State::Sum(total)) => {
-            if let Some(n) = v.as_ref().and_then(Num::from_bson) {
-                *total = total.plus(n);
-            }
-        }
-        (AccKind::Avg, State::Avg(sum, count, dec)) => {
-            if let Some(n) = v.as_ref().and_then(Num::from_bson) {
-                *sum += n.as_f64();
-                *count += 1;
-                *dec |= matches!(n, Num::Dec(_));
-            }
-        }
-        (AccKind::Min | AccKind::Max, State::Best(best)) => {
-            let Some(v) = v.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
-                return;
-            };
-            let replace = match best {
-                None => true,
-                Some(b) => {
-                    let o = compare_values(&v, b);
-                    if kind == AccKind::Min {
-                        o.is_lt()
-                    } else {
-                        o.is_gt()
-                    }
-                }
-            };
-            if replace {
-                *best = Some(v);
-            }
-        }
-        (AccKind::First, State::First(first)) if first.is_none() => {
-            *first = Some(v.unwrap_or(Bson::Null));
-        }
-        (AccKind::Last, State::Best(last)) => *last = Some(v.unwrap_or(Bson::Null)),
-        (AccKind::Push, State::List(items)) => {
-            if let Some(v) = v {
-                items.push(v);
-            }
-        }
-        (AccKind::AddToSet, State::List(items)) => {
-            if let Some(v) = v {
-                if !items.iter().any(|i| values_equal(i, &v)) {
-                    items.push(v);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn finish(kind: AccKind, state: State) -> Bson {
-    match state {
-        State::Sum(n) => n.to_bson(),
-        State::Avg(sum, count, dec) => {
-            if count == 0 {
-                Bson::Null
-            } else if dec {
-                Num::Dec(sum / count as f64).to_bson()
-            } else {
-                Bson::Double(sum / count as f64)
-            }
-        }
-        State::Best(v) | State::First(v) => v.unwrap_or(Bson::Null),
-        State::List(items) => {
-            let _ = kind;
-            Bson::Array(items)
-        }
     }
 }
 

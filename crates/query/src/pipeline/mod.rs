@@ -2,10 +2,19 @@
 //! in-memory execution over a vector of documents. Stages: `$match`,
 //! `$project`, `$addFields`/`$set`, `$unset`, `$sort`, `$limit`, `$skip`,
 //! `$count`, `$group`, `$unwind`, `$replaceRoot`/`$replaceWith`,
-//! `$sortByCount`.
+//! `$sortByCount`, `$bucket`, `$bucketAuto`, `$facet`, `$sample`, `$densify`,
+//! `$fill`, `$setWindowFields`, `$redact`, `$documents`, and through a
+//! [`PipelineContext`] `$lookup`, `$unionWith`, `$out` and `$merge`.
 
+mod accum;
+mod bucket;
+mod context;
+mod densify;
 mod group;
+mod lookup;
+pub mod mem;
 mod unwind;
+mod window;
 
 use bson::{Bson, Document};
 
@@ -14,8 +23,15 @@ use crate::expr::Expr;
 use crate::filter::Filter;
 use crate::projection::Projection;
 use crate::sort::SortSpec;
+pub use accum::{AccKind, AccSpec};
+pub use bucket::{Bucket, BucketAuto};
+pub use context::{PipelineContext, RunOptions};
+pub use densify::{Densify, Fill};
 pub use group::Group;
+pub use lookup::{Lookup, Merge, Out, UnionWith};
+pub use mem::MemLimits;
 pub use unwind::Unwind;
+pub use window::SetWindowFields;
 
 /// A parsed pipeline.
 #[derive(Debug, Clone)]
@@ -48,6 +64,32 @@ pub enum Stage {
     ReplaceRoot(Expr),
     /// `$sortByCount`
     SortByCount(Group),
+    /// `$bucket`
+    Bucket(Bucket),
+    /// `$bucketAuto`
+    BucketAuto(BucketAuto),
+    /// `$facet`
+    Facet(Vec<(String, Pipeline)>),
+    /// `$sample`
+    Sample(u64),
+    /// `$densify`
+    Densify(Densify),
+    /// `$fill`
+    Fill(Fill),
+    /// `$setWindowFields`
+    SetWindowFields(SetWindowFields),
+    /// `$redact`
+    Redact(Expr),
+    /// `$documents`
+    Documents(Expr),
+    /// `$lookup`
+    Lookup(Box<Lookup>),
+    /// `$unionWith`
+    UnionWith(UnionWith),
+    /// `$out`
+    Out(Out),
+    /// `$merge`
+    Merge(Box<Merge>),
 }
 
 const UPDATE_STAGES: &[&str] = &[
@@ -62,9 +104,37 @@ const UPDATE_STAGES: &[&str] = &[
 impl Pipeline {
     /// Parses a list of stage documents.
     pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
-        Ok(Pipeline {
-            stages: stages.iter().map(parse_stage).collect::<Result<_, _>>()?,
-        })
+        let parsed: Vec<Stage> = stages.iter().map(parse_stage).collect::<Result<_, _>>()?;
+        for (i, st) in parsed.iter().enumerate() {
+            let name = match st {
+                Stage::Out(_) => "$out",
+                Stage::Merge(_) => "$merge",
+                Stage::Documents(_) if i != 0 => {
+                    return Err(QueryError::loc(
+                        40602,
+                        "$documents is only valid as the first stage in a pipeline",
+                    ))
+                }
+                _ => continue,
+            };
+            if i + 1 != parsed.len() {
+                return Err(QueryError::loc(
+                    40601,
+                    format!("{name} can only be the final stage in the pipeline"),
+                ));
+            }
+        }
+        Ok(Pipeline { stages: parsed })
+    }
+
+    /// True if the pipeline writes to a collection (`$out` / `$merge`).
+    pub fn writes(&self) -> bool {
+        matches!(self.stages.last(), Some(Stage::Out(_) | Stage::Merge(_)))
+    }
+
+    /// True if the pipeline starts with `$documents` (it needs no input collection).
+    pub fn starts_with_documents(&self) -> bool {
+        matches!(self.stages.first(), Some(Stage::Documents(_)))
     }
 
     /// Parses a pipeline used as an update (only document-shaping stages).
@@ -95,11 +165,21 @@ impl Pipeline {
         }
     }
 
-    /// Runs the pipeline over `input`.
+    /// Runs the pipeline over `input` with default options (no collection
+    /// access, 100 MB per-stage memory limit).
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        self.run_with(input, &RunOptions::default())
+    }
+
+    /// Runs the pipeline over `input` with `opts`.
+    pub fn run_with(
+        &self,
+        input: Vec<Document>,
+        opts: &RunOptions<'_>,
+    ) -> Result<Vec<Document>, QueryError> {
         let mut docs = input;
         for stage in &self.stages {
-            docs = run_stage(stage, docs)?;
+            docs = run_stage(stage, docs, opts)?;
         }
         Ok(docs)
     }
@@ -229,6 +309,59 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
             spec.insert("count", bson::doc! {"$sum": 1});
             Stage::SortByCount(Group::parse(&Bson::Document(spec))?)
         }
+        "$bucket" => Stage::Bucket(Bucket::parse(arg)?),
+        "$bucketAuto" => Stage::BucketAuto(BucketAuto::parse(arg)?),
+        "$facet" => {
+            let Bson::Document(d) = arg else {
+                return Err(QueryError::loc(15947, "the $facet specification must be a non-empty object"));
+            };
+            if d.is_empty() {
+                return Err(QueryError::loc(40169, "the $facet specification must be a non-empty object"));
+            }
+            let mut facets = Vec::new();
+            for (k, v) in d {
+                let Bson::Array(items) = v else {
+                    return Err(QueryError::loc(40170, format!("arguments to $facet must be arrays, {k} is type {}", crate::compare::type_name(v))));
+                };
+                let mut stages = Vec::new();
+                for i in items {
+                    let Bson::Document(s) = i else {
+                        return Err(QueryError::loc(40171, format!("subpipeline of $facet must be an array of objects, but {k} contains a non-object")));
+                    };
+                    if let Some(n) = s.keys().next() {
+                        if matches!(n.as_str(), "$facet" | "$out" | "$merge" | "$collStats" | "$indexStats" | "$documents") {
+                            return Err(QueryError::loc(40600, format!("{n} is not allowed to be used within a $facet stage")));
+                        }
+                    }
+                    stages.push(s.clone());
+                }
+                facets.push((k.clone(), Pipeline::parse(&stages)?));
+            }
+            Stage::Facet(facets)
+        }
+        "$sample" => {
+            let Bson::Document(d) = arg else {
+                return Err(QueryError::loc(28745, "the $sample stage specification must be an object"));
+            };
+            let size = d.get("size").ok_or_else(|| QueryError::loc(28749, "$sample stage must specify a size"))?;
+            if let Some(k) = d.keys().find(|k| *k != "size") {
+                return Err(QueryError::loc(28748, format!("unrecognized option to $sample: {k}")));
+            }
+            match number(size).and_then(|n| n.as_exact_i64()) {
+                Some(n) if n >= 0 => Stage::Sample(n as u64),
+                Some(_) => return Err(QueryError::loc(28747, "size argument to $sample must not be negative")),
+                None => return Err(QueryError::loc(28746, "size argument to $sample must be a number")),
+            }
+        }
+        "$densify" => Stage::Densify(Densify::parse(arg)?),
+        "$fill" => Stage::Fill(Fill::parse(arg)?),
+        "$setWindowFields" => Stage::SetWindowFields(SetWindowFields::parse(arg)?),
+        "$redact" => Stage::Redact(Expr::parse(arg)?),
+        "$documents" => Stage::Documents(Expr::parse(arg)?),
+        "$lookup" => Stage::Lookup(Box::new(Lookup::parse(arg)?)),
+        "$unionWith" => Stage::UnionWith(UnionWith::parse(arg)?),
+        "$out" => Stage::Out(Out::parse(arg)?),
+        "$merge" => Stage::Merge(Box::new(Merge::parse(arg)?)),
         other => {
             return Err(QueryError::loc(40324, format!("Unrecognized pipeline stage name: '{other}'")))
         }
@@ -268,7 +401,12 @@ fn flatten_add_fields(
     Ok(())
 }
 
-fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+fn run_stage(
+    stage: &Stage,
+    docs: Vec<Document>,
+    opts: &RunOptions<'_>,
+) -> Result<Vec<Document>, QueryError> {
+    let limits = &opts.limits;
     Ok(match stage {
         Stage::Match(f) => docs.into_iter().filter(|d| f.matches(d)).collect(),
         Stage::Project(p) => docs
@@ -295,6 +433,11 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             out
         }
         Stage::Sort(spec) => {
+            let mut used = 0u64;
+            for d in &docs {
+                used += mem::doc_size(d);
+                limits.check_sort(used)?;
+            }
             let mut docs = docs;
             spec.sort(&mut docs);
             docs
@@ -319,14 +462,66 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
                 vec![d]
             }
         }
-        Stage::Group(g) => g.run(docs)?,
+        Stage::Group(g) => g.run_limited(docs, limits)?,
         Stage::SortByCount(g) => {
-            let mut out = g.run(docs)?;
+            let mut out = g.run_limited(docs, limits)?;
             let spec = SortSpec::parse(&bson::doc! {"count": -1})?;
             spec.sort(&mut out);
             out
         }
         Stage::Unwind(u) => u.run(docs),
+        Stage::Bucket(b) => b.run(docs, limits)?,
+        Stage::BucketAuto(b) => b.run(docs, limits)?,
+        Stage::Facet(facets) => {
+            let mut used = 0u64;
+            for d in &docs {
+                used += mem::doc_size(d);
+            }
+            limits.check_group("$facet", used)?;
+            let mut out = Document::new();
+            for (name, p) in facets {
+                let res = p.run_with(docs.clone(), opts)?;
+                out.insert(
+                    name.clone(),
+                    res.into_iter().map(Bson::Document).collect::<Vec<_>>(),
+                );
+            }
+            vec![out]
+        }
+        Stage::Sample(n) => sample(docs, *n),
+        Stage::Densify(d) => d.run(docs)?,
+        Stage::Fill(f) => f.run(docs)?,
+        Stage::SetWindowFields(w) => w.run(docs, limits)?,
+        Stage::Redact(e) => {
+            let mut out = Vec::new();
+            for d in docs {
+                if let Some(r) = redact(e, d)? {
+                    out.push(r);
+                }
+            }
+            out
+        }
+        Stage::Documents(e) => match e.eval(&Document::new())? {
+            Bson::Array(items) => items
+                .into_iter()
+                .map(|i| match i {
+                    Bson::Document(d) => Ok(d),
+                    _ => Err(QueryError::TypeMismatch(
+                        "$documents expects an array of objects".into(),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            _ => {
+                return Err(QueryError::loc(
+                    5858203,
+                    "error during evaluation of $documents: expected an array",
+                ))
+            }
+        },
+        Stage::Lookup(l) => l.run(docs, opts)?,
+        Stage::UnionWith(u) => u.run(docs, opts)?,
+        Stage::Out(o) => o.run(docs, opts)?,
+        Stage::Merge(m) => m.run(docs, opts)?,
         Stage::ReplaceRoot(e) => {
             let mut out = Vec::with_capacity(docs.len());
             for d in &docs {
@@ -347,6 +542,73 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             out
         }
     })
+}
+
+/// Picks `n` documents at random (all of them, shuffled, when fewer).
+fn sample(mut docs: Vec<Document>, n: u64) -> Vec<Document> {
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x9E37_79B9_7F4A_7C15)
+        | 1;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let take = usize::try_from(n).unwrap_or(usize::MAX).min(docs.len());
+    for i in 0..take {
+        let j = i + (next() % (docs.len() - i) as u64) as usize;
+        docs.swap(i, j);
+    }
+    docs.truncate(take);
+    docs
+}
+
+/// Applies `$redact` to one document: `$$KEEP`, `$$PRUNE` or `$$DESCEND`.
+fn redact(e: &Expr, doc: Document) -> Result<Option<Document>, QueryError> {
+    match e.eval(&doc)? {
+        Bson::String(s) if s == "keep" => Ok(Some(doc)),
+        Bson::String(s) if s == "prune" => Ok(None),
+        Bson::String(s) if s == "descend" => {
+            let mut out = Document::new();
+            for (k, v) in doc {
+                match v {
+                    Bson::Document(sub) => {
+                        if let Some(r) = redact(e, sub)? {
+                            out.insert(k, r);
+                        }
+                    }
+                    Bson::Array(items) => {
+                        let mut kept = Vec::new();
+                        for i in items {
+                            match i {
+                                Bson::Document(sub) => {
+                                    if let Some(r) = redact(e, sub)? {
+                                        kept.push(Bson::Document(r));
+                                    }
+                                }
+                                other => kept.push(other),
+                            }
+                        }
+                        out.insert(k, kept);
+                    }
+                    other => {
+                        out.insert(k, other);
+                    }
+                }
+            }
+            Ok(Some(out))
+        }
+        other => Err(QueryError::loc(
+            17053,
+            format!(
+                "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned {}",
+                crate::error::render(&other)
+            ),
+        )),
+    }
 }
 
 fn remove_doc_path(doc: &mut Document, parts: &[&str]) {

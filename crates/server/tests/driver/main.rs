@@ -9,6 +9,7 @@ mod crud;
 mod durability;
 mod handshake;
 mod indexes;
+mod pipeline_golden;
 mod timeseries;
 mod timeseries_indexes;
 mod timeseries_writes;

@@ -1,0 +1,204 @@
+//! The catalog behind the cross-collection aggregation stages (`$lookup`,
+//! `$unionWith`, `$out`, `$merge`): reads resolve time-series views to their
+//! measurements; writes go to regular collections only. `$out` fills a
+//! temporary collection and renames it over the target, so readers see the old
+//! or the new contents, never a mix.
+
+use super::target::Target;
+use super::Request;
+use crate::error::CommandError;
+use bson::{Bson, Document};
+use hourglass_catalog::{CatalogError, Collection, Namespace};
+use hourglass_query::filter::Filter;
+use hourglass_query::pipeline::mem::DEFAULT_LIMIT;
+use hourglass_query::pipeline::{MemLimits, PipelineContext, RunOptions};
+use hourglass_query::update::Update;
+use hourglass_query::QueryError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Collection access for one aggregate command.
+pub struct CatalogContext<'a> {
+    req: &'a Request,
+}
+
+impl<'a> CatalogContext<'a> {
+    pub fn new(req: &'a Request) -> Self {
+        CatalogContext { req }
+    }
+
+    /// Run options for the aggregate command: this context, the memory limits from the
+    /// server parameters and the command's `allowDiskUse`.
+    pub fn run_options(&self) -> Result<RunOptions<'_>, CommandError> {
+        let params = &self.req.state.params;
+        let default = DEFAULT_LIMIT as i64;
+        let bytes = |name: &str| params.get_i64(name, default).max(0) as u64;
+        Ok(RunOptions {
+            context: Some(self),
+            db: &self.req.db,
+            limits: MemLimits {
+                group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
+                sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
+                allow_disk_use: self.req.opt_bool("allowDiskUse")?.unwrap_or(false),
+            },
+        })
+    }
+
+    fn is_time_series(&self, db: &str, coll: &str) -> bool {
+        self.req
+            .state
+            .catalog
+            .get(db, &format!("{}{coll}", super::target::BUCKETS_PREFIX))
+            .is_some()
+    }
+
+    fn writable(&self, db: &str, coll: &str, stage: &str) -> Result<(), QueryError> {
+        if self.is_time_series(db, coll) || coll.starts_with(super::target::BUCKETS_PREFIX) {
+            return Err(QueryError::InvalidOptions(format!(
+                "{stage} into the time-series collection {db}.{coll} is not supported by this server yet"
+            )));
+        }
+        Ok(())
+    }
+
+    fn existing(&self, db: &str, coll: &str) -> Option<Arc<Collection>> {
+        self.req.state.catalog.get(db, coll)
+    }
+}
+
+/// Code names of the errors a catalog read can raise, as `'static` strings.
+fn static_name(name: &str) -> &'static str {
+    const NAMES: &[&str] = &[
+        "BadValue",
+        "NamespaceNotFound",
+        "NamespaceExists",
+        "InvalidNamespace",
+        "IllegalOperation",
+        "DuplicateKey",
+        "InternalError",
+        "InvalidOptions",
+        "TypeMismatch",
+        "FailedToParse",
+    ];
+    NAMES
+        .iter()
+        .find(|n| **n == name)
+        .copied()
+        .unwrap_or("UnknownError")
+}
+
+fn from_command(e: CommandError) -> QueryError {
+    QueryError::Foreign(e.code, static_name(&e.code_name), e.errmsg)
+}
+
+fn from_catalog(e: CatalogError) -> QueryError {
+    QueryError::Foreign(e.code(), e.code_name(), e.to_string())
+}
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl PipelineContext for CatalogContext<'_> {
+    fn read_collection(&self, db: &str, coll: &str) -> Result<Vec<Document>, QueryError> {
+        if db == self.req.db {
+            return Target::resolve(self.req, coll)
+                .scan(self.req, Filter::match_all(), None)
+                .map_err(from_command)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(from_command);
+        }
+        match self.existing(db, coll) {
+            None => Ok(Vec::new()),
+            Some(c) => c
+                .scan()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(from_catalog),
+        }
+    }
+
+    fn replace_collection(
+        &self,
+        db: &str,
+        coll: &str,
+        docs: Vec<Document>,
+    ) -> Result<(), QueryError> {
+        self.writable(db, coll, "$out")?;
+        let catalog = &self.req.state.catalog;
+        let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+        let temp = format!("tmp.agg_out.{}.{seq}", std::process::id());
+        let (tc, _) = catalog
+            .create(db, &temp, Document::new())
+            .map_err(from_catalog)?;
+        let outcome = tc.insert(docs, true);
+        if let Some((_, e)) = outcome.errors.into_iter().next() {
+            let _ = catalog.drop_collection(db, &temp);
+            return Err(from_catalog(e));
+        }
+        catalog
+            .rename(&Namespace::new(db, &temp), &Namespace::new(db, coll), true)
+            .map_err(|e| {
+                let _ = catalog.drop_collection(db, &temp);
+                from_catalog(e)
+            })
+    }
+
+    fn find_matching(
+        &self,
+        db: &str,
+        coll: &str,
+        key: &Document,
+    ) -> Result<Vec<Document>, QueryError> {
+        self.writable(db, coll, "$merge")?;
+        let Some(c) = self.existing(db, coll) else {
+            return Ok(Vec::new());
+        };
+        if key.len() == 1 {
+            if let Some(id) = key.get("_id") {
+                return Ok(c.get(id).map_err(from_catalog)?.into_iter().collect());
+            }
+        }
+        let mut spec = Document::new();
+        for (k, v) in key {
+            spec.insert(k.clone(), bson::doc! {"$eq": v.clone()});
+        }
+        let f = Filter::parse(&spec)?;
+        let mut out = Vec::new();
+        for d in c.scan() {
+            let d = d.map_err(from_catalog)?;
+            if f.matches(&d) {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    fn insert_document(&self, db: &str, coll: &str, doc: Document) -> Result<(), QueryError> {
+        self.writable(db, coll, "$merge")?;
+        let c = self
+            .req
+            .state
+            .catalog
+            .get_or_create(db, coll)
+            .map_err(from_catalog)?;
+        match c.insert(vec![doc], true).errors.into_iter().next() {
+            Some((_, e)) => Err(from_catalog(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn replace_document(
+        &self,
+        db: &str,
+        coll: &str,
+        id: &Bson,
+        doc: Document,
+    ) -> Result<(), QueryError> {
+        self.writable(db, coll, "$merge")?;
+        let Some(c) = self.existing(db, coll) else {
+            return self.insert_document(db, coll, doc);
+        };
+        let filter = Filter::parse(&bson::doc! {"_id": {"$eq": id.clone()}})?;
+        c.update(&filter, &Update::Replacement(doc), false, false)
+            .map_err(from_catalog)?;
+        Ok(())
+    }
+}

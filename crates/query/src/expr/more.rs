@@ -1,0 +1,915 @@
+//! More expression operators: object-form string operators (`$trim`,
+//! `$regexMatch`, `$replaceAll`, ...), `$convert`, field access
+//! (`$getField`, `$setField`), array operators (`$slice`, `$range`, `$zip`,
+//! `$sortArray`, `$indexOfArray`, `$objectToArray`, `$arrayToObject`,
+//! `$firstN`, ...) and set operators.
+
+use bson::{Bson, Document};
+
+use super::Named;
+use crate::compare::{compare_values, type_name, values_equal};
+use crate::error::QueryError;
+use crate::num::Num;
+
+type R = Result<Option<Bson>, QueryError>;
+
+fn tname(v: &Option<Bson>) -> &'static str {
+    v.as_ref().map(type_name).unwrap_or("missing")
+}
+
+fn is_nullish(v: &Option<Bson>) -> bool {
+    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
+}
+
+fn int_of(v: &Option<Bson>) -> Option<i64> {
+    v.as_ref()
+        .and_then(Num::from_bson)
+        .and_then(Num::as_exact_i64)
+}
+
+/// Object-form operators: allowed and required argument names.
+pub(super) const NAMED: &[(&str, &[&str], &[&str])] = &[
+    (
+        "$convert",
+        &["input", "to", "onError", "onNull"],
+        &["input", "to"],
+    ),
+    (
+        "$regexMatch",
+        &["input", "regex", "options"],
+        &["input", "regex"],
+    ),
+    (
+        "$regexFind",
+        &["input", "regex", "options"],
+        &["input", "regex"],
+    ),
+    (
+        "$regexFindAll",
+        &["input", "regex", "options"],
+        &["input", "regex"],
+    ),
+    (
+        "$replaceOne",
+        &["input", "find", "replacement"],
+        &["input", "find", "replacement"],
+    ),
+    (
+        "$replaceAll",
+        &["input", "find", "replacement"],
+        &["input", "find", "replacement"],
+    ),
+    ("$trim", &["input", "chars"], &["input"]),
+    ("$ltrim", &["input", "chars"], &["input"]),
+    ("$rtrim", &["input", "chars"], &["input"]),
+    ("$getField", &["field", "input"], &["field"]),
+    (
+        "$setField",
+        &["field", "input", "value"],
+        &["field", "value"],
+    ),
+    ("$unsetField", &["field", "input"], &["field"]),
+    (
+        "$zip",
+        &["inputs", "useLongestLength", "defaults"],
+        &["inputs"],
+    ),
+    ("$sortArray", &["input", "sortBy"], &["input", "sortBy"]),
+    ("$firstN", &["input", "n"], &["input", "n"]),
+    ("$lastN", &["input", "n"], &["input", "n"]),
+    ("$minN", &["input", "n"], &["input", "n"]),
+    ("$maxN", &["input", "n"], &["input", "n"]),
+];
+
+/// Evaluates an object-form operator.
+pub(super) fn eval_named(name: &str, a: &Named) -> R {
+    match name {
+        "$convert" => convert(a),
+        "$regexMatch" | "$regexFind" | "$regexFindAll" => regex_op(name, a),
+        "$replaceOne" | "$replaceAll" => replace(name, a),
+        "$trim" | "$ltrim" | "$rtrim" => trim(name, a),
+        "$getField" | "$setField" | "$unsetField" => field_op(name, a),
+        "$zip" => zip(a),
+        "$sortArray" => sort_array(a),
+        "$firstN" | "$lastN" | "$minN" | "$maxN" => n_op(name, a),
+        _ => Err(QueryError::InvalidPipelineOperator(format!(
+            "Unrecognized expression '{name}'"
+        ))),
+    }
+}
+
+fn convert(a: &Named) -> R {
+    let input = a.get("input");
+    if is_nullish(&input) {
+        return Ok(a.get_present("onNull").or(Some(Bson::Null)));
+    }
+    let to = match a.get("to") {
+        Some(Bson::String(s)) => s,
+        Some(v) => match Num::from_bson(&v).and_then(Num::as_exact_i64) {
+            Some(1) => "double".into(),
+            Some(2) => "string".into(),
+            Some(7) => "objectId".into(),
+            Some(8) => "bool".into(),
+            Some(9) => "date".into(),
+            Some(16) => "int".into(),
+            Some(18) => "long".into(),
+            Some(19) => "decimal".into(),
+            _ if matches!(v, Bson::Null) => return Ok(Some(Bson::Null)),
+            _ => {
+                return Err(QueryError::FailedToParse(format!(
+                    "In $convert, numeric 'to' argument is not an integer or is not a valid type code: {}",
+                    crate::error::render(&v)
+                )))
+            }
+        },
+        None => return Ok(Some(Bson::Null)),
+    };
+    let op = match to.as_str() {
+        "double" => "$toDouble",
+        "string" => "$toString",
+        "objectId" => "$toObjectId",
+        "bool" => "$toBool",
+        "date" => "$toDate",
+        "int" => "$toInt",
+        "long" => "$toLong",
+        "decimal" => "$toDecimal",
+        other => return Err(QueryError::BadValue(format!("Unknown type name: {other}"))),
+    };
+    match super::convert::convert(op, &input) {
+        Err(QueryError::ConversionFailure(m)) => match a.get_present("onError") {
+            Some(v) => Ok(Some(v)),
+            None => Err(QueryError::ConversionFailure(m)),
+        },
+        other => other,
+    }
+}
+
+fn regex_op(name: &str, a: &Named) -> R {
+    let input = a.get("input");
+    let (pattern, mut flags) = match a.get("regex") {
+        Some(Bson::String(s)) => (s, String::new()),
+        Some(Bson::RegularExpression(r)) => (r.pattern, r.options),
+        None | Some(Bson::Null) => return Ok(Some(null_regex(name))),
+        Some(other) => {
+            return Err(QueryError::loc(
+                51105,
+                format!(
+                    "{name} needs 'regex' to be of type string or regex, found {}",
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    match a.get("options") {
+        None | Some(Bson::Null) => {}
+        Some(Bson::String(o)) => {
+            if !flags.is_empty() && !o.is_empty() {
+                return Err(QueryError::loc(
+                    51107,
+                    format!("{name} found regex option(s) specified in both 'regex' and 'option' fields"),
+                ));
+            }
+            flags.push_str(&o);
+        }
+        Some(other) => {
+            return Err(QueryError::loc(
+                51106,
+                format!(
+                    "{name} needs 'options' to be of type string, found {}",
+                    type_name(&other)
+                ),
+            ))
+        }
+    }
+    let text = match &input {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(null_regex(name))),
+        Some(Bson::String(s)) => s.clone(),
+        other => {
+            return Err(QueryError::loc(
+                51104,
+                format!(
+                    "{name} needs 'input' to be of type string, found {}",
+                    tname(other)
+                ),
+            ))
+        }
+    };
+    let mut prefix = String::new();
+    for f in flags.chars() {
+        match f {
+            'i' | 'm' | 's' | 'x' => prefix.push(f),
+            other => {
+                return Err(QueryError::loc(
+                    51108,
+                    format!("{name} invalid flag in regex options: {other}"),
+                ))
+            }
+        }
+    }
+    let full = if prefix.is_empty() {
+        pattern
+    } else {
+        format!("(?{prefix}){pattern}")
+    };
+    let re = regex::Regex::new(&full)
+        .map_err(|e| QueryError::loc(51111, format!("Invalid Regex in {name}: {e}")))?;
+    let found = |m: regex::Captures<'_>| -> Bson {
+        let whole = m.get(0);
+        let idx = whole
+            .map(|w| text[..w.start()].chars().count())
+            .unwrap_or(0);
+        let captures: Vec<Bson> = m
+            .iter()
+            .skip(1)
+            .map(|c| {
+                c.map(|c| Bson::String(c.as_str().into()))
+                    .unwrap_or(Bson::Null)
+            })
+            .collect();
+        Bson::Document(bson::doc! {
+            "match": whole.map(|w| w.as_str()).unwrap_or(""),
+            "idx": i32::try_from(idx).unwrap_or(i32::MAX),
+            "captures": captures,
+        })
+    };
+    Ok(Some(match name {
+        "$regexMatch" => Bson::Boolean(re.is_match(&text)),
+        "$regexFind" => re.captures(&text).map(found).unwrap_or(Bson::Null),
+        _ => Bson::Array(re.captures_iter(&text).map(found).collect()),
+    }))
+}
+
+fn null_regex(name: &str) -> Bson {
+    match name {
+        "$regexMatch" => Bson::Boolean(false),
+        "$regexFind" => Bson::Null,
+        _ => Bson::Array(Vec::new()),
+    }
+}
+
+fn replace(name: &str, a: &Named) -> R {
+    let mut strs = Vec::new();
+    for k in ["input", "find", "replacement"] {
+        match a.get(k) {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => strs.push(None),
+            Some(Bson::String(s)) => strs.push(Some(s)),
+            Some(other) => {
+                return Err(QueryError::loc(
+                    51746,
+                    format!(
+                        "{name} requires that '{k}' be a string, found: {}",
+                        crate::error::render(&other)
+                    ),
+                ))
+            }
+        }
+    }
+    let (Some(Some(input)), Some(Some(find)), Some(Some(repl))) =
+        (strs.first(), strs.get(1), strs.get(2))
+    else {
+        return Ok(Some(Bson::Null));
+    };
+    Ok(Some(Bson::String(if name == "$replaceOne" {
+        input.replacen(find.as_str(), repl, 1)
+    } else {
+        input.replace(find.as_str(), repl)
+    })))
+}
+
+fn trim(name: &str, a: &Named) -> R {
+    let input = match a.get("input") {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::String(s)) => s,
+        Some(other) => {
+            return Err(QueryError::loc(
+                50699,
+                format!(
+                    "{name} requires its input to be a string, got {} (of type {}) instead.",
+                    crate::error::render(&other),
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    let chars: Option<Vec<char>> = match a.get("chars") {
+        None => None,
+        Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::String(c)) => Some(c.chars().collect()),
+        Some(other) => {
+            return Err(QueryError::loc(
+                50700,
+                format!(
+                    "{name} requires 'chars' to be a string, got {} (of type {}) instead.",
+                    crate::error::render(&other),
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    let pred = |c: char| match &chars {
+        Some(cs) => cs.contains(&c),
+        None => c.is_whitespace() || c == '\0',
+    };
+    Ok(Some(Bson::String(
+        match name {
+            "$trim" => input.trim_matches(pred),
+            "$ltrim" => input.trim_start_matches(pred),
+            _ => input.trim_end_matches(pred),
+        }
+        .to_string(),
+    )))
+}
+
+fn field_op(name: &str, a: &Named) -> R {
+    let field = match a.get("field") {
+        Some(Bson::String(s)) => s,
+        other => {
+            return Err(QueryError::loc(
+                if name == "$getField" {
+                    3041704
+                } else {
+                    4161106
+                },
+                format!(
+                    "{name} requires 'field' to evaluate to type String, but got {}",
+                    tname(&other)
+                ),
+            ))
+        }
+    };
+    let input = a.get("input");
+    if name == "$getField" {
+        return match input {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
+            Some(Bson::Document(d)) => Ok(d.get(&field).cloned()),
+            Some(other) => Err(QueryError::loc(
+                3041705,
+                format!(
+                    "$getField requires 'input' to evaluate to type Object, but got {}",
+                    type_name(&other)
+                ),
+            )),
+        };
+    }
+    let mut d = match input {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Document(d)) => d,
+        Some(other) => {
+            return Err(QueryError::loc(
+                4161105,
+                format!(
+                    "{name} requires 'input' to evaluate to type Object, but got {}",
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    match (name, a.get("value")) {
+        ("$setField", Some(v)) => {
+            d.insert(field, v);
+        }
+        _ => {
+            d.remove(&field);
+        }
+    }
+    Ok(Some(Bson::Document(d)))
+}
+
+fn zip(a: &Named) -> R {
+    let inputs = match a.get("inputs") {
+        Some(Bson::Array(i)) => i,
+        other => {
+            return Err(QueryError::loc(
+                34460,
+                format!(
+                    "inputs must be an array of expressions, found {}",
+                    tname(&other)
+                ),
+            ))
+        }
+    };
+    let longest = match a.get("useLongestLength") {
+        None => false,
+        Some(Bson::Boolean(b)) => b,
+        Some(other) => {
+            return Err(QueryError::loc(
+                34463,
+                format!(
+                    "useLongestLength must be a bool, found {}",
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    let mut arrays = Vec::new();
+    for i in inputs {
+        match i {
+            Bson::Null | Bson::Undefined => return Ok(Some(Bson::Null)),
+            Bson::Array(x) => arrays.push(x),
+            other => {
+                return Err(QueryError::loc(
+                    34468,
+                    format!(
+                        "$zip found a non-array expression in input: {}",
+                        crate::error::render(&other)
+                    ),
+                ))
+            }
+        }
+    }
+    let defaults = match a.get("defaults") {
+        None => vec![Bson::Null; arrays.len()],
+        Some(Bson::Array(d)) if longest && d.len() == arrays.len() => d,
+        Some(_) if !longest => {
+            return Err(QueryError::loc(
+                34466,
+                "cannot specify defaults unless useLongestLength is true",
+            ))
+        }
+        Some(_) => {
+            return Err(QueryError::loc(
+                34467,
+                "defaults and inputs must have the same length",
+            ))
+        }
+    };
+    let len = if longest {
+        arrays.iter().map(Vec::len).max().unwrap_or(0)
+    } else {
+        arrays.iter().map(Vec::len).min().unwrap_or(0)
+    };
+    let out = (0..len)
+        .map(|i| {
+            Bson::Array(
+                arrays
+                    .iter()
+                    .zip(&defaults)
+                    .map(|(arr, def)| arr.get(i).cloned().unwrap_or_else(|| def.clone()))
+                    .collect(),
+            )
+        })
+        .collect();
+    Ok(Some(Bson::Array(out)))
+}
+
+fn sort_array(a: &Named) -> R {
+    let mut items = match a.get("input") {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(i)) => i,
+        Some(other) => {
+            return Err(QueryError::loc(
+                2942504,
+                format!(
+                    "The input argument to $sortArray must be an array, but was of type: {}",
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    match a.get("sortBy") {
+        Some(Bson::Document(spec)) => {
+            let spec = crate::sort::SortSpec::parse(&spec)?;
+            items.sort_by(|x, y| {
+                let wrap = |v: &Bson| match v {
+                    Bson::Document(d) => d.clone(),
+                    _ => Document::new(),
+                };
+                spec.compare(&wrap(x), &wrap(y))
+            });
+        }
+        Some(v) => {
+            let dir = Num::from_bson(&v).map(Num::as_f64);
+            match dir {
+                Some(d) if d == 1.0 || d == -1.0 => {
+                    items.sort_by(|x, y| {
+                        let o = compare_values(x, y);
+                        if d < 0.0 {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    });
+                }
+                _ => {
+                    return Err(QueryError::loc(
+                        2942505,
+                        "$sortArray sortBy must be 1, -1 or a sort specification object",
+                    ))
+                }
+            }
+        }
+        None => {}
+    }
+    Ok(Some(Bson::Array(items)))
+}
+
+fn n_op(name: &str, a: &Named) -> R {
+    let n = match int_of(&a.get("n")) {
+        Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => {
+            return Err(QueryError::loc(
+                5787908,
+                format!("{name} requires 'n' to be a positive integer"),
+            ))
+        }
+    };
+    let items = match a.get("input") {
+        Some(Bson::Array(i)) => i,
+        other => {
+            return Err(QueryError::loc(
+                5788200,
+                format!("Input to {name} must be an array but is {}", tname(&other)),
+            ))
+        }
+    };
+    let out: Vec<Bson> = match name {
+        "$firstN" => items.into_iter().take(n).collect(),
+        "$lastN" => {
+            let skip = items.len().saturating_sub(n);
+            items.into_iter().skip(skip).collect()
+        }
+        _ => {
+            let mut v: Vec<Bson> = items
+                .into_iter()
+                .filter(|x| !matches!(x, Bson::Null | Bson::Undefined))
+                .collect();
+            v.sort_by(|x, y| {
+                let o = compare_values(x, y);
+                if name == "$maxN" {
+                    o.reverse()
+                } else {
+                    o
+                }
+            });
+            v.truncate(n);
+            v
+        }
+    };
+    Ok(Some(Bson::Array(out)))
+}
+
+/// Positional array and set operators.
+pub(super) fn eval_positional(name: &str, args: &[Option<Bson>]) -> R {
+    let a0 = args.first().unwrap_or(&None);
+    let a1 = args.get(1).unwrap_or(&None);
+    let a2 = args.get(2).unwrap_or(&None);
+    match name {
+        "$slice" => slice(args),
+        "$range" => range(a0, a1, a2, args.len()),
+        "$indexOfArray" => {
+            if is_nullish(a0) {
+                return Ok(Some(Bson::Null));
+            }
+            let Some(Bson::Array(items)) = a0 else {
+                return Err(QueryError::loc(
+                    40090,
+                    format!(
+                        "$indexOfArray requires an array as a first argument, found: {}",
+                        tname(a0)
+                    ),
+                ));
+            };
+            let (start, end) = bounds(name, args, items.len())?;
+            let needle = a1.clone().unwrap_or(Bson::Null);
+            let pos =
+                (start..end).find(|i| items.get(*i).is_some_and(|x| values_equal(x, &needle)));
+            Ok(Some(Bson::Int32(pos.map(|p| p as i32).unwrap_or(-1))))
+        }
+        "$indexOfCP" | "$indexOfBytes" => {
+            if is_nullish(a0) {
+                return Ok(Some(Bson::Null));
+            }
+            let Some(Bson::String(s)) = a0 else {
+                return Err(QueryError::loc(
+                    if name == "$indexOfCP" { 40093 } else { 40091 },
+                    format!(
+                        "{name} requires a string as the first argument, found: {}",
+                        tname(a0)
+                    ),
+                ));
+            };
+            let Some(Bson::String(sub)) = a1 else {
+                return Err(QueryError::loc(
+                    if name == "$indexOfCP" { 40094 } else { 40092 },
+                    format!(
+                        "{name} requires a string as the second argument, found: {}",
+                        tname(a1)
+                    ),
+                ));
+            };
+            let units: Vec<String> = if name == "$indexOfCP" {
+                s.chars().map(String::from).collect()
+            } else {
+                s.bytes().map(|b| (b as char).to_string()).collect()
+            };
+            let needle: Vec<String> = if name == "$indexOfCP" {
+                sub.chars().map(String::from).collect()
+            } else {
+                sub.bytes().map(|b| (b as char).to_string()).collect()
+            };
+            let (start, end) = bounds(name, args, units.len())?;
+            let pos = (start..=end).find(|i| {
+                i + needle.len() <= end && units.get(*i..i + needle.len()) == Some(&needle[..])
+            });
+            Ok(Some(Bson::Int32(pos.map(|p| p as i32).unwrap_or(-1))))
+        }
+        "$objectToArray" => match a0 {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+            Some(Bson::Document(d)) => Ok(Some(Bson::Array(
+                d.iter()
+                    .map(|(k, v)| Bson::Document(bson::doc! {"k": k, "v": v.clone()}))
+                    .collect(),
+            ))),
+            other => Err(QueryError::loc(
+                40390,
+                format!(
+                    "$objectToArray requires a document input, found: {}",
+                    tname(other)
+                ),
+            )),
+        },
+        "$arrayToObject" => array_to_object(a0),
+        "$allElementsTrue" | "$anyElementTrue" => {
+            let Some(Bson::Array(items)) = a0 else {
+                return Err(QueryError::loc(
+                    if name == "$allElementsTrue" {
+                        17040
+                    } else {
+                        17041
+                    },
+                    format!("{name}'s argument must be an array, but is {}", tname(a0)),
+                ));
+            };
+            let r = if name == "$allElementsTrue" {
+                items.iter().all(super::truthy)
+            } else {
+                items.iter().any(super::truthy)
+            };
+            Ok(Some(Bson::Boolean(r)))
+        }
+        _ => set_op(name, args),
+    }
+}
+
+fn bounds(name: &str, args: &[Option<Bson>], len: usize) -> Result<(usize, usize), QueryError> {
+    let get = |i: usize, default: usize| -> Result<usize, QueryError> {
+        match args.get(i) {
+            None => Ok(default),
+            Some(v) => match int_of(v) {
+                Some(n) if n >= 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+                Some(_) => Err(QueryError::loc(
+                    40097,
+                    format!("{name} requires a nonnegative start index"),
+                )),
+                None => Err(QueryError::loc(
+                    40096,
+                    format!(
+                        "{name} requires an integral starting index, found a value of type: {}",
+                        tname(v)
+                    ),
+                )),
+            },
+        }
+    };
+    let start = get(2, 0)?;
+    let end = get(3, len)?.min(len);
+    Ok((start.min(end.max(start)), end))
+}
+
+fn slice(args: &[Option<Bson>]) -> R {
+    let a0 = args.first().unwrap_or(&None);
+    if args.iter().any(is_nullish) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(Bson::Array(items)) = a0 else {
+        return Err(QueryError::loc(
+            28724,
+            format!(
+                "First argument to $slice must be an array, but is of type: {}",
+                tname(a0)
+            ),
+        ));
+    };
+    let len = items.len() as i64;
+    let a1 = args.get(1).unwrap_or(&None);
+    let Some(first) = int_of(a1) else {
+        return Err(QueryError::loc(
+            28725,
+            format!(
+                "Second argument to $slice must be a numeric value, but is of type: {}",
+                tname(a1)
+            ),
+        ));
+    };
+    let (start, count) = match args.get(2) {
+        None => {
+            if first >= 0 {
+                (0, first)
+            } else {
+                ((len + first).max(0), len)
+            }
+        }
+        Some(v) => {
+            let Some(n) = int_of(v) else {
+                return Err(QueryError::loc(
+                    28727,
+                    format!(
+                        "Third argument to $slice must be numeric, but is of type: {}",
+                        tname(v)
+                    ),
+                ));
+            };
+            if n <= 0 {
+                return Err(QueryError::loc(
+                    28729,
+                    format!("Third argument to $slice must be positive: {n}"),
+                ));
+            }
+            let start = if first < 0 {
+                (len + first).max(0)
+            } else {
+                first.min(len)
+            };
+            (start, n)
+        }
+    };
+    Ok(Some(Bson::Array(
+        items
+            .iter()
+            .skip(usize::try_from(start).unwrap_or(0))
+            .take(usize::try_from(count).unwrap_or(0))
+            .cloned()
+            .collect(),
+    )))
+}
+
+fn range(a0: &Option<Bson>, a1: &Option<Bson>, a2: &Option<Bson>, n: usize) -> R {
+    let get = |v: &Option<Bson>, what: &str, code: i32| {
+        int_of(v)
+            .filter(|i| i32::try_from(*i).is_ok())
+            .ok_or_else(|| {
+                QueryError::loc(
+                    code,
+                    format!("$range requires a {what} that can be represented as a 32-bit integer, found value: {}", v.as_ref().map(crate::error::render).unwrap_or_default()),
+                )
+            })
+    };
+    let start = get(a0, "starting value", 34443)?;
+    let end = get(a1, "ending value", 34445)?;
+    let step = if n > 2 {
+        get(a2, "step value", 34447)?
+    } else {
+        1
+    };
+    if step == 0 {
+        return Err(QueryError::loc(
+            34449,
+            "$range requires a non-zero step value",
+        ));
+    }
+    let count = if step > 0 {
+        (end - start).max(0) / step
+    } else {
+        (start - end).max(0) / -step
+    };
+    // MongoDB caps $range at 64 MB of values.
+    const LIMIT: i64 = 64 * 1024 * 1024;
+    if count.saturating_mul(16) > LIMIT {
+        return Err(QueryError::Foreign(
+            146,
+            "ExceededMemoryLimit",
+            format!("$range would use too much memory ({} bytes) and cannot spill to disk. Memory limit: {LIMIT} bytes", count.saturating_mul(16)),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut i = start;
+    while (step > 0 && i < end) || (step < 0 && i > end) {
+        out.push(Bson::Int32(i as i32));
+        i += step;
+    }
+    Ok(Some(Bson::Array(out)))
+}
+
+fn array_to_object(v: &Option<Bson>) -> R {
+    let items = match v {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(i)) => i,
+        other => {
+            return Err(QueryError::loc(
+                40386,
+                format!(
+                    "$arrayToObject requires an array input, found: {}",
+                    tname(other)
+                ),
+            ))
+        }
+    };
+    let mut out = Document::new();
+    for item in items {
+        match item {
+            Bson::Array(pair) if pair.len() == 2 => match pair.first() {
+                Some(Bson::String(k)) => {
+                    out.insert(k.clone(), pair.get(1).cloned().unwrap_or(Bson::Null));
+                }
+                _ => {
+                    return Err(QueryError::loc(
+                        40395,
+                        "$arrayToObject requires an array of key-value pairs, where the key must be of type string",
+                    ))
+                }
+            },
+            Bson::Document(d) if d.len() == 2 => match (d.get("k"), d.get("v")) {
+                (Some(Bson::String(k)), Some(v)) => {
+                    out.insert(k.clone(), v.clone());
+                }
+                _ => {
+                    return Err(QueryError::loc(
+                        40393,
+                        "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string",
+                    ))
+                }
+            },
+            _ => {
+                return Err(QueryError::loc(
+                    40398,
+                    format!("Unrecognised input type format for $arrayToObject: {}", type_name(item)),
+                ))
+            }
+        }
+    }
+    Ok(Some(Bson::Document(out)))
+}
+
+fn dedup(items: &[Bson]) -> Vec<Bson> {
+    let mut out: Vec<Bson> = Vec::new();
+    for i in items {
+        if !out.iter().any(|o| values_equal(o, i)) {
+            out.push(i.clone());
+        }
+    }
+    out
+}
+
+fn set_op(name: &str, args: &[Option<Bson>]) -> R {
+    let mut sets = Vec::new();
+    for a in args {
+        match a {
+            None | Some(Bson::Null) | Some(Bson::Undefined)
+                if name != "$setEquals" && name != "$setIsSubset" =>
+            {
+                return Ok(Some(Bson::Null))
+            }
+            Some(Bson::Array(items)) => sets.push(dedup(items)),
+            other => {
+                return Err(QueryError::loc(
+                    17044,
+                    format!(
+                        "All operands of {name} must be arrays. One argument is of type: {}",
+                        tname(other)
+                    ),
+                ))
+            }
+        }
+    }
+    let contains = |s: &[Bson], v: &Bson| s.iter().any(|x| values_equal(x, v));
+    Ok(Some(match name {
+        "$setUnion" => Bson::Array(dedup(&sets.concat())),
+        "$setIntersection" => {
+            let mut it = sets.into_iter();
+            let first = it.next().unwrap_or_default();
+            let rest: Vec<Vec<Bson>> = it.collect();
+            Bson::Array(
+                first
+                    .into_iter()
+                    .filter(|v| rest.iter().all(|s| contains(s, v)))
+                    .collect(),
+            )
+        }
+        "$setDifference" => {
+            let (a, b) = (
+                sets.first().cloned().unwrap_or_default(),
+                sets.get(1).cloned().unwrap_or_default(),
+            );
+            Bson::Array(a.into_iter().filter(|v| !contains(&b, v)).collect())
+        }
+        "$setIsSubset" => {
+            let (a, b) = (
+                sets.first().cloned().unwrap_or_default(),
+                sets.get(1).cloned().unwrap_or_default(),
+            );
+            Bson::Boolean(a.iter().all(|v| contains(&b, v)))
+        }
+        "$setEquals" => {
+            let first = sets.first().cloned().unwrap_or_default();
+            Bson::Boolean(
+                sets.iter()
+                    .all(|s| s.len() == first.len() && s.iter().all(|v| contains(&first, v))),
+            )
+        }
+        _ => {
+            return Err(QueryError::InvalidPipelineOperator(format!(
+                "Unrecognized expression '{name}'"
+            )))
+        }
+    }))
+}

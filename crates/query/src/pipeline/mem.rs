@@ -1,0 +1,76 @@
+//! Approximate memory accounting for blocking stages and the per-stage limit
+//! (MongoDB's 100 MB default; error 292 without `allowDiskUse`).
+
+use bson::{Bson, Document};
+
+use crate::error::QueryError;
+
+/// Approximate in-memory size of a value in bytes.
+pub fn approx_size(v: &Bson) -> u64 {
+    16 + match v {
+        Bson::String(s) => s.len() as u64,
+        Bson::Document(d) => doc_size(d),
+        Bson::Array(a) => a.iter().map(approx_size).sum(),
+        Bson::Binary(b) => b.bytes.len() as u64,
+        Bson::RegularExpression(r) => (r.pattern.len() + r.options.len()) as u64,
+        Bson::JavaScriptCode(c) => c.len() as u64,
+        _ => 8,
+    }
+}
+
+/// Approximate in-memory size of a document in bytes.
+pub fn doc_size(d: &Document) -> u64 {
+    16 + d
+        .iter()
+        .map(|(k, v)| k.len() as u64 + approx_size(v))
+        .sum::<u64>()
+}
+
+/// Memory limits of one pipeline run.
+#[derive(Debug, Clone, Copy)]
+pub struct MemLimits {
+    /// Bytes a `$group`-like stage may hold (`internalDocumentSourceGroupMaxMemoryBytes`).
+    pub group_bytes: u64,
+    /// Bytes a blocking `$sort` may hold (`internalQueryMaxBlockingSortMemoryUsageBytes`).
+    pub sort_bytes: u64,
+    /// With `allowDiskUse: true` the limits are not enforced (everything stays in memory).
+    pub allow_disk_use: bool,
+}
+
+/// MongoDB's default per-stage limit: 100 MB.
+pub const DEFAULT_LIMIT: u64 = 100 * 1024 * 1024;
+
+impl Default for MemLimits {
+    fn default() -> Self {
+        MemLimits {
+            group_bytes: DEFAULT_LIMIT,
+            sort_bytes: DEFAULT_LIMIT,
+            allow_disk_use: false,
+        }
+    }
+}
+
+impl MemLimits {
+    /// Fails with code 292 when a grouping stage holds more than its limit.
+    pub fn check_group(&self, stage: &str, used: u64) -> Result<(), QueryError> {
+        if self.allow_disk_use || used <= self.group_bytes {
+            return Ok(());
+        }
+        Err(QueryError::QueryExceededMemoryLimitNoDiskUseAllowed(
+            format!("Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."),
+        ))
+    }
+
+    /// Fails with code 292 when a blocking sort holds more than its limit.
+    pub fn check_sort(&self, used: u64) -> Result<(), QueryError> {
+        if self.allow_disk_use || used <= self.sort_bytes {
+            return Ok(());
+        }
+        Err(QueryError::QueryExceededMemoryLimitNoDiskUseAllowed(
+            format!(
+                "Sort exceeded memory limit of {} bytes, but did not opt in to external sorting.",
+                self.sort_bytes
+            ),
+        ))
+    }
+}
