@@ -448,7 +448,9 @@ pub struct DecodedBucket {
     pub meta_field: Option<String>,
     control: Document,
     directory: Vec<(String, Range<usize>)>,
-    area: Vec<u8>,
+    /// The stored bytes; the column area starts at `area_start`.
+    buf: Vec<u8>,
+    area_start: usize,
 }
 
 struct Cursor<'a> {
@@ -481,6 +483,17 @@ impl<'a> Cursor<'a> {
 
 /// Parses a compressed bucket written by [`Bucket::encode_compressed`].
 pub fn decode_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
+    decode_compressed_owned(bytes.to_vec())
+}
+
+/// [`decode_compressed`] keeping `bytes` as the bucket's storage (no copy).
+pub fn decode_compressed_owned(bytes: Vec<u8>) -> Result<DecodedBucket, TsError> {
+    let mut b = parse_compressed(&bytes)?;
+    b.buf = bytes;
+    Ok(b)
+}
+
+fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
     let mut c = Cursor { src: bytes, pos: 0 };
     let version = c.take(1)?[0];
     if version != FORMAT_VERSION {
@@ -545,8 +558,9 @@ pub fn decode_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
         }
         directory.push((name, off..off + len));
     }
-    let area = bytes.get(c.pos..).unwrap_or_default().to_vec();
-    if directory.iter().any(|(_, r)| r.end > area.len()) {
+    let area_start = c.pos.min(bytes.len());
+    let area_len = bytes.len() - area_start;
+    if directory.iter().any(|(_, r)| r.end > area_len) {
         return Err(TsError::corrupt("column outside the bucket"));
     }
     Ok(DecodedBucket {
@@ -558,7 +572,8 @@ pub fn decode_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
         meta_field,
         control,
         directory,
-        area,
+        buf: Vec::new(),
+        area_start,
     })
 }
 
@@ -614,16 +629,35 @@ fn is_wanted(wanted: Option<&[&str]>, f: &str) -> bool {
 }
 
 impl DecodedBucket {
+    fn area(&self) -> &[u8] {
+        self.buf.get(self.area_start..).unwrap_or_default()
+    }
+
     /// Decodes one column; `Ok(None)` when the bucket has no such field.
     pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
         match self.directory.iter().find(|(n, _)| n == field) {
             None => Ok(None),
             Some((_, r)) => {
                 let bytes = self
-                    .area
+                    .area()
                     .get(r.clone())
                     .ok_or_else(|| TsError::corrupt("column outside the bucket"))?;
                 decode_column(bytes, self.count).map(Some)
+            }
+        }
+    }
+
+    /// One numeric column without building BSON values; `Ok(None)` when the bucket
+    /// lacks the field or stores it with a non-numeric codec.
+    pub fn typed_column(&self, field: &str) -> Result<Option<crate::column::TypedColumn>, TsError> {
+        match self.directory.iter().find(|(n, _)| n == field) {
+            None => Ok(None),
+            Some((_, r)) => {
+                let bytes = self
+                    .area()
+                    .get(r.clone())
+                    .ok_or_else(|| TsError::corrupt("column outside the bucket"))?;
+                crate::column::decode_typed_column(bytes, self.count)
             }
         }
     }

@@ -346,6 +346,111 @@ pub fn decode_column(bytes: &[u8], count: usize) -> Result<Vec<Option<Bson>>, Ts
     Ok(out)
 }
 
+/// The values of a column of one numeric BSON type, one per measurement (0 where the
+/// measurement lacks the field).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NumericValues {
+    Dates(Vec<i64>),
+    Doubles(Vec<f64>),
+    Int32s(Vec<i32>),
+    Int64s(Vec<i64>),
+}
+
+/// A numeric column decoded without building BSON values (vectorized execution).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypedColumn {
+    pub values: NumericValues,
+    /// Which measurements have the field (`None`: all of them).
+    pub present: Option<Vec<bool>>,
+}
+
+impl TypedColumn {
+    pub fn has(&self, i: usize) -> bool {
+        self.present
+            .as_ref()
+            .is_none_or(|p| p.get(i).copied().unwrap_or(false))
+    }
+
+    /// The value of measurement `i` as BSON (no heap allocation for numbers).
+    pub fn get(&self, i: usize) -> Option<Bson> {
+        if !self.has(i) {
+            return None;
+        }
+        match &self.values {
+            NumericValues::Dates(v) => v.get(i).map(|m| Bson::DateTime(DateTime::from_millis(*m))),
+            NumericValues::Doubles(v) => v.get(i).map(|d| Bson::Double(*d)),
+            NumericValues::Int32s(v) => v.get(i).map(|n| Bson::Int32(*n)),
+            NumericValues::Int64s(v) => v.get(i).map(|n| Bson::Int64(*n)),
+        }
+    }
+}
+
+/// Decodes a date, double, int32 or int64 column into plain values; `Ok(None)` for
+/// other codecs (the caller decodes BSON values instead).
+pub fn decode_typed_column(bytes: &[u8], count: usize) -> Result<Option<TypedColumn>, TsError> {
+    let (&tag, rest) = bytes
+        .split_first()
+        .ok_or_else(|| TsError::corrupt("empty column"))?;
+    let (&flags, mut rest) = rest
+        .split_first()
+        .ok_or_else(|| TsError::corrupt("truncated column header"))?;
+    if !matches!(tag, TAG_DATE | TAG_DOUBLE | TAG_INT32 | TAG_INT64) {
+        return Ok(None);
+    }
+    if flags & !FLAG_BITMAP != 0 {
+        return Err(TsError::corrupt("unknown column flags"));
+    }
+    let present: Option<Vec<bool>> = if flags & FLAG_BITMAP != 0 {
+        let len = count.div_ceil(8);
+        if rest.len() < len {
+            return Err(TsError::corrupt("truncated presence bitmap"));
+        }
+        let (b, r) = rest.split_at(len);
+        rest = r;
+        Some((0..count).map(|i| b[i / 8] & (1 << (i % 8)) != 0).collect())
+    } else {
+        None
+    };
+    let n = present
+        .as_ref()
+        .map_or(count, |p| p.iter().filter(|x| **x).count());
+    fn spread<T: Copy + Default>(
+        vals: Vec<T>,
+        present: &Option<Vec<bool>>,
+        count: usize,
+    ) -> Result<Vec<T>, TsError> {
+        let Some(p) = present else {
+            if vals.len() != count {
+                return Err(TsError::corrupt("column value count mismatch"));
+            }
+            return Ok(vals);
+        };
+        let mut it = vals.into_iter();
+        let out: Vec<T> = p
+            .iter()
+            .map(|has| {
+                if *has {
+                    it.next().unwrap_or_default()
+                } else {
+                    T::default()
+                }
+            })
+            .collect();
+        Ok(out)
+    }
+    let values = match tag {
+        TAG_DATE => NumericValues::Dates(spread(pco_decompress::<i64>(rest, n)?, &present, count)?),
+        TAG_DOUBLE => {
+            NumericValues::Doubles(spread(pco_decompress::<f64>(rest, n)?, &present, count)?)
+        }
+        TAG_INT32 => {
+            NumericValues::Int32s(spread(pco_decompress::<i32>(rest, n)?, &present, count)?)
+        }
+        _ => NumericValues::Int64s(spread(pco_decompress::<i64>(rest, n)?, &present, count)?),
+    };
+    Ok(Some(TypedColumn { values, present }))
+}
+
 fn pco_decompress<T: pco::data_types::Number>(src: &[u8], n: usize) -> Result<Vec<T>, TsError> {
     // pco reports corruption as errors, but in builds with overflow checks
     // its arithmetic can panic on corrupt input (found by the fuzz test

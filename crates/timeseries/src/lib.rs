@@ -19,7 +19,9 @@ pub mod options;
 pub mod stats;
 pub mod store;
 
-pub use bucket::{decode_compressed, unpack_measurements, Bucket, DecodedBucket};
+pub use bucket::{
+    decode_compressed, decode_compressed_owned, unpack_measurements, Bucket, DecodedBucket,
+};
 pub use catalog::{BucketCatalog, CloseReason, InsertOutcome, Limits};
 pub use column::{column_codec, decode_column, encode_column, ColumnCodec};
 pub use error::TsError;

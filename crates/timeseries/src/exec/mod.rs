@@ -4,6 +4,7 @@
 //! read are decoded; a `$group` right after the match runs over decoded columns
 //! ([`vgroup`]) without building a document per measurement.
 
+mod col;
 mod deps;
 mod lastpoint;
 mod rows;
@@ -207,14 +208,7 @@ impl TimeseriesStore {
             for view in scan {
                 let view = view?;
                 let mask = match rows {
-                    Some(r) => {
-                        let time = if r.fields(&options.time_field).contains(&options.time_field) {
-                            view.column(&options.time_field)?.unwrap_or_default()
-                        } else {
-                            Vec::new()
-                        };
-                        r.mask(&view, &time)?
-                    }
+                    Some(r) => r.mask(&view, &options.time_field)?,
                     None => None,
                 };
                 let mask = match (mask, rows.is_some() && plan.filter.is_match_all()) {
@@ -244,14 +238,7 @@ impl TimeseriesStore {
                 .map(|f| f.iter().map(String::as_str).collect());
             let unpack = |v: BucketView| -> Result<Vec<Document>, StoreError> {
                 let mask = match &rows {
-                    Some(r) => {
-                        let time = if r.fields(&options.time_field).contains(&options.time_field) {
-                            v.column(&options.time_field)?.unwrap_or_default()
-                        } else {
-                            Vec::new()
-                        };
-                        r.mask(&v, &time)?
-                    }
+                    Some(r) => r.mask(&v, &options.time_field)?,
                     None => None,
                 };
                 Ok(v.unpack_rows(&options, wanted.as_deref(), mask.as_deref())?)

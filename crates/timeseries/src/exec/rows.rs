@@ -4,6 +4,8 @@
 //! the meta field are decided per bucket by the scan. Any other conjunct makes the
 //! filter unsupported (the caller then matches unpacked documents).
 
+use super::col::Col;
+use crate::column::{NumericValues, TypedColumn};
 use crate::options::TimeseriesOptions;
 use crate::store::{conjuncts, BucketView};
 use crate::TsError;
@@ -120,31 +122,43 @@ impl RowFilter {
     pub fn mask(
         &self,
         bucket: &BucketView,
-        time: &[Option<Bson>],
+        time_field: &str,
     ) -> Result<Option<Vec<bool>>, TsError> {
         let n = bucket.count();
         let mut mask = vec![true; n];
+        let mut time: Option<Col> = None;
         for c in &self.conds {
             match c {
                 Cond::Time(op, t) => {
+                    if time.is_none() {
+                        time = Some(Col::load(bucket, time_field)?);
+                    }
+                    let Some(col) = &time else { continue };
                     for (i, m) in mask.iter_mut().enumerate() {
-                        *m &= match time.get(i) {
-                            Some(Some(Bson::DateTime(d))) => op.holds(d.timestamp_millis().cmp(t)),
-                            _ => false,
-                        };
+                        *m &= col.date_ms(i).is_some_and(|ms| op.holds(ms.cmp(t)));
                     }
                 }
                 Cond::Number(field, op, x) => {
-                    let col = bucket.column(field)?.unwrap_or_else(|| vec![None; n]);
+                    let col = Col::load(bucket, field)?;
+                    if col.may_hold_arrays() {
+                        return Ok(None);
+                    }
+                    if let Col::Typed(TypedColumn {
+                        values: NumericValues::Doubles(v),
+                        present: None,
+                    }) = &col
+                    {
+                        let x = x.as_f64();
+                        for (m, d) in mask.iter_mut().zip(v) {
+                            *m &= !d.is_nan()
+                                && op.holds(d.partial_cmp(&x).unwrap_or(Ordering::Less));
+                        }
+                        continue;
+                    }
                     for (i, m) in mask.iter_mut().enumerate() {
-                        let v = col.get(i).and_then(Option::as_ref);
-                        *m &= match v {
-                            Some(Bson::Array(_)) => return Ok(None),
-                            Some(v) => match Num::from_bson(v) {
-                                Some(n) if !n.as_f64().is_nan() => op.holds(n.compare(x)),
-                                _ => false,
-                            },
-                            None => false,
+                        *m &= match col.get(i).as_ref().and_then(Num::from_bson) {
+                            Some(n) if !n.as_f64().is_nan() => op.holds(n.compare(x)),
+                            _ => false,
                         };
                     }
                 }

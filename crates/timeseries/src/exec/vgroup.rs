@@ -5,6 +5,7 @@
 //! per distinct raw key, on a small document holding those inputs. Accumulators
 //! (`$sum $avg $min $max $first $last $count`) follow the query layer's semantics.
 
+use super::col::Col;
 use crate::options::TimeseriesOptions;
 use crate::store::BucketView;
 use crate::TsError;
@@ -218,6 +219,7 @@ impl VectorGroup {
         GroupRun {
             group: self,
             raw: HashMap::new(),
+            simple: HashMap::new(),
             by_key: BTreeMap::new(),
             groups: Vec::new(),
             meta_ids: HashMap::new(),
@@ -229,6 +231,7 @@ impl VectorGroup {
 pub struct GroupRun<'a> {
     group: &'a VectorGroup,
     raw: HashMap<Vec<u8>, usize>,
+    simple: HashMap<(u32, Option<i64>), usize>,
     by_key: BTreeMap<OrdBson, usize>,
     groups: Vec<(Bson, Vec<State>)>,
     meta_ids: HashMap<Vec<u8>, u32>,
@@ -312,21 +315,15 @@ impl GroupRun<'_> {
     pub fn feed(&mut self, bucket: &BucketView, mask: Option<&[bool]>) -> Result<(), QueryError> {
         let g = self.group;
         let n = bucket.count();
-        let col = |f: &str| -> Result<Vec<Option<Bson>>, QueryError> {
-            Ok(bucket
-                .column(f)
-                .map_err(ts_error)?
-                .unwrap_or_else(|| vec![None; n]))
+        let load = |f: &str| Col::load(bucket, f).map_err(ts_error);
+        let time = match g.time_bin {
+            Some(_) => Some(load(&g.time_field)?),
+            None => None,
         };
-        let time = if g.time_bin.is_some() {
-            Some(col(&g.time_field)?)
-        } else {
-            None
-        };
-        let key_cols: Vec<Vec<Option<Bson>>> = g
+        let key_cols: Vec<Col> = g
             .key_fields
             .iter()
-            .map(|f| col(f))
+            .map(|f| load(f))
             .collect::<Result<_, _>>()?;
         let mut meta_doc = Document::new();
         if let (Some(mf), Some(m)) = (&g.meta_field, bucket.meta()) {
@@ -345,67 +342,86 @@ impl GroupRun<'_> {
             .map(|(_, _, a)| match a {
                 Arg::Const(c) => Ok(ArgValues::Const(Some(c.clone()))),
                 Arg::Meta(e) => Ok(ArgValues::Const(e.eval_optional(&meta_doc)?)),
-                Arg::Field(f) => Ok(ArgValues::Column(col(f)?)),
+                Arg::Field(f) => Ok(ArgValues::Column(load(f)?)),
             })
             .collect::<Result<_, QueryError>>()?;
         let mut raw = Vec::with_capacity(32);
-        let mut last: Option<(Vec<u8>, usize)> = None;
+        let mut last_raw: Option<(Vec<u8>, usize)> = None;
+        let mut last_simple: Option<(Option<i64>, usize)> = None;
         for i in 0..n {
             if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(false)) {
                 continue;
             }
-            raw.clear();
-            raw.extend_from_slice(&meta_id.to_le_bytes());
-            let mut bin_ms = None;
-            if let (Some(width), Some(t)) = (g.time_bin, &time) {
-                match t.get(i) {
-                    Some(Some(Bson::DateTime(d))) => {
-                        let ms = d.timestamp_millis();
-                        let b = if width == 1 {
-                            ms
-                        } else {
-                            REFERENCE_MS + (ms - REFERENCE_MS).div_euclid(width) * width
+            let bin_ms = match (g.time_bin, &time) {
+                (Some(width), Some(t)) => t.date_ms(i).map(|ms| {
+                    if width == 1 {
+                        ms
+                    } else {
+                        REFERENCE_MS + (ms - REFERENCE_MS).div_euclid(width) * width
+                    }
+                }),
+                _ => None,
+            };
+            let slot = if key_cols.is_empty() {
+                // Series and time bin only: a small fixed-size key.
+                match last_simple {
+                    Some((b, s)) if b == bin_ms => s,
+                    _ => {
+                        let s = match self.simple.get(&(meta_id, bin_ms)) {
+                            Some(s) => *s,
+                            None => {
+                                let s = self.slot_for(&meta_doc, bin_ms, &key_cols, i)?;
+                                self.simple.insert((meta_id, bin_ms), s);
+                                s
+                            }
                         };
+                        last_simple = Some((bin_ms, s));
+                        s
+                    }
+                }
+            } else {
+                raw.clear();
+                raw.extend_from_slice(&meta_id.to_le_bytes());
+                match bin_ms {
+                    Some(b) => {
                         raw.push(1);
                         raw.extend_from_slice(&b.to_le_bytes());
-                        bin_ms = Some(b);
-                    }
-                    _ => raw.push(0),
-                }
-            }
-            for c in &key_cols {
-                match c.get(i).and_then(Option::as_ref) {
-                    Some(v) => {
-                        raw.push(1);
-                        raw.extend_from_slice(&keystring::encode(v));
                     }
                     None => raw.push(0),
                 }
-            }
-            let slot = match &last {
-                Some((k, s)) if *k == raw => *s,
-                _ => {
-                    let s = match self.raw.get(&raw) {
-                        Some(s) => *s,
-                        None => {
-                            let s = self.slot_for(&meta_doc, bin_ms, &key_cols, i)?;
-                            self.raw.insert(raw.clone(), s);
-                            s
+                for c in &key_cols {
+                    match c.get(i) {
+                        Some(v) => {
+                            raw.push(1);
+                            raw.extend_from_slice(&keystring::encode(&v));
                         }
-                    };
-                    last = Some((raw.clone(), s));
-                    s
+                        None => raw.push(0),
+                    }
+                }
+                match &last_raw {
+                    Some((k, s)) if *k == raw => *s,
+                    _ => {
+                        let s = match self.raw.get(&raw) {
+                            Some(s) => *s,
+                            None => {
+                                let s = self.slot_for(&meta_doc, bin_ms, &key_cols, i)?;
+                                self.raw.insert(raw.clone(), s);
+                                s
+                            }
+                        };
+                        last_raw = Some((raw.clone(), s));
+                        s
+                    }
                 }
             };
             let Some((_, states)) = self.groups.get_mut(slot) else {
                 continue;
             };
             for ((_, acc, _), (state, arg)) in g.accs.iter().zip(states.iter_mut().zip(&args)) {
-                let v = match arg {
-                    ArgValues::Const(c) => c.as_ref(),
-                    ArgValues::Column(c) => c.get(i).and_then(Option::as_ref),
-                };
-                accumulate(*acc, state, v);
+                match arg {
+                    ArgValues::Const(c) => accumulate(*acc, state, c.as_ref()),
+                    ArgValues::Column(c) => accumulate(*acc, state, c.get(i).as_ref()),
+                }
             }
         }
         Ok(())
@@ -416,7 +432,7 @@ impl GroupRun<'_> {
         &mut self,
         meta_doc: &Document,
         bin_ms: Option<i64>,
-        key_cols: &[Vec<Option<Bson>>],
+        key_cols: &[Col],
         row: usize,
     ) -> Result<usize, QueryError> {
         let g = self.group;
@@ -425,8 +441,8 @@ impl GroupRun<'_> {
             d.insert(g.time_field.clone(), DateTime::from_millis(b));
         }
         for (f, c) in g.key_fields.iter().zip(key_cols) {
-            if let Some(Some(v)) = c.get(row) {
-                d.insert(f.clone(), v.clone());
+            if let Some(v) = c.get(row) {
+                d.insert(f.clone(), v);
             }
         }
         let key = g.id.eval(&d)?;
@@ -462,7 +478,7 @@ impl GroupRun<'_> {
 
 enum ArgValues {
     Const(Option<Bson>),
-    Column(Vec<Option<Bson>>),
+    Column(Col),
 }
 
 fn ts_error(e: TsError) -> QueryError {

@@ -5,7 +5,7 @@
 use super::keys::*;
 use super::scan::directory;
 use super::{StoreError, TimeseriesStore};
-use crate::bucket::{decode_compressed, unpack_measurement_rows, Bucket};
+use crate::bucket::{decode_compressed_owned, unpack_measurement_rows, Bucket};
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::{Bson, Document};
@@ -109,7 +109,7 @@ impl TimeseriesStore {
                 let Some(bytes) = snap.get(tree, &bucket_key(CLOSED, &id))? else {
                     continue;
                 };
-                let b = decode_compressed(&bytes)?;
+                let b = decode_compressed_owned(bytes)?;
                 let times = b.column(tf)?.unwrap_or_default();
                 if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
                     offer(&mut best, meta.as_ref(), t, &|| {

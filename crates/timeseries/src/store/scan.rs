@@ -15,7 +15,7 @@ use super::keys::*;
 use super::{
     load_directory, BucketPredicate, BucketView, Directory, Series, StoreError, TimeseriesStore,
 };
-use crate::bucket::{decode_compressed, Bucket};
+use crate::bucket::{decode_compressed_owned, Bucket};
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
@@ -232,7 +232,7 @@ fn stored_views(
                     Err(e) => return Some(Err(e.into())),
                 };
                 ScanCounters::add(&counters.buckets_examined, 1);
-                let view = match decode_compressed(&bytes) {
+                let view = match decode_compressed_owned(bytes) {
                     Ok(b) => BucketView::Stored(Box::new(b)),
                     Err(e) => return Some(Err(e.into())),
                 };
@@ -262,7 +262,7 @@ fn stored_views(
                             return None;
                         }
                         ScanCounters::add(&counters.buckets_examined, 1);
-                        let view = match decode_compressed(&bytes) {
+                        let view = match decode_compressed_owned(bytes) {
                             Ok(b) => BucketView::Stored(Box::new(b)),
                             Err(e) => return Some(Err(e.into())),
                         };

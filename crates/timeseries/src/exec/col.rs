@@ -1,0 +1,66 @@
+//! A column as vectorized operators read it: plain numbers when the stored codec allows
+//! (no BSON value per measurement), else BSON values.
+
+use crate::column::{NumericValues, TypedColumn};
+use crate::store::BucketView;
+use crate::TsError;
+use bson::Bson;
+
+pub enum Col {
+    Typed(TypedColumn),
+    Values(Vec<Option<Bson>>),
+}
+
+impl Col {
+    /// The column `field` of `view` (all missing when the bucket lacks it).
+    pub fn load(view: &BucketView, field: &str) -> Result<Col, TsError> {
+        if let BucketView::Stored(b) = view {
+            if let Some(t) = b.typed_column(field)? {
+                return Ok(Col::Typed(t));
+            }
+        }
+        Ok(Col::Values(
+            view.column(field)?
+                .unwrap_or_else(|| vec![None; view.count()]),
+        ))
+    }
+
+    /// The value of measurement `i`.
+    pub fn get(&self, i: usize) -> Option<Bson> {
+        match self {
+            Col::Typed(t) => t.get(i),
+            Col::Values(v) => v.get(i).cloned().flatten(),
+        }
+    }
+
+    /// The date of measurement `i` in milliseconds, if it is a date.
+    pub fn date_ms(&self, i: usize) -> Option<i64> {
+        match self {
+            Col::Typed(TypedColumn {
+                values: NumericValues::Dates(d),
+                present,
+            }) => {
+                if present
+                    .as_ref()
+                    .is_some_and(|p| !p.get(i).copied().unwrap_or(false))
+                {
+                    return None;
+                }
+                d.get(i).copied()
+            }
+            Col::Typed(_) => None,
+            Col::Values(v) => match v.get(i) {
+                Some(Some(Bson::DateTime(d))) => Some(d.timestamp_millis()),
+                _ => None,
+            },
+        }
+    }
+
+    /// True when a value of measurement `i` may be an array (only BSON columns).
+    pub fn may_hold_arrays(&self) -> bool {
+        match self {
+            Col::Typed(_) => false,
+            Col::Values(v) => v.iter().any(|x| matches!(x, Some(Bson::Array(_)))),
+        }
+    }
+}
