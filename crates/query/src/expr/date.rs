@@ -759,6 +759,12 @@ fn parse_date_string(s: &str, fmt: Option<&str>, zone: Zone) -> Result<i64, Quer
     Err(fail())
 }
 
+/// Parses a date string the way `$toDate` does (ISO-8601 forms, UTC unless the
+/// string carries an offset).
+pub(super) fn parse_date_utc(s: &str) -> Result<i64, QueryError> {
+    parse_date_string(s, None, UTC)
+}
+
 /// `$dateFromString`.
 fn date_from_string(a: &Named) -> R {
     let s = a.get("dateString");
