@@ -603,7 +603,20 @@ pub(crate) fn format_date(ms: i64, fmt: &str, zone: Zone) -> Result<String, Quer
             ));
         };
         match spec {
-            'Y' => out.push_str(&format!("{:04}", d.year())),
+            'Y' | 'G' => {
+                let y = if spec == 'Y' {
+                    d.year()
+                } else {
+                    d.iso_week().year()
+                };
+                if !(0..=9999).contains(&y) {
+                    return Err(QueryError::loc(
+                        18537,
+                        format!("Could not convert date to string: date component was outside the supported range of 0-9999: {y}"),
+                    ));
+                }
+                out.push_str(&format!("{y:04}"));
+            }
             'm' => out.push_str(&format!("{:02}", d.month())),
             'd' => out.push_str(&format!("{:02}", d.day())),
             'H' => out.push_str(&format!("{:02}", d.hour())),
@@ -615,17 +628,7 @@ pub(crate) fn format_date(ms: i64, fmt: &str, zone: Zone) -> Result<String, Quer
             'u' => out.push_str(&d.weekday().number_from_monday().to_string()),
             'U' => out.push_str(&format!("{:02}", sunday_week(&d))),
             'V' => out.push_str(&format!("{:02}", d.iso_week().week())),
-            'G' => out.push_str(&format!("{:04}", d.iso_week().year())),
-            'b' => out.push_str(&d.format("%b").to_string()),
-            'B' => out.push_str(&d.format("%B").to_string()),
-            'Z' => {
-                let mins = off / 60;
-                out.push_str(&format!(
-                    "{}{}",
-                    if mins < 0 { '-' } else { '+' },
-                    mins.abs()
-                ));
-            }
+            'Z' => out.push_str(&(off / 60).to_string()),
             'z' => {
                 let mins = off.abs() / 60;
                 out.push_str(&format!(
@@ -1078,7 +1081,7 @@ mod tests {
         let z = parse_zone("+05:30").unwrap();
         assert_eq!(
             format_date(t, "%Y-%m-%d %H:%M:%S.%L %j %w %u %U %V %G %Z %z %%", z).unwrap(),
-            "2021-01-03 09:35:06.007 003 1 7 01 53 2020 +330 +0530 %"
+            "2021-01-03 09:35:06.007 003 1 7 01 53 2020 330 +0530 %"
         );
         assert_eq!(format_date(t, "%Q", z).unwrap_err().code(), 18536);
         assert_eq!(format_date(t, "abc%", z).unwrap_err().code(), 18535);
