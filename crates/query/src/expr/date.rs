@@ -701,8 +701,6 @@ fn chrono_format(fmt: &str) -> Result<String, QueryError> {
             'j' => "%j",
             'z' => "%z",
             'Z' => "%z",
-            'b' => "%b",
-            'B' => "%B",
             'G' => "%G",
             'V' => "%V",
             'u' => "%u",
