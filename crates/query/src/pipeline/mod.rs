@@ -10,6 +10,7 @@ mod accum;
 mod bucket;
 mod context;
 mod densify;
+mod granularity;
 mod group;
 mod lookup;
 pub mod mem;
