@@ -319,9 +319,7 @@ pub(super) fn convert(name: &str, v: &Option<Bson>) -> R {
                 Bson::DateTime(bson::DateTime::from_millis(i64::from(t.time) * 1000))
             }
             Bson::String(s) => {
-                Bson::DateTime(bson::DateTime::parse_rfc3339_str(s).map_err(|_| {
-                    QueryError::ConversionFailure(format!("Error parsing date string '{s}'"))
-                })?)
+                Bson::DateTime(bson::DateTime::from_millis(super::date::parse_date_utc(s)?))
             }
             other => match Num::from_bson(other) {
                 Some(Num::I32(_)) | None => return Err(conv_err(other, "date")),

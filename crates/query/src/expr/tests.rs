@@ -475,3 +475,20 @@ fn date_argument_errors_use_mongodb_codes() {
         40517
     );
 }
+
+#[test]
+fn to_date_parses_iso_forms() {
+    assert_eq!(
+        evj(doc! {"$toDate": "2021-03-17"}),
+        date("2021-03-17T00:00:00Z")
+    );
+    assert_eq!(
+        evj(doc! {"$toDate": "2021-03-17T10:00:00+02:00"}),
+        date("2021-03-17T08:00:00Z")
+    );
+    assert_eq!(
+        evj(doc! {"$toDate": "2021-03-17 10:00:00.5"}),
+        date("2021-03-17T10:00:00.500Z")
+    );
+    assert_eq!(ev_err(Bson::Document(doc! {"$toDate": "soon"})).code(), 241);
+}

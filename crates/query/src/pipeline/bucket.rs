@@ -4,6 +4,7 @@
 use bson::{Bson, Document};
 
 use super::accum::AccSpec;
+use super::granularity::Granularity;
 use super::group::{group_by, parse_accumulators};
 use super::mem::{doc_size, MemLimits};
 use crate::compare::{compare_values, same_bracket};
@@ -178,6 +179,7 @@ impl Bucket {
 pub struct BucketAuto {
     group_by: Expr,
     buckets: usize,
+    granularity: Option<Granularity>,
     output: Vec<(String, AccSpec)>,
 }
 
@@ -193,15 +195,18 @@ impl BucketAuto {
                 ),
             ));
         };
-        let (mut group, mut buckets, mut output) = (None, None, None);
+        let (mut group, mut buckets, mut output, mut granularity) = (None, None, None, None);
         for (k, v) in d {
             match k.as_str() {
                 "groupBy" => group = Some(group_by_expr("$bucketAuto", v)?),
                 "buckets" => {
-                    let n = crate::num::Num::from_bson(v).and_then(|n| n.as_exact_i64());
-                    match n {
+                    let Some(num) = crate::num::Num::from_bson(v) else {
+                        return Err(QueryError::loc(40241, format!("The $bucketAuto 'buckets' field must be a numeric value, but found type: {}", crate::compare::type_name(v))));
+                    };
+                    match num.as_exact_i64() {
                         Some(n) if n > 0 && n <= i64::from(i32::MAX) => buckets = Some(n as usize),
-                        _ => return Err(QueryError::loc(40243, format!("The $bucketAuto 'buckets' field must be greater than 0, but found: {}", crate::error::render(v)))),
+                        Some(n) if n <= 0 => return Err(QueryError::loc(40243, format!("The $bucketAuto 'buckets' field must be greater than 0, but found: {n}"))),
+                        _ => return Err(QueryError::loc(40242, format!("The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found {}", num.as_f64()))),
                     }
                 }
                 "output" => {
@@ -211,9 +216,10 @@ impl BucketAuto {
                     output = Some(parse_accumulators(o)?);
                 }
                 "granularity" => {
-                    return Err(QueryError::InvalidOptions(
-                        "$bucketAuto 'granularity' is not supported by this server yet".into(),
-                    ))
+                    let Bson::String(g) = v else {
+                        return Err(QueryError::loc(40261, format!("The $bucketAuto 'granularity' field must be a string, but found type: {}", crate::compare::type_name(v))));
+                    };
+                    granularity = Some(Granularity::parse(g)?);
                 }
                 other => {
                     return Err(QueryError::loc(
@@ -232,6 +238,7 @@ impl BucketAuto {
         Ok(BucketAuto {
             group_by,
             buckets,
+            granularity,
             output: match output {
                 Some(o) => o,
                 None => default_output()?,
@@ -256,30 +263,53 @@ impl BucketAuto {
         if keyed.is_empty() {
             return Ok(Vec::new());
         }
+        if let Some(g) = &self.granularity {
+            for (k, _) in &keyed {
+                g.round_up(k)?;
+            }
+        }
         let approx = ((keyed.len() as f64 / self.buckets as f64).round() as usize).max(1);
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        // (start, end, min, max) of each bucket.
+        let mut ranges: Vec<(usize, usize, Bson, Bson)> = Vec::new();
         let mut start = 0;
         while start < keyed.len() {
-            let mut end = if ranges.len() + 1 == self.buckets {
+            let last_bucket = ranges.len() + 1 == self.buckets;
+            let mut end = if last_bucket {
                 keyed.len()
             } else {
                 (start + approx).min(keyed.len())
             };
-            while end < keyed.len() && compare_values(&keyed[end - 1].0, &keyed[end].0).is_eq() {
-                end += 1;
-            }
-            ranges.push((start, end));
+            let own_max = keyed[end - 1].0.clone();
+            let min = match (&self.granularity, ranges.last()) {
+                (Some(_), Some(prev)) => prev.3.clone(),
+                (Some(g), None) => g.round_down(&keyed[start].0)?,
+                (None, _) => keyed[start].0.clone(),
+            };
+            let max = match &self.granularity {
+                Some(g) => {
+                    let boundary = g.round_up(&own_max)?;
+                    while end < keyed.len() && compare_values(&boundary, &keyed[end].0).is_gt() {
+                        end += 1;
+                    }
+                    let zero = crate::num::Num::from_bson(&boundary).is_some_and(|n| n.is_zero());
+                    match keyed.get(end) {
+                        Some(next) if zero => g.round_down(&next.0)?,
+                        _ => boundary,
+                    }
+                }
+                None => {
+                    while end < keyed.len() && compare_values(&own_max, &keyed[end].0).is_eq() {
+                        end += 1;
+                    }
+                    keyed.get(end).map(|n| n.0.clone()).unwrap_or(own_max)
+                }
+            };
+            ranges.push((start, end, min, max));
             start = end;
         }
         let mut out = Vec::new();
-        for (i, (s, e)) in ranges.iter().enumerate() {
-            let slice = &keyed[*s..*e];
-            let min = slice.first().map(|k| k.0.clone()).unwrap_or(Bson::Null);
-            let max = match ranges.get(i + 1) {
-                Some((ns, _)) => keyed[*ns].0.clone(),
-                None => slice.last().map(|k| k.0.clone()).unwrap_or(Bson::Null),
-            };
-            let docs: Vec<Document> = slice.iter().map(|(_, d)| d.clone()).collect();
+        for (s, e, min, max) in ranges {
+            let docs: Vec<Document> = keyed[s..e].iter().map(|(_, d)| d.clone()).collect();
             let vals = group_by(
                 &docs,
                 |_| Ok(Bson::Null),

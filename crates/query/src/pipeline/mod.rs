@@ -10,6 +10,7 @@ mod accum;
 mod bucket;
 mod context;
 mod densify;
+mod granularity;
 mod group;
 mod lookup;
 pub mod mem;
@@ -178,7 +179,16 @@ impl Pipeline {
         opts: &RunOptions<'_>,
     ) -> Result<Vec<Document>, QueryError> {
         let mut docs = input;
-        for stage in &self.stages {
+        for (i, stage) in self.stages.iter().enumerate() {
+            // A $sort followed by a $limit only keeps the top documents (MongoDB's
+            // top-k sort), so only those count against the sort memory limit.
+            if let (Stage::Sort(spec), Some(Stage::Limit(k))) = (stage, self.stages.get(i + 1)) {
+                spec.sort(&mut docs);
+                let k = usize::try_from(*k).unwrap_or(usize::MAX);
+                let used: u64 = docs.iter().take(k).map(mem::doc_size).sum();
+                opts.limits.check_sort(used)?;
+                continue;
+            }
             docs = run_stage(stage, docs, opts)?;
         }
         Ok(docs)

@@ -454,3 +454,77 @@ fn lookup_equality_matches_array_elements_numbers_and_missing_as_null() {
     assert_eq!(ids(&out[2]), vec![3, 4]);
     assert_eq!(ids(&out[3]), vec![1, 2]);
 }
+
+#[test]
+fn top_k_sorts_and_running_windows_only_count_what_they_hold() {
+    let docs: Vec<Document> = (0..100)
+        .map(|i| doc! {"_id": i, "pad": "x".repeat(100)})
+        .collect();
+    let tight = MemLimits {
+        group_bytes: 1000,
+        sort_bytes: 1000,
+        allow_disk_use: false,
+    };
+    let opts = RunOptions {
+        limits: tight,
+        ..RunOptions::default()
+    };
+    let top = Pipeline::parse(&[doc! {"$sort": {"_id": -1}}, doc! {"$limit": 2}]).unwrap();
+    let out = top.run_with(docs.clone(), &opts).unwrap();
+    assert_eq!(
+        out.iter()
+            .map(|d| d.get_i32("_id").unwrap())
+            .collect::<Vec<_>>(),
+        vec![99, 98]
+    );
+    let running = Pipeline::parse(&[doc! {"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"n": {"$count": {}, "window": {"documents": ["unbounded", "current"]}}}}}]).unwrap();
+    assert_eq!(running.run_with(docs.clone(), &opts).unwrap().len(), 100);
+    let whole =
+        Pipeline::parse(&[doc! {"$setWindowFields": {"output": {"n": {"$count": {}}}}}]).unwrap();
+    assert_eq!(whole.run_with(docs, &opts).unwrap_err().code(), 292);
+}
+
+#[test]
+fn bucket_auto_with_granularity_rounds_boundaries() {
+    let docs: Vec<Document> = (1..=10).map(|i| doc! {"_id": i, "v": i}).collect();
+    let out = run(
+        vec![doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 3, "granularity": "E6"}}],
+        docs.clone(),
+    );
+    let m = 1.0 / 10.0 / 10.0;
+    assert_eq!(
+        out,
+        vec![
+            doc! {"_id": {"min": 68.0 * m, "max": 33.0 * 0.1}, "count": 3},
+            doc! {"_id": {"min": 33.0 * 0.1, "max": 68.0 * 0.1}, "count": 3},
+            doc! {"_id": {"min": 68.0 * 0.1, "max": 15.0}, "count": 4},
+        ]
+    );
+    let out = run(
+        vec![doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 2, "granularity": "POWERSOF2"}}],
+        docs.clone(),
+    );
+    assert_eq!(
+        out,
+        vec![
+            doc! {"_id": {"min": 0.5, "max": 8}, "count": 7},
+            doc! {"_id": {"min": 8, "max": 16}, "count": 3}
+        ]
+    );
+    let err = |spec: Document| {
+        Pipeline::parse(&[doc! {"$bucketAuto": spec}])
+            .unwrap_err()
+            .code()
+    };
+    assert_eq!(
+        err(doc! {"groupBy": "$v", "buckets": 2, "granularity": "E7"}),
+        40257
+    );
+    assert_eq!(
+        err(doc! {"groupBy": "$v", "buckets": 2, "granularity": 1}),
+        40261
+    );
+    assert_eq!(err(doc! {"groupBy": "$v", "buckets": "2"}), 40241);
+    assert_eq!(err(doc! {"groupBy": "$v", "buckets": 2.5}), 40242);
+    assert_eq!(err(doc! {"groupBy": "$v", "buckets": 0}), 40243);
+}

@@ -65,6 +65,19 @@ struct Output {
     window: Option<Window>,
 }
 
+impl Output {
+    /// True if computing this output needs documents up to the end of the partition.
+    fn needs_whole_partition(&self) -> bool {
+        matches!(
+            (&self.func, &self.window),
+            (Func::LinearFill(_), _)
+                | (Func::Acc(_), None)
+                | (_, Some(Window::Documents(_, Bound::Unbounded)))
+                | (_, Some(Window::Range(_, Bound::Unbounded, _)))
+        )
+    }
+}
+
 /// A parsed `$setWindowFields`.
 #[derive(Debug, Clone)]
 pub struct SetWindowFields {
@@ -326,15 +339,18 @@ impl SetWindowFields {
         docs: Vec<Document>,
         limits: &MemLimits,
     ) -> Result<Vec<Document>, QueryError> {
-        let mut used = 0u64;
-        for d in &docs {
-            used += doc_size(d);
-        }
-        limits.check_group("$setWindowFields", used)?;
         let mut parts = partition(docs, |d| match &self.partition_by {
             Some(e) => e.eval(d),
             None => Ok(Bson::Null),
         })?;
+        // Functions that look ahead to the end of the partition hold the whole
+        // partition in memory; that is what counts against the limit.
+        if self.outputs.iter().any(Output::needs_whole_partition) {
+            for (_, docs) in &parts {
+                let used: u64 = docs.iter().map(doc_size).sum();
+                limits.check_group("$setWindowFields", used)?;
+            }
+        }
         if self.partition_by.is_some() {
             parts.sort_by(|a, b| compare_values(&a.0, &b.0));
         }

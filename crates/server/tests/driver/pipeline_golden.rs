@@ -236,6 +236,19 @@ async fn bucket_facet_sample_densify_fill_redact() {
     .await;
     golden(
         &db,
+        vec![
+            doc! {"$match": {"v": {"$exists": true}}},
+            doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 2, "granularity": "1-2-5",
+            "output": {"n": {"$sum": 1}, "avg": {"$avg": "$v"}}}},
+        ],
+        vec![
+            doc! {"_id": {"min": 2.0, "max": 20.0}, "n": 3, "avg": 10.0},
+            doc! {"_id": {"min": 20.0, "max": 50.0}, "n": 2, "avg": 30.0},
+        ],
+    )
+    .await;
+    golden(
+        &db,
         vec![doc! {"$facet": {
             "cnt": [{"$count": "n"}],
             "byM": [{"$group": {"_id": "$m", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}],

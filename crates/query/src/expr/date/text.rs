@@ -1,0 +1,377 @@
+//! Text and parts conversions of dates: `$dateToString` (MongoDB format
+//! specifiers), `$dateFromString` (ISO-8601 forms or a format), `$dateToParts`
+//! and `$dateFromParts`.
+
+use bson::{Bson, Document};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, Timelike};
+
+use super::{
+    integral, is_nullish, midnight, mkdate, require_date, sunday_week, zone_of, Zone, R, UTC,
+};
+use crate::compare::type_name;
+use crate::error::QueryError;
+use crate::expr::Named;
+
+/// Formats a UTC instant with a MongoDB format string.
+pub(crate) fn format_date(ms: i64, fmt: &str, zone: Zone) -> Result<String, QueryError> {
+    let d = zone.local(ms)?;
+    let off = zone.offset_at(ms);
+    let mut out = String::new();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(spec) = chars.next() else {
+            return Err(QueryError::loc(
+                18535,
+                "Unmatched '%' at end of format string",
+            ));
+        };
+        match spec {
+            'Y' | 'G' => {
+                let y = if spec == 'Y' {
+                    d.year()
+                } else {
+                    d.iso_week().year()
+                };
+                if !(0..=9999).contains(&y) {
+                    return Err(QueryError::loc(
+                        18537,
+                        format!("Could not convert date to string: date component was outside the supported range of 0-9999: {y}"),
+                    ));
+                }
+                out.push_str(&format!("{y:04}"));
+            }
+            'm' => out.push_str(&format!("{:02}", d.month())),
+            'd' => out.push_str(&format!("{:02}", d.day())),
+            'H' => out.push_str(&format!("{:02}", d.hour())),
+            'M' => out.push_str(&format!("{:02}", d.minute())),
+            'S' => out.push_str(&format!("{:02}", d.second())),
+            'L' => out.push_str(&format!("{:03}", d.nanosecond() / 1_000_000)),
+            'j' => out.push_str(&format!("{:03}", d.ordinal())),
+            'w' => out.push_str(&d.weekday().number_from_sunday().to_string()),
+            'u' => out.push_str(&d.weekday().number_from_monday().to_string()),
+            'U' => out.push_str(&format!("{:02}", sunday_week(&d))),
+            'V' => out.push_str(&format!("{:02}", d.iso_week().week())),
+            'Z' => out.push_str(&(off / 60).to_string()),
+            'z' => {
+                let mins = off.abs() / 60;
+                out.push_str(&format!(
+                    "{}{:02}{:02}",
+                    if off < 0 { '-' } else { '+' },
+                    mins / 60,
+                    mins % 60
+                ));
+            }
+            '%' => out.push('%'),
+            other => {
+                return Err(QueryError::loc(
+                    18536,
+                    format!("Invalid format character '%{other}' in format string"),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `$dateToString`.
+pub(super) fn date_to_string(a: &Named) -> R {
+    let date = a.get("date");
+    if is_nullish(&date) {
+        return Ok(a.get_present("onNull").or(Some(Bson::Null)));
+    }
+    let fmt = match a.get("format") {
+        None => "%Y-%m-%dT%H:%M:%S.%LZ".to_string(),
+        Some(Bson::String(s)) => s,
+        Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(other) => {
+            return Err(QueryError::loc(
+                18533,
+                format!(
+                    "$dateToString requires that 'format' be a string, found: {} with value {}",
+                    type_name(&other),
+                    crate::error::render(&other)
+                ),
+            ))
+        }
+    };
+    let Some(zone) = zone_of(&a.get("timezone"))? else {
+        return Ok(Some(Bson::Null));
+    };
+    let ms = date.as_ref().map(require_date).transpose()?.unwrap_or(0);
+    Ok(Some(Bson::String(format_date(ms, &fmt, zone)?)))
+}
+
+/// Translates a MongoDB `$dateFromString` format to a chrono format.
+fn chrono_format(fmt: &str) -> Result<String, QueryError> {
+    let mut out = String::new();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let spec = chars
+            .next()
+            .ok_or_else(|| QueryError::loc(18535, "Unmatched '%' at end of format string"))?;
+        out.push_str(match spec {
+            'Y' => "%Y",
+            'm' => "%m",
+            'd' => "%d",
+            'H' => "%H",
+            'M' => "%M",
+            'S' => "%S",
+            'L' => "%3f",
+            'j' => "%j",
+            'z' => "%z",
+            'Z' => "%z",
+            'G' => "%G",
+            'V' => "%V",
+            'u' => "%u",
+            '%' => "%%",
+            other => {
+                return Err(QueryError::loc(
+                    18536,
+                    format!("Invalid format character '%{other}' in format string"),
+                ))
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// Parses a date string; returns the UTC instant.
+fn parse_date_string(s: &str, fmt: Option<&str>, zone: Zone) -> Result<i64, QueryError> {
+    let fail = || QueryError::ConversionFailure(format!("Error parsing date string '{s}'"));
+    if let Some(fmt) = fmt {
+        let cf = chrono_format(fmt)?;
+        if let Ok(d) = DateTime::parse_from_str(s, &cf) {
+            return Ok(d.timestamp_millis());
+        }
+        if let Ok(d) = NaiveDateTime::parse_from_str(s, &cf) {
+            return Ok(zone.to_utc(d));
+        }
+        if let Ok(d) = NaiveDate::parse_from_str(s, &cf) {
+            return Ok(zone.to_utc(midnight(d)));
+        }
+        return Err(fail());
+    }
+    let t = s.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+        return Ok(d.timestamp_millis());
+    }
+    for f in ["%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z"] {
+        if let Ok(d) = DateTime::parse_from_str(t, f) {
+            return Ok(d.timestamp_millis());
+        }
+    }
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+        "%Y/%m/%d %H:%M:%S%.f",
+    ] {
+        if let Ok(d) = NaiveDateTime::parse_from_str(t, f) {
+            return Ok(zone.to_utc(d));
+        }
+    }
+    for f in ["%Y-%m-%d", "%Y/%m/%d", "%B %d, %Y", "%b %d, %Y"] {
+        if let Ok(d) = NaiveDate::parse_from_str(t, f) {
+            return Ok(zone.to_utc(midnight(d)));
+        }
+    }
+    Err(fail())
+}
+
+/// Parses a date string the way `$toDate` does (ISO-8601 forms, UTC unless the
+/// string carries an offset).
+pub(in crate::expr) fn parse_date_utc(s: &str) -> Result<i64, QueryError> {
+    parse_date_string(s, None, UTC)
+}
+
+/// `$dateFromString`.
+pub(super) fn date_from_string(a: &Named) -> R {
+    let s = a.get("dateString");
+    let run = || -> R {
+        let s = match &s {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => {
+                return Ok(a.get_present("onNull").or(Some(Bson::Null)))
+            }
+            Some(Bson::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(QueryError::ConversionFailure(format!(
+                "$dateFromString requires that 'dateString' be a string, found: {} with value {}",
+                type_name(other),
+                crate::error::render(other)
+            )))
+            }
+        };
+        let fmt = match a.get("format") {
+            None => None,
+            Some(Bson::String(f)) => Some(f),
+            Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+            Some(other) => {
+                return Err(QueryError::loc(
+                    40684,
+                    format!(
+                    "$dateFromString requires that 'format' be a string, found: {} with value {}",
+                    type_name(&other),
+                    crate::error::render(&other)
+                ),
+                ))
+            }
+        };
+        let Some(zone) = zone_of(&a.get("timezone"))? else {
+            return Ok(Some(Bson::Null));
+        };
+        Ok(Some(mkdate(parse_date_string(&s, fmt.as_deref(), zone)?)))
+    };
+    match run() {
+        Err(QueryError::ConversionFailure(m)) => match a.get_present("onError") {
+            Some(v) => Ok(Some(v)),
+            None => Err(QueryError::ConversionFailure(m)),
+        },
+        other => other,
+    }
+}
+
+/// `$dateToParts`.
+pub(super) fn date_to_parts(a: &Named) -> R {
+    let date = a.get("date");
+    if is_nullish(&date) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(zone) = zone_of(&a.get("timezone"))? else {
+        return Ok(Some(Bson::Null));
+    };
+    let iso = match a.get("iso8601") {
+        None => false,
+        Some(Bson::Boolean(b)) => b,
+        Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(other) => {
+            return Err(QueryError::loc(
+                40521,
+                format!(
+                    "iso8601 must evaluate to a bool, found {}",
+                    type_name(&other)
+                ),
+            ))
+        }
+    };
+    let ms = date.as_ref().map(require_date).transpose()?.unwrap_or(0);
+    let d = zone.local(ms)?;
+    let i = |n: u32| Bson::Int32(i32::try_from(n).unwrap_or(0));
+    let mut out = Document::new();
+    if iso {
+        out.insert("isoWeekYear", d.iso_week().year());
+        out.insert("isoWeek", i(d.iso_week().week()));
+        out.insert("isoDayOfWeek", i(d.weekday().number_from_monday()));
+    } else {
+        out.insert("year", d.year());
+        out.insert("month", i(d.month()));
+        out.insert("day", i(d.day()));
+    }
+    out.insert("hour", i(d.hour()));
+    out.insert("minute", i(d.minute()));
+    out.insert("second", i(d.second()));
+    out.insert("millisecond", i(d.nanosecond() / 1_000_000));
+    Ok(Some(Bson::Document(out)))
+}
+
+/// `$dateFromParts`.
+pub(super) fn date_from_parts(a: &Named) -> R {
+    let iso = a.has("isoWeekYear");
+    if iso && a.has("year") {
+        return Err(QueryError::loc(
+            40489,
+            "$dateFromParts does not allow mixing natural dates with ISO dates",
+        ));
+    }
+    if !iso && !a.has("year") {
+        return Err(QueryError::loc(
+            40516,
+            "$dateFromParts requires either 'year' or 'isoWeekYear' to be present",
+        ));
+    }
+    let keys: &[(&str, i64)] = if iso {
+        &[
+            ("isoWeekYear", 1),
+            ("isoWeek", 1),
+            ("isoDayOfWeek", 1),
+            ("hour", 0),
+            ("minute", 0),
+            ("second", 0),
+            ("millisecond", 0),
+        ]
+    } else {
+        &[
+            ("year", 1),
+            ("month", 1),
+            ("day", 1),
+            ("hour", 0),
+            ("minute", 0),
+            ("second", 0),
+            ("millisecond", 0),
+        ]
+    };
+    let mut vals = [0i64; 7];
+    for (slot, (k, default)) in vals.iter_mut().zip(keys) {
+        *slot = match a.get(k) {
+            None => *default,
+            Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+            Some(v) => integral(&v).ok_or_else(|| {
+                QueryError::loc(
+                    40515,
+                    format!(
+                        "'{k}' must evaluate to an integer, found {} with value {}",
+                        type_name(&v),
+                        crate::error::render(&v)
+                    ),
+                )
+            })?,
+        };
+        let (lo, hi, code) = if *k == "year" || *k == "isoWeekYear" {
+            (1, 9999, 40523)
+        } else {
+            (-32768, 32767, 31034)
+        };
+        if !(lo..=hi).contains(slot) {
+            return Err(QueryError::loc(
+                code,
+                format!("'{k}' must evaluate to a value in the range [{lo}, {hi}]; value {slot} is not in range"),
+            ));
+        }
+    }
+    let Some(zone) = zone_of(&a.get("timezone"))? else {
+        return Ok(Some(Bson::Null));
+    };
+    let range = || QueryError::bad("$dateFromParts: date out of range");
+    let year = i32::try_from(vals[0]).map_err(|_| range())?;
+    let base = if iso {
+        NaiveDate::from_isoywd_opt(year, 1, chrono::Weekday::Mon)
+            .ok_or_else(range)?
+            .checked_add_signed(Duration::days((vals[1] - 1) * 7 + (vals[2] - 1)))
+            .ok_or_else(range)?
+    } else {
+        let jan = NaiveDate::from_ymd_opt(year, 1, 1).ok_or_else(range)?;
+        let months = vals[1] - 1;
+        let jan = if months >= 0 {
+            jan.checked_add_months(chrono::Months::new(months as u32))
+        } else {
+            jan.checked_sub_months(chrono::Months::new(months.unsigned_abs() as u32))
+        }
+        .ok_or_else(range)?;
+        jan.checked_add_signed(Duration::days(vals[2] - 1))
+            .ok_or_else(range)?
+    };
+    let local = midnight(base)
+        + Duration::hours(vals[3])
+        + Duration::minutes(vals[4])
+        + Duration::seconds(vals[5])
+        + Duration::milliseconds(vals[6]);
+    Ok(Some(mkdate(zone.to_utc(local))))
+}
