@@ -44,7 +44,7 @@ pub fn take_batch(
             None => return Ok((out, false)),
             Some(doc) => {
                 let doc = doc?;
-                bytes += bson::to_vec(&doc).map(|v| v.len()).unwrap_or(0);
+                bytes += hourglass_query::bson_size::bson_size(&doc);
                 out.push(doc);
                 if bytes > MAX_BATCH_BYTES {
                     break;

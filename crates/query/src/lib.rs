@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bson_size;
 pub mod compare;
 pub mod error;
 pub mod expr;

@@ -6,7 +6,7 @@
 use super::aggregate::cursor_batch_size;
 use super::find::cursor_reply;
 use super::Request;
-use crate::error::CmdResult;
+use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
 use hourglass_catalog::Collection;
 use hourglass_query::pipeline::Pipeline;
@@ -33,17 +33,22 @@ pub fn aggregate_view(
             req, coll, options, &plan, stages, n, &counters,
         ));
     }
-    let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
-    let output = if stages.len() > plan.consumed {
+    // With nothing left to run, measurements stream to the cursor bucket by bucket.
+    let output: crate::cursor::DocSource = if stages.len() > plan.consumed {
+        let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
         let ctx = super::pipeline_context::CatalogContext::new(req);
-        rest.run_with(input, &ctx.run_options()?)?
+        Box::new(
+            rest.run_with(input, &ctx.run_options()?)?
+                .into_iter()
+                .map(Ok),
+        )
     } else {
-        input
+        Box::new(ex.docs.map(|r| r.map_err(CommandError::from)))
     };
     cursor_reply(
         req,
         format!("{}.{coll}", req.db),
-        Box::new(output.into_iter().map(Ok)),
+        output,
         cursor_batch_size(req, cursor_opts)?,
         false,
     )
