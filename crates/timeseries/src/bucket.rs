@@ -389,10 +389,15 @@ pub struct DecodedBucket {
     pub id: ObjectId,
     pub count: usize,
     pub min_time_ms: i64,
-    pub meta: Option<Bson>,
+    /// The largest measurement time (control.max of the time field).
+    pub max_time_ms: Option<i64>,
     pub time_field: String,
     pub meta_field: Option<String>,
-    control: Document,
+    /// Where the header BSON lies in `buf`; `control` and `meta` are parsed from it on
+    /// first use (scans that prune by time never build them).
+    header: Range<usize>,
+    control: std::sync::OnceLock<Document>,
+    meta: std::sync::OnceLock<Option<Bson>>,
     directory: Vec<(String, Range<usize>)>,
     /// The stored bytes; the column area starts at `area_start`.
     buf: Vec<u8>,
@@ -459,37 +464,40 @@ fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
     };
     let header_len =
         usize::try_from(header_len).map_err(|_| TsError::corrupt("negative header length"))?;
-    let header = Document::from_reader(c.take(header_len)?)
+    let header_start = c.pos;
+    let raw = bson::RawDocument::from_bytes(c.take(header_len)?)
         .map_err(|e| TsError::corrupt(format!("header: {e}")))?;
-    let id = match header.get("_id") {
-        Some(Bson::ObjectId(o)) => *o,
-        _ => return Err(TsError::corrupt("header without ObjectId _id")),
+    let bad = |what: &str| TsError::corrupt(what.to_string());
+    let id = raw
+        .get_object_id("_id")
+        .map_err(|_| bad("header without ObjectId _id"))?;
+    let time_field = raw
+        .get_str("timeField")
+        .map_err(|_| bad("header without timeField"))?
+        .to_string();
+    let meta_field = match raw.get("metaField") {
+        Ok(None) => None,
+        Ok(Some(bson::RawBsonRef::String(s))) => Some(s.to_string()),
+        _ => return Err(bad("bad metaField")),
     };
-    let control = match header.get("control") {
-        Some(Bson::Document(d)) => d.clone(),
-        _ => return Err(TsError::corrupt("header without control")),
+    let control = raw
+        .get_document("control")
+        .map_err(|_| bad("header without control"))?;
+    let min = control
+        .get_document("min")
+        .map_err(|_| bad("control without min"))?;
+    let max = control
+        .get_document("max")
+        .map_err(|_| bad("control without max"))?;
+    let min_time_ms = match min.get(&time_field) {
+        Ok(Some(bson::RawBsonRef::DateTime(t))) => t.timestamp_millis(),
+        Ok(None) if count == 0 => 0,
+        _ => return Err(bad("control.min without a time")),
     };
-    let time_field = match header.get("timeField") {
-        Some(Bson::String(s)) => s.clone(),
-        _ => return Err(TsError::corrupt("header without timeField")),
+    let max_time_ms = match max.get(&time_field) {
+        Ok(Some(bson::RawBsonRef::DateTime(t))) => Some(t.timestamp_millis()),
+        _ => None,
     };
-    let meta_field = match header.get("metaField") {
-        Some(Bson::String(s)) => Some(s.clone()),
-        None => None,
-        _ => return Err(TsError::corrupt("bad metaField")),
-    };
-    let min_time_ms = match control.get("min") {
-        Some(Bson::Document(min)) => match min.get(&time_field) {
-            Some(Bson::DateTime(t)) => t.timestamp_millis(),
-            None if count == 0 => 0,
-            _ => return Err(TsError::corrupt("control.min without a time")),
-        },
-        _ => return Err(TsError::corrupt("control without min")),
-    };
-    if !matches!(control.get("max"), Some(Bson::Document(_))) {
-        return Err(TsError::corrupt("control without max"));
-    }
-    let meta = header.get("meta").cloned();
     let ncols = c.u32()? as usize;
     let mut directory: Vec<(String, Range<usize>)> = Vec::new();
     for _ in 0..ncols {
@@ -513,10 +521,12 @@ fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
         id,
         count,
         min_time_ms,
-        meta,
+        max_time_ms,
         time_field,
         meta_field,
-        control,
+        header: header_start..header_start + header_len,
+        control: std::sync::OnceLock::new(),
+        meta: std::sync::OnceLock::new(),
         directory,
         buf: Vec::new(),
         area_start,
@@ -579,6 +589,34 @@ impl DecodedBucket {
         self.buf.get(self.area_start..).unwrap_or_default()
     }
 
+    /// One element of the header, parsed alone.
+    fn header_field(&self, name: &str) -> Option<Bson> {
+        let header = bson::RawDocument::from_bytes(self.buf.get(self.header.clone())?).ok()?;
+        match header.get(name).ok()?? {
+            bson::RawBsonRef::Document(d) => {
+                Document::from_reader(d.as_bytes()).ok().map(Bson::Document)
+            }
+            other => Bson::try_from(other.to_raw_bson()).ok(),
+        }
+    }
+
+    /// The stored bytes of the meta value (a normalized value: equal bytes, equal
+    /// meta), without parsing it; `None` without meta.
+    pub fn meta_bytes(&self) -> Option<&[u8]> {
+        let header = bson::RawDocument::from_bytes(self.buf.get(self.header.clone())?).ok()?;
+        match header.get("meta").ok()?? {
+            bson::RawBsonRef::Document(d) => Some(d.as_bytes()),
+            bson::RawBsonRef::Array(a) => Some(a.as_bytes()),
+            bson::RawBsonRef::String(s) => Some(s.as_bytes()),
+            _ => None,
+        }
+    }
+
+    /// The bucket's meta value (parsed on first use).
+    pub fn meta(&self) -> Option<&Bson> {
+        self.meta.get_or_init(|| self.header_field("meta")).as_ref()
+    }
+
     /// Decodes one column; `Ok(None)` when the bucket has no such field.
     pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
         match self.directory.iter().find(|(n, _)| n == field) {
@@ -637,7 +675,7 @@ impl DecodedBucket {
             self.count,
             &self.time_field,
             self.meta_field.as_deref(),
-            self.meta.as_ref(),
+            self.meta(),
             &cols,
             fields,
             rows,
@@ -649,7 +687,7 @@ impl DecodedBucket {
     pub fn to_bucket(&self) -> Result<Bucket, TsError> {
         let mut opts = TimeseriesOptions::new(&self.time_field, self.meta_field.as_deref());
         opts.meta_field = self.meta_field.clone();
-        let mut b = Bucket::with_id(&opts, self.id, self.meta.clone(), self.min_time_ms);
+        let mut b = Bucket::with_id(&opts, self.id, self.meta().cloned(), self.min_time_ms);
         let mut cols = Vec::new();
         for (name, _) in &self.directory {
             if let Some(c) = self.column(name)? {
@@ -670,13 +708,17 @@ impl DecodedBucket {
 
     /// `{version: 1, min, max}`.
     pub fn control_document(&self) -> &Document {
-        &self.control
+        self.control
+            .get_or_init(|| match self.header_field("control") {
+                Some(Bson::Document(d)) => d,
+                _ => Document::new(),
+            })
     }
 
     /// MongoDB's v1 bucket document for this bucket.
     pub fn to_document(&self) -> Result<Document, TsError> {
-        let mut d = doc! {"_id": self.id, "control": self.control.clone()};
-        if let Some(m) = &self.meta {
+        let mut d = doc! {"_id": self.id, "control": self.control_document().clone()};
+        if let Some(m) = self.meta() {
             d.insert("meta", m.clone());
         }
         let mut data = Document::new();
@@ -867,7 +909,7 @@ mod tests {
         }
         let dec = decode_compressed(&b.encode_compressed()).unwrap();
         assert_eq!(dec.count, 50);
-        assert_eq!(dec.meta, None);
+        assert_eq!(dec.meta(), None);
         assert_eq!(
             dec.field_names().collect::<Vec<_>>(),
             ["t", "_id", "v", "s"]
@@ -903,7 +945,7 @@ mod tests {
         let mut b = Bucket::new(&opts(), Some(Bson::Null), 0);
         b.add(doc! {"t": date(0), "m": null});
         let dec = decode_compressed(&b.encode_compressed()).unwrap();
-        assert_eq!(dec.meta, Some(Bson::Null));
+        assert_eq!(dec.meta(), Some(&Bson::Null));
         assert_eq!(dec.unpack(None).unwrap()[0], doc! {"t": date(0), "m": null});
     }
 

@@ -64,3 +64,28 @@ impl Col {
         }
     }
 }
+
+/// The columns of one bucket, each decoded at most once (the row filter and the group
+/// both read the time column).
+pub struct Cols<'a> {
+    pub view: &'a BucketView,
+    cache: std::cell::RefCell<Vec<(String, std::rc::Rc<Col>)>>,
+}
+
+impl<'a> Cols<'a> {
+    pub fn new(view: &'a BucketView) -> Cols<'a> {
+        Cols {
+            view,
+            cache: Default::default(),
+        }
+    }
+
+    pub fn get(&self, field: &str) -> Result<std::rc::Rc<Col>, TsError> {
+        if let Some((_, c)) = self.cache.borrow().iter().find(|(f, _)| f == field) {
+            return Ok(c.clone());
+        }
+        let c = std::rc::Rc::new(Col::load(self.view, field)?);
+        self.cache.borrow_mut().push((field.to_string(), c.clone()));
+        Ok(c)
+    }
+}

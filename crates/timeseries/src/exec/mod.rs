@@ -18,6 +18,7 @@ pub use vgroup::VectorGroup;
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketPredicate, BucketView, ScanCounters, StoreError, TimeseriesStore};
 use bson::{doc, Bson, Document};
+use col::Cols;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
 use hourglass_query::QueryError;
@@ -207,8 +208,9 @@ impl TimeseriesStore {
                 .map(|f| f.iter().map(String::as_str).collect());
             for view in scan {
                 let view = view?;
+                let cols = Cols::new(&view);
                 let mask = match rows {
-                    Some(r) => r.mask(&view, &options.time_field)?,
+                    Some(r) => r.mask(&cols, &options.time_field)?,
                     None => None,
                 };
                 let mask = match (mask, rows.is_some() && plan.filter.is_match_all()) {
@@ -222,7 +224,7 @@ impl TimeseriesStore {
                             .collect(),
                     ),
                 };
-                run.feed(&view, mask.as_deref())?;
+                run.feed(&cols, mask.as_deref())?;
             }
             let out = run.finish();
             return Ok(TsExecution {
@@ -238,7 +240,7 @@ impl TimeseriesStore {
                 .map(|f| f.iter().map(String::as_str).collect());
             let unpack = |v: BucketView| -> Result<Vec<Document>, StoreError> {
                 let mask = match &rows {
-                    Some(r) => r.mask(&v, &options.time_field)?,
+                    Some(r) => r.mask(&Cols::new(&v), &options.time_field)?,
                     None => None,
                 };
                 Ok(v.unpack_rows(&options, wanted.as_deref(), mask.as_deref())?)

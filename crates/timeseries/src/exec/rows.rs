@@ -4,10 +4,10 @@
 //! the meta field are decided per bucket by the scan. Any other conjunct makes the
 //! filter unsupported (the caller then matches unpacked documents).
 
-use super::col::Col;
+use super::col::{Col, Cols};
 use crate::column::{NumericValues, TypedColumn};
 use crate::options::TimeseriesOptions;
-use crate::store::{conjuncts, BucketView};
+use crate::store::conjuncts;
 use crate::TsError;
 use bson::{Bson, Document};
 use hourglass_query::num::Num;
@@ -119,34 +119,26 @@ impl RowFilter {
 
     /// The rows of `bucket` that pass, as a mask; `None` when a column holds values
     /// the vectorized comparison cannot decide (arrays), so the caller falls back.
-    pub fn mask(
-        &self,
-        bucket: &BucketView,
-        time_field: &str,
-    ) -> Result<Option<Vec<bool>>, TsError> {
-        let n = bucket.count();
+    pub fn mask(&self, cols: &Cols<'_>, time_field: &str) -> Result<Option<Vec<bool>>, TsError> {
+        let n = cols.view.count();
         let mut mask = vec![true; n];
-        let mut time: Option<Col> = None;
         for c in &self.conds {
             match c {
                 Cond::Time(op, t) => {
-                    if time.is_none() {
-                        time = Some(Col::load(bucket, time_field)?);
-                    }
-                    let Some(col) = &time else { continue };
+                    let col = cols.get(time_field)?;
                     for (i, m) in mask.iter_mut().enumerate() {
                         *m &= col.date_ms(i).is_some_and(|ms| op.holds(ms.cmp(t)));
                     }
                 }
                 Cond::Number(field, op, x) => {
-                    let col = Col::load(bucket, field)?;
+                    let col = cols.get(field)?;
                     if col.may_hold_arrays() {
                         return Ok(None);
                     }
                     if let Col::Typed(TypedColumn {
                         values: NumericValues::Doubles(v),
                         present: None,
-                    }) = &col
+                    }) = &*col
                     {
                         let x = x.as_f64();
                         for (m, d) in mask.iter_mut().zip(v) {

@@ -5,7 +5,7 @@
 //! per distinct raw key, on a small document holding those inputs. Accumulators
 //! (`$sum $avg $min $max $first $last $count`) follow the query layer's semantics.
 
-use super::col::Col;
+use super::col::{Col, Cols};
 use crate::options::TimeseriesOptions;
 use crate::store::BucketView;
 use crate::TsError;
@@ -16,6 +16,7 @@ use hourglass_query::expr::Expr;
 use hourglass_query::num::Num;
 use hourglass_query::QueryError;
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 /// `$dateTrunc` reference point for bins (2000-01-01T00:00:00Z).
 const REFERENCE_MS: i64 = 946_684_800_000;
@@ -312,25 +313,46 @@ fn finish(state: State) -> Bson {
 
 impl GroupRun<'_> {
     /// Feeds the rows of `bucket` selected by `mask` (all rows when `None`).
-    pub fn feed(&mut self, bucket: &BucketView, mask: Option<&[bool]>) -> Result<(), QueryError> {
+    pub fn feed(&mut self, cols: &Cols<'_>, mask: Option<&[bool]>) -> Result<(), QueryError> {
         let g = self.group;
+        let bucket = cols.view;
         let n = bucket.count();
-        let load = |f: &str| Col::load(bucket, f).map_err(ts_error);
+        let load = |f: &str| cols.get(f).map_err(ts_error);
         let time = match g.time_bin {
             Some(_) => Some(load(&g.time_field)?),
             None => None,
         };
-        let key_cols: Vec<Col> = g
+        let key_cols: Vec<Rc<Col>> = g
             .key_fields
             .iter()
             .map(|f| load(f))
             .collect::<Result<_, _>>()?;
-        let mut meta_doc = Document::new();
-        if let (Some(mf), Some(m)) = (&g.meta_field, bucket.meta()) {
-            meta_doc.insert(mf.clone(), m.clone());
-        }
+        let meta_doc = std::cell::OnceCell::new();
+        let meta_doc = || {
+            meta_doc.get_or_init(|| {
+                let mut d = Document::new();
+                if let (Some(mf), Some(m)) = (&g.meta_field, bucket.meta()) {
+                    d.insert(mf.clone(), m.clone());
+                }
+                d
+            })
+        };
         let meta_id = if g.reads_meta {
-            let k = keystring::encode(bucket.meta().unwrap_or(&Bson::Undefined));
+            // Stored buckets are keyed by their meta's bytes without parsing it.
+            // Two disjoint key spaces: raw meta bytes (0) and key strings (1).
+            let mut k = Vec::with_capacity(64);
+            match bucket {
+                BucketView::Stored(b) if b.meta_bytes().is_some() => {
+                    k.push(0);
+                    k.extend_from_slice(b.meta_bytes().unwrap_or_default());
+                }
+                _ => {
+                    k.push(1);
+                    k.extend_from_slice(&keystring::encode(
+                        bucket.meta().unwrap_or(&Bson::Undefined),
+                    ));
+                }
+            }
             let next = self.meta_ids.len() as u32;
             *self.meta_ids.entry(k).or_insert(next)
         } else {
@@ -341,7 +363,7 @@ impl GroupRun<'_> {
             .iter()
             .map(|(_, _, a)| match a {
                 Arg::Const(c) => Ok(ArgValues::Const(Some(c.clone()))),
-                Arg::Meta(e) => Ok(ArgValues::Const(e.eval_optional(&meta_doc)?)),
+                Arg::Meta(e) => Ok(ArgValues::Const(e.eval_optional(meta_doc())?)),
                 Arg::Field(f) => Ok(ArgValues::Column(load(f)?)),
             })
             .collect::<Result<_, QueryError>>()?;
@@ -370,7 +392,7 @@ impl GroupRun<'_> {
                         let s = match self.simple.get(&(meta_id, bin_ms)) {
                             Some(s) => *s,
                             None => {
-                                let s = self.slot_for(&meta_doc, bin_ms, &key_cols, i)?;
+                                let s = self.slot_for(meta_doc(), bin_ms, &key_cols, i)?;
                                 self.simple.insert((meta_id, bin_ms), s);
                                 s
                             }
@@ -404,7 +426,7 @@ impl GroupRun<'_> {
                         let s = match self.raw.get(&raw) {
                             Some(s) => *s,
                             None => {
-                                let s = self.slot_for(&meta_doc, bin_ms, &key_cols, i)?;
+                                let s = self.slot_for(meta_doc(), bin_ms, &key_cols, i)?;
                                 self.raw.insert(raw.clone(), s);
                                 s
                             }
@@ -432,7 +454,7 @@ impl GroupRun<'_> {
         &mut self,
         meta_doc: &Document,
         bin_ms: Option<i64>,
-        key_cols: &[Col],
+        key_cols: &[Rc<Col>],
         row: usize,
     ) -> Result<usize, QueryError> {
         let g = self.group;
@@ -478,7 +500,7 @@ impl GroupRun<'_> {
 
 enum ArgValues {
     Const(Option<Bson>),
-    Column(Col),
+    Column(Rc<Col>),
 }
 
 fn ts_error(e: TsError) -> QueryError {

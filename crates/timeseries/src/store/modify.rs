@@ -297,7 +297,7 @@ impl TimeseriesStore {
             if b.min_time_ms > cutoff_ms {
                 continue;
             }
-            stage_remove(&mut batch, buckets, &b.id, b.meta.as_ref(), b.min_time_ms);
+            stage_remove(&mut batch, buckets, &b.id, b.meta(), b.min_time_ms);
             n += 1;
             measurements += b.count as u64;
         }
@@ -432,11 +432,11 @@ fn stage_rewrite(
         }
         BucketView::Stored(b) => {
             if r.remaining.is_empty() {
-                stage_remove(batch, buckets, &id, b.meta.as_ref(), min_time_ms);
-            } else if r.meta.as_ref() != b.meta.as_ref() {
+                stage_remove(batch, buckets, &id, b.meta(), min_time_ms);
+            } else if r.meta.as_ref() != b.meta() {
                 batch.delete(
                     buckets.tree(),
-                    &meta_index_key(&meta_key(b.meta.as_ref()), min_time_ms, &id),
+                    &meta_index_key(&meta_key(b.meta()), min_time_ms, &id),
                 );
             }
         }

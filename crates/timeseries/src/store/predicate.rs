@@ -205,6 +205,11 @@ impl BucketPredicate {
         Ok(p)
     }
 
+    /// Whether there are measurement ranges to check against control min/max.
+    pub fn has_ranges(&self) -> bool {
+        !self.ranges.is_empty()
+    }
+
     /// Whether a series with this meta value may match.
     pub fn meta_matches(&self, meta_field: Option<&str>, meta: Option<&Bson>) -> bool {
         let Some(filter) = &self.meta else {

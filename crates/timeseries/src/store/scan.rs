@@ -81,14 +81,19 @@ fn stored_may_match(
     v: &BucketView,
     check_meta: bool,
 ) -> bool {
-    let time = |d: &bson::Document| match d.get(&options.time_field) {
-        Some(bson::Bson::DateTime(t)) => Some(t.timestamp_millis()),
-        _ => None,
-    };
-    let (min, max) = v.control_min_max();
-    !p.bounds.excludes(time(min), time(max))
-        && (!check_meta || p.meta_matches(options.meta_field.as_deref(), v.meta()))
-        && !p.refuted_by_control(min, max)
+    let lo = Some(v.min_time_ms());
+    let hi = v.max_time_ms();
+    if p.bounds.excludes(lo, hi) {
+        return false;
+    }
+    if check_meta && p.meta.is_some() && !p.meta_matches(options.meta_field.as_deref(), v.meta()) {
+        return false;
+    }
+    if p.has_ranges() {
+        let (min, max) = v.control_min_max();
+        return !p.refuted_by_control(min, max);
+    }
+    true
 }
 
 impl TimeseriesStore {

@@ -24,7 +24,7 @@ impl BucketView {
 
     pub fn meta(&self) -> Option<&Bson> {
         match self {
-            BucketView::Stored(b) => b.meta.as_ref(),
+            BucketView::Stored(b) => b.meta(),
             BucketView::Open(b) => b.meta.as_ref(),
         }
     }
@@ -60,13 +60,10 @@ impl BucketView {
     }
 
     /// The largest measurement time.
-    pub fn max_time_ms(&self, time_field: &str) -> Option<i64> {
-        match self.control_min_max().1.get(time_field) {
-            Some(Bson::DateTime(d)) => Some(d.timestamp_millis()),
-            _ => match self {
-                BucketView::Open(b) => Some(b.max_time_ms),
-                BucketView::Stored(_) => None,
-            },
+    pub fn max_time_ms(&self) -> Option<i64> {
+        match self {
+            BucketView::Open(b) => Some(b.max_time_ms),
+            BucketView::Stored(b) => b.max_time_ms,
         }
     }
 
