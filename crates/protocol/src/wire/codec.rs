@@ -256,12 +256,18 @@ pub fn encode_op_msg(
     response_to: i32,
     body: &Document,
 ) -> Result<Vec<u8>, WireError> {
-    let doc = bson::to_vec(body).map_err(|e| WireError::InvalidBson(e.to_string()))?;
-    let len = HEADER_LEN + 4 + 1 + doc.len();
+    let size = hourglass_query::bson_size::bson_size(body);
+    let len = HEADER_LEN + 4 + 1 + size;
     let mut out = header_bytes(len, request_id, response_to, OP_MSG);
+    out.reserve(len.saturating_sub(out.len()));
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(0);
-    out.extend_from_slice(&doc);
+    super::bson_write::write_document(body, &mut out).map_err(WireError::InvalidBson)?;
+    // The header's length is exact: bson_size equals the bytes written (tested).
+    let written = out.len();
+    if let Ok(n) = i32::try_from(written) {
+        out[0..4].copy_from_slice(&n.to_le_bytes());
+    }
     Ok(out)
 }
 

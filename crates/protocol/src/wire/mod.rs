@@ -4,6 +4,7 @@
 //! Parsing never panics on hostile input: every length is checked against the bytes that
 //! are really there, and every failure is a [`WireError`].
 
+pub mod bson_write;
 pub mod codec;
 
 pub use codec::{
