@@ -187,6 +187,9 @@ def check(name, hg, dk):
         errs = check_index(hg, dk)
     else:
         errs = check_ordered(name, hg, dk)
+    if not errs and not dk.get("answers"):
+        errs.append("empty answer on both sides: the check proves little")
+        return "yes (empty)", errs
     if not dk.get("file_equals_mem", True):
         errs.append("DuckDB file db and in-memory db answered differently")
     return ("yes" if not errs else "**NO**"), errs
@@ -208,6 +211,7 @@ def main():
     ap.add_argument("--hg-index")
     ap.add_argument("--duckdb-index")
     ap.add_argument("--title", default="")
+    ap.add_argument("--index-title", default="")
     a = ap.parse_args()
     hgq = json.load(open(a.hg))["queries"]
     dkq = json.load(open(a.duckdb))["queries"]
@@ -221,7 +225,7 @@ def main():
     for name in ORDER:
         h, d, i = hgq.get(name), dkq.get(name), inq.get(name) or {}
         verdict, errs = check(name, h, d)
-        ok &= verdict == "yes"
+        ok &= verdict.startswith("yes")
         hm = (h or {}).get("median_ms")
         label = name
         if (h or {}).get("form") == "arith":
@@ -241,11 +245,9 @@ def main():
         di = json.load(open(a.duckdb_index))
         h, d = hi["queries"].get("index-eq"), di["queries"].get("index-eq")
         verdict, errs = check("index-eq", h, d)
-        ok &= verdict == "yes"
+        ok &= verdict.startswith("yes")
         hm = (h or {}).get("median_ms")
-        load = di.get("load", {}).get("mem", {})
-        print(f"\n### Index-served query: one host of {load.get('rows', '?')} rows "
-              f"({a.title.strip(' ()') or 'high-cardinality set'})\n")
+        print(f"\n### Index-served query: one host of a high-cardinality set{a.index_title}\n")
         print(f"`{(d or {}).get('query', '')}`\n")
         print("| query | rows | hourglass ms | duckdb (file) ms | duckdb (in-memory) ms "
               "| hourglass/duckdb-mem | answers match |")

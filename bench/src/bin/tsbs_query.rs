@@ -389,7 +389,7 @@ async fn explain(db: &mongodb::Database, coll: &str, pipeline: &[Document]) -> V
                 find_keys(&raw, "", &KEYS, &mut found);
                 json!({"found": found})
             }
-            Err(e) => json!({"error": e.to_string()}),
+            Err(e) => json!({"error": short(&e)}),
         };
         out.insert(name.into(), v);
     }
