@@ -6,7 +6,8 @@
 # against DuckDB's; then an index-served query on a high-cardinality set (10,000 series).
 # Prints markdown tables. See bench/README.md.
 #
-# Env: HOSTS (100), DURATION (86400 s), RUNS (5, after one warm-up), LOAD_CLIENTS (2),
+# Env: HOSTS (100), DURATION (86400 s), RUNS (5, after one warm-up), QUERY_BUDGET (60 s: no
+#      new Hourglass run of a query once its timed runs took that long), LOAD_CLIENTS (2),
 #      INDEX_HOSTS (10000), INDEX_DURATION (300 s), INDEX_HOST (host_4242 for 10,000 hosts),
 #      DATE_TRUNC (auto|strict|arith, see tsbs_query), SKIP_INDEX=1, SHARED, KEEP=1, OUT (file
 #      to copy the tables to). Exit status 1 if an answer differs (after the tables).
@@ -17,6 +18,7 @@ set -euo pipefail
 HOSTS="${HOSTS:-100}"
 DURATION="${DURATION:-86400}"
 RUNS="${RUNS:-5}"
+QUERY_BUDGET="${QUERY_BUDGET:-60}"
 LOAD_CLIENTS="${LOAD_CLIENTS:-2}"
 INDEX_HOSTS="${INDEX_HOSTS:-10000}"
 INDEX_DURATION="${INDEX_DURATION:-300}"
@@ -68,10 +70,10 @@ if [ "${SKIP_INDEX:-0}" != 1 ]; then
         | tee "$WORK/hg-load10k.log" | grep -E '^(rows|load seconds|rows/s):' >&2
 fi
 log "hourglass: queries (warm-up + $RUNS runs each)"
-"$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu --runs "$RUNS" --date-trunc "$DATE_TRUNC" \
+"$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu --runs "$RUNS" --budget "$QUERY_BUDGET" --date-trunc "$DATE_TRUNC" \
     --out "$WORK/hg.json"
 if [ "${SKIP_INDEX:-0}" != 1 ]; then
-    "$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu10k --runs "$RUNS" --index \
+    "$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu10k --runs "$RUNS" --budget "$QUERY_BUDGET" --index \
         --host "$INDEX_HOST" --from "$INDEX_FROM" --to "$INDEX_TO" --out "$WORK/hg-index.json"
 fi
 hg_stop

@@ -213,7 +213,8 @@ def main():
     ap.add_argument("--title", default="")
     ap.add_argument("--index-title", default="")
     a = ap.parse_args()
-    hgq = json.load(open(a.hg))["queries"]
+    hgall = json.load(open(a.hg))
+    hgq = hgall["queries"]
     dkq = json.load(open(a.duckdb))["queries"]
     inq = json.load(open(a.influx))["queries"] if a.influx else {}
     ok = True
@@ -233,6 +234,9 @@ def main():
             if h.get("dateTrunc_error"):
                 notes.append(f"- {name}: `$dateTrunc` rejected ({h['dateTrunc_error']}); "
                              "timed and checked with `$subtract: [\"$time\", {$mod: [{$toLong: \"$time\"}, unit]}]`")
+        if isinstance((h or {}).get("runs"), int) and h["runs"] < hgall.get("runs", 0):
+            notes.append(f"- {name}: Hourglass median of {h['runs']} runs, not {hgall['runs']}: "
+                         "its timed runs used up the time budget (`tsbs_query --budget`)")
         if "error" in i:
             notes.append(f"- {name}: InfluxDB error: {i['error']}")
         for e in errs:
@@ -266,7 +270,8 @@ def main():
             else:
                 print(f"- `{form}`: " + ", ".join(f"{f['path']} = {json.dumps(f['value'])}" for f in r["found"]))
     if notes:
-        print("\nNotes: (a) = the `$dateTrunc` bucketing written arithmetically, see below.\n")
+        print("\nNotes" + (": (a) = the `$dateTrunc` bucketing written arithmetically, see below."
+                             if any("(a)" in n or "$dateTrunc" in n for n in notes) else ":") + "\n")
         print("\n".join(notes))
     sys.exit(0 if ok else 1)
 

@@ -4,12 +4,14 @@
 //! writes the median latencies and the answers as JSON for `bench/tsbs_compare.py`.
 //!
 //! Usage:
-//!   tsbs_query --uri URI --out FILE [--db bench] [--coll cpu] [--runs 5]
+//!   tsbs_query --uri URI --out FILE [--db bench] [--coll cpu] [--runs 5] [--budget 60]
 //!              [--date-trunc auto|strict|arith] [--only NAME,NAME]
 //!   tsbs_query --uri URI --out FILE --index --coll cpu10k --host host_4242
 //!              --from MS --to MS [--runs 5]
 //!
-//! Timing: each run is one `aggregate` plus the iteration of its cursor (getMores
+//! Timing: after the warm-up, `--runs` timed runs, but no new run once the timed runs
+//! have taken `--budget` seconds (60; 0 = none), so a slow query gets fewer runs (at
+//! least one; the JSON says how many). Each run is one `aggregate` plus the iteration of its cursor (getMores
 //! included). Results are read as raw documents (`Cursor::advance` / `current`), so the
 //! client decodes nothing, as InfluxDB's timing reads its JSON body unparsed. The answers
 //! written to the JSON file are those of the warm-up run.
@@ -53,6 +55,7 @@ struct Args {
     db: String,
     coll: String,
     runs: usize,
+    budget: f64,
     trunc: TruncMode,
     only: Option<Vec<String>>,
     index: bool,
@@ -63,7 +66,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tsbs_query --uri URI --out FILE [--db NAME] [--coll NAME] [--runs N] \
+        "usage: tsbs_query --uri URI --out FILE [--db NAME] [--coll NAME] [--runs N] [--budget SECS] \
          [--date-trunc auto|strict|arith] [--only NAME,..] \
          [--index --host HOST --from MS --to MS]"
     );
@@ -77,6 +80,7 @@ fn parse_args() -> Args {
         db: "bench".into(),
         coll: "cpu".into(),
         runs: 5,
+        budget: 60.0,
         trunc: TruncMode::Auto,
         only: None,
         index: false,
@@ -93,6 +97,7 @@ fn parse_args() -> Args {
             "--db" => a.db = val(),
             "--coll" => a.coll = val(),
             "--runs" => a.runs = val().parse().unwrap_or_else(|_| usage()),
+            "--budget" => a.budget = val().parse().unwrap_or_else(|_| usage()),
             "--date-trunc" => {
                 a.trunc = match val().as_str() {
                     "auto" => TruncMode::Auto,
@@ -302,17 +307,22 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Warm-up (answers kept) + `runs` timed runs. Errors are returned as text.
+/// Warm-up (answers kept) + `runs` timed runs, fewer if the timed runs have used up
+/// `budget` seconds (at least one; 0 = no budget). Errors are returned as text.
 async fn measure(
     coll: &Collection<Document>,
     pipeline: &[Document],
     runs: usize,
+    budget: f64,
 ) -> Result<Value, String> {
     let (_, rows, bytes, answers) = run_once(coll, pipeline, true)
         .await
         .map_err(|e| short(&e))?;
-    let mut ts = Vec::with_capacity(runs);
+    let mut ts: Vec<f64> = Vec::with_capacity(runs);
     for _ in 0..runs {
+        if budget > 0.0 && !ts.is_empty() && ts.iter().sum::<f64>() >= budget * 1e3 {
+            break;
+        }
         let (ms, n, _, _) = run_once(coll, pipeline, false)
             .await
             .map_err(|e| short(&e))?;
@@ -323,6 +333,7 @@ async fn measure(
     }
     Ok(json!({
         "median_ms": median(&ts),
+        "runs": ts.len(),
         "runs_ms": ts,
         "rows": rows,
         "bytes": bytes,
@@ -438,7 +449,7 @@ async fn main() {
             "tags.hostname": &a.host,
             "time": {"$gte": DateTime::from_millis(a.from), "$lt": DateTime::from_millis(a.to)},
         }}];
-        let mut r = match measure(&coll, &pipeline, a.runs).await {
+        let mut r = match measure(&coll, &pipeline, a.runs, a.budget).await {
             Ok(v) => v,
             Err(e) => json!({"error": e}),
         };
@@ -462,7 +473,7 @@ async fn main() {
             } else {
                 "plain"
             };
-            let mut r = match measure(&coll, &pipeline, a.runs).await {
+            let mut r = match measure(&coll, &pipeline, a.runs, a.budget).await {
                 Ok(mut v) => {
                     v["form"] = json!(form);
                     v
@@ -470,7 +481,7 @@ async fn main() {
                 Err(e) => {
                     eprintln!("{name}: error: {e}");
                     if a.trunc == TruncMode::Auto && uses_date_trunc(&pipeline) {
-                        match measure(&coll, &arith, a.runs).await {
+                        match measure(&coll, &arith, a.runs, a.budget).await {
                             Ok(mut v) => {
                                 v["form"] = json!("arith");
                                 v["dateTrunc_error"] = json!(e);
