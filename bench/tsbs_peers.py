@@ -89,6 +89,13 @@ def jsonable(v):
     return v
 
 
+def rows_close(a, b, rel=1e-9):
+    """Two result rows equal, floats to `rel` relative tolerance."""
+    return len(a) == len(b) and all(
+        x == y or (isinstance(x, float) and isinstance(y, float) and abs(x - y) <= rel * max(abs(x), abs(y)))
+        for x, y in zip(a, b))
+
+
 def load(con, csv):
     try:
         con.execute("SET TimeZone = 'UTC'")  # date_trunc on TIMESTAMPTZ uses the session zone
@@ -134,9 +141,10 @@ def cmd_duckdb(a):
             cols = [d[0] for d in cur.description]
             mem = cur.fetchall()
             fil = dbs["file"].execute(q).fetchall()
-            if name not in ("high-cpu-all", "lastpoint", "index-eq"):  # ordered results
-                r["file_equals_mem"] = mem == fil
-            else:
+            if name not in ("high-cpu-all", "lastpoint", "index-eq"):
+                # ordered results with aggregates: DuckDB's parallel sums differ in the last bits
+                r["file_equals_mem"] = len(mem) == len(fil) and all(map(rows_close, mem, fil))
+            else:  # stored values only, in no particular order
                 r["file_equals_mem"] = sorted(map(repr, mem)) == sorted(map(repr, fil))
             r["columns"] = cols
             r["answers"] = [[jsonable(v) for v in row] for row in mem]
