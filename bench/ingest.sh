@@ -8,9 +8,8 @@
 #      KEEP=1 keeps the temp dir.
 set -euo pipefail
 
-HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/.." && pwd)"
-SHARED="${SHARED:-$HERE/../../shared}"
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 HOSTS="${HOSTS:-100}"
 DURATION="${DURATION:-86400}"
 CLIENTS="${CLIENTS:-1 4 8}"
@@ -18,91 +17,37 @@ BATCH="${BATCH:-10000}"
 INFLUX_WORKERS="${INFLUX_WORKERS:-2}"
 
 cd "$ROOT"
-echo "== build" >&2
-cargo build --release -p hourglass-server -p hourglass-bench >&2
-
-if ! command -v influxd >/dev/null; then
-    echo "== installing InfluxDB 1.x (Debian package influxdb)" >&2
-    apt-cache policy influxdb >&2
-    apt-get update >&2 && apt-get install -y influxdb >&2
-fi
-# The package may enable a system service; we only use our own instance on a free port.
+build
+ensure_influx
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-ingest.XXXXXX")"
-INFLUX_PID=""
-cleanup() {
-    if [ -n "$INFLUX_PID" ] && kill -0 "$INFLUX_PID" 2>/dev/null; then
-        kill -TERM "$INFLUX_PID" 2>/dev/null || true
-        wait "$INFLUX_PID" 2>/dev/null || true
-    fi
-    if [ "${KEEP:-0}" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+trap 'bench_cleanup "$WORK"' EXIT
 
 ROWS=$(( HOSTS * (DURATION / 10) ))
 echo "== generating $HOSTS hosts x ${DURATION}s = $ROWS rows into $WORK" >&2
-gen() { # name decimals-args...
+gen_both() { # name decimals-args...
     local name="$1"; shift
-    python3 "$SHARED/tsbs_gen.py" --hosts "$HOSTS" --duration "$DURATION" --format bson "$@" >"$WORK/$name.bson" &
-    python3 "$SHARED/tsbs_gen.py" --hosts "$HOSTS" --duration "$DURATION" --format lines "$@" >"$WORK/$name.lines" &
+    gen "$WORK/$name.bson" bson "$HOSTS" "$DURATION" "$@" &
+    gen "$WORK/$name.lines" lines "$HOSTS" "$DURATION" "$@" &
     wait
 }
-gen full
-gen dec2 --decimals 2
+gen_both full
+gen_both dec2 --decimals 2
 ls -l "$WORK" >&2
 
 # InfluxDB: start on a temp dir, load with influx_load.py, wait for the WAL to be
 # snapshotted into TSM files (cold after 5 s), measure, stop.
 influx_run() { # name -> prints "rows_per_s bytes_per_value(tsm) bytes_per_value(dir)"
-    local name="$1" dir="$WORK/influx-$1" port rpc
-    port=$(free_port); rpc=$(free_port)
-    mkdir -p "$dir"
-    cat >"$dir/influxdb.conf" <<EOF
-reporting-disabled = true
-bind-address = "127.0.0.1:$rpc"
-[meta]
-  dir = "$dir/meta"
-[data]
-  dir = "$dir/data"
-  wal-dir = "$dir/wal"
-  query-log-enabled = false
-  cache-snapshot-write-cold-duration = "5s"
-[monitor]
-  store-enabled = false
-[http]
-  enabled = true
-  bind-address = "127.0.0.1:$port"
-  log-enabled = false
-[ifql]
-  enabled = false
-[subscriber]
-  enabled = false
-[continuous_queries]
-  enabled = false
-[logging]
-  level = "warn"
-EOF
-    influxd -config "$dir/influxdb.conf" >"$dir/influxd.log" 2>&1 &
-    INFLUX_PID=$!
-    for _ in $(seq 100); do
-        curl -sf "http://127.0.0.1:$port/ping" >/dev/null 2>&1 && break
-        sleep 0.2
-    done
+    local name="$1" dir="$WORK/influx-$1"
+    influx_start "$dir"
     local out
-    out=$(python3 "$SHARED/influx_load.py" "$WORK/$name.lines" --port "$port" --workers "$INFLUX_WORKERS" --batch "$BATCH" --db bench)
+    out=$(python3 "$SHARED/influx_load.py" "$WORK/$name.lines" --port "$INFLUX_PORT" --workers "$INFLUX_WORKERS" --batch "$BATCH" --db bench)
     echo "influx[$name]: $out" >&2
-    # wait until the WAL is snapshotted (no non-empty .wal segment left), at most 120 s
-    for _ in $(seq 240); do
-        sleep 0.5
-        if [ -z "$(find "$dir/wal" -name '*.wal' -size +0 2>/dev/null)" ]; then break; fi
-    done
-    sleep 2
+    influx_wait_wal "$dir"
     local tsm all
     tsm=$(find "$dir/data" -name '*.tsm' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
     echo "influx[$name]: tsm files: $(find "$dir/data" -name '*.tsm' | sed 's/.*\///' | tr '\n' ' ')" >&2
-    kill -TERM "$INFLUX_PID"; wait "$INFLUX_PID" 2>/dev/null || true; INFLUX_PID=""
+    influx_stop
     all=$(du -sb "$dir/data" "$dir/wal" "$dir/meta" | awk '{s+=$1} END {print s}')
     local rps
     rps=$(sed -n 's/.*rows_per_s=\([0-9]*\).*/\1/p' <<<"$out")
