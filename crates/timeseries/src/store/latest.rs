@@ -5,7 +5,7 @@
 use super::keys::*;
 use super::scan::directory;
 use super::{StoreError, TimeseriesStore};
-use crate::bucket::{decode_compressed_owned, unpack_measurement_rows, Bucket};
+use crate::bucket::{decode_compressed_owned, Bucket};
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::{Bson, Document};
@@ -24,6 +24,27 @@ fn newest(times: impl Iterator<Item = Option<i64>>) -> Option<(usize, i64)> {
         }
     }
     best
+}
+
+/// Measurement `i` of an open bucket in unpack order (time, meta, data fields).
+fn open_row(b: &Bucket, i: usize, options: &TimeseriesOptions) -> Option<Document> {
+    let m = b.measurements.get(i)?;
+    let tf = options.time_field.as_str();
+    let mut d = Document::new();
+    if let Some(t) = m.get(tf) {
+        d.insert(tf, t.clone());
+    }
+    if let (Some(mf), Some(meta)) = (&options.meta_field, &b.meta) {
+        d.insert(mf.clone(), meta.clone());
+    }
+    for f in b.fields() {
+        if f != tf {
+            if let Some(v) = m.get(f) {
+                d.insert(f.clone(), v.clone());
+            }
+        }
+    }
+    Some(d)
 }
 
 /// A row mask selecting row `i` only.
@@ -74,9 +95,7 @@ impl TimeseriesStore {
         for b in &open {
             in_memory.insert(b.id);
             if let Some((i, t)) = newest(b.measurements.iter().map(|m| time_of(m.get(tf)))) {
-                offer(&mut best, b.meta.as_ref(), t, &|| {
-                    unpack_measurement_rows(b, options, None, Some(&only(i))).pop()
-                });
+                offer(&mut best, b.meta.as_ref(), t, &|| open_row(b, i, options));
             }
         }
         let snap = buckets.engine().snapshot();

@@ -157,6 +157,10 @@ pub struct BucketPredicate {
     pub meta: Option<Filter>,
     /// The meta conjuncts as given (for explain).
     pub meta_spec: Option<Document>,
+    /// The same conjuncts relative to the meta value (`{"<meta>.a": 1}` becomes
+    /// `{a: 1}`), matched against a document meta without copying it; `None` when some
+    /// conjunct names the meta field itself.
+    meta_relative: Option<Filter>,
     /// True when the whole filter is on the meta field: a bucket matches entirely or
     /// not at all.
     pub meta_only: bool,
@@ -200,6 +204,11 @@ impl BucketPredicate {
         if !meta.is_empty() {
             let spec = doc! {"$and": meta};
             p.meta = Some(Filter::parse(&spec)?);
+            if let Some(mf) = options.meta_field.as_deref() {
+                if let Some(rel) = relative_to_meta(&spec, mf) {
+                    p.meta_relative = Filter::parse(&rel).ok();
+                }
+            }
             p.meta_spec = Some(spec);
         }
         Ok(p)
@@ -215,6 +224,9 @@ impl BucketPredicate {
         let Some(filter) = &self.meta else {
             return true;
         };
+        if let (Some(rel), Some(Bson::Document(m))) = (&self.meta_relative, meta) {
+            return rel.matches(m);
+        }
         let mut d = Document::new();
         if let (Some(mf), Some(m)) = (meta_field, meta) {
             d.insert(mf, m.clone());
@@ -250,6 +262,31 @@ impl BucketPredicate {
             }
         })
     }
+}
+
+/// `filter` (conjuncts on meta paths) with every path made relative to the meta
+/// value; `None` when a path is the meta field itself.
+fn relative_to_meta(filter: &Document, mf: &str) -> Option<Document> {
+    let mut out = Document::new();
+    for (k, v) in filter {
+        match k.as_str() {
+            "$and" | "$or" | "$nor" => {
+                let items = v
+                    .as_array()?
+                    .iter()
+                    .map(|i| relative_to_meta(i.as_document()?, mf).map(Bson::Document))
+                    .collect::<Option<Vec<_>>>()?;
+                out.insert(k.clone(), items);
+            }
+            "$comment" => {}
+            k if k.starts_with('$') => return None,
+            k => {
+                let rest = k.strip_prefix(mf)?.strip_prefix('.')?;
+                out.insert(rest, v.clone());
+            }
+        }
+    }
+    Some(out)
 }
 
 fn field_ranges(field: &str, v: &Bson) -> Vec<FieldRange> {
