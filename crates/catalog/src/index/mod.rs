@@ -32,6 +32,11 @@ pub fn tree_name(coll_id: u64, ident: u64) -> String {
 }
 
 impl Index {
+    /// Bytes of the index's tree on disk.
+    pub fn disk_size(&self) -> u64 {
+        self.tree.disk_space()
+    }
+
     pub(crate) fn new(spec: IndexSpec, ident: u64, tree: Tree, multikey: bool) -> Index {
         let partial = spec.partial.as_ref().and_then(|p| Filter::parse(p).ok());
         Index {

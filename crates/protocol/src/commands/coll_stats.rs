@@ -5,7 +5,7 @@
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 use hourglass_timeseries::TimeseriesStore;
 
 /// The statistics document of `coll`, sizes divided by `scale`.
@@ -34,11 +34,19 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
                 out.insert("avgObjSize", avg);
             }
             out.insert("storageSize", c.storage_size() as i64 / scale);
-            out.insert("nindexes", 1);
-            out.insert("totalIndexSize", 0_i64);
-            out.insert("indexSizes", doc! {"_id_": 0_i64});
+            let indexes = c.indexes();
+            let mut sizes = doc! {"_id_": 0_i64};
+            let mut total = 0i64;
+            for i in indexes.iter() {
+                let n = i.disk_size() as i64 / scale;
+                total += n;
+                sizes.insert(i.spec.name.clone(), n);
+            }
+            out.insert("nindexes", 1 + indexes.len() as i32);
+            out.insert("totalIndexSize", total);
+            out.insert("indexSizes", sizes);
         }
-        Target::TimeSeries { buckets, .. } | Target::Buckets { buckets, .. } => {
+        Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } => {
             let (bucket_count, bytes) = TimeseriesStore::bucket_summary(&buckets)?;
             let stats = req.state.timeseries.stats(&buckets);
             let mut ts = doc! {
@@ -52,9 +60,17 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
             out.insert("size", bytes as i64 / scale);
             out.insert("count", bucket_count as i64);
             out.insert("storageSize", buckets.storage_size() as i64 / scale);
-            out.insert("nindexes", 0);
+            // The meta/time index lives in the buckets tree; other index specs are
+            // metadata (see indexes_ts), so they take no space of their own.
+            let specs = TimeseriesStore::index_specs(&buckets, &options)?;
+            let sizes: Document = specs
+                .iter()
+                .filter_map(|s| s.get_str("name").ok())
+                .map(|n| (n.to_string(), Bson::Int64(0)))
+                .collect();
+            out.insert("nindexes", specs.len() as i32);
             out.insert("totalIndexSize", 0_i64);
-            out.insert("indexSizes", Document::new());
+            out.insert("indexSizes", sizes);
             out.insert("timeseries", ts);
         }
     }
