@@ -178,15 +178,7 @@ fn index_stats_stage(req: &Request, target: Target) -> Vec<Document> {
         }
         Target::Regular(Some(c)) => super::indexes::index_documents(&c)
             .into_iter()
-            .map(|spec| {
-                doc! {
-                    "name": spec.get("name").cloned().unwrap_or(Bson::Null),
-                    "key": spec.get("key").cloned().unwrap_or(Bson::Null),
-                    "host": req.state.host.clone(),
-                    "accesses": {"ops": 0i64, "since": bson::DateTime::now()},
-                    "spec": spec,
-                }
-            })
+            .map(|spec| super::indexes_ts::index_stats_entry(req, spec))
             .collect(),
         _ => Vec::new(),
     }

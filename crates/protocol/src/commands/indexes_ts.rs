@@ -241,6 +241,24 @@ pub fn set_hidden(
     Ok(reply)
 }
 
+/// When the server started (access counts start then).
+fn started(req: &Request) -> bson::DateTime {
+    let now = bson::DateTime::now().timestamp_millis();
+    bson::DateTime::from_millis(now - req.state.started.elapsed().as_millis() as i64)
+}
+
+/// One `$indexStats` document: the index's name, key and spec (access counts are not
+/// kept, so `ops` is 0 since startup).
+pub fn index_stats_entry(req: &Request, spec: Document) -> Document {
+    doc! {
+        "name": spec.get("name").cloned().unwrap_or(Bson::Null),
+        "key": spec.get("key").cloned().unwrap_or(Bson::Null),
+        "host": req.state.host.clone(),
+        "accesses": {"ops": 0i64, "since": started(req)},
+        "spec": spec,
+    }
+}
+
 /// The `$indexStats` documents of a time-series view.
 pub fn index_stats(
     req: &Request,
@@ -249,14 +267,6 @@ pub fn index_stats(
 ) -> Result<Vec<Document>, CommandError> {
     Ok(list(buckets, options, true)?
         .into_iter()
-        .map(|spec| {
-            doc! {
-                "name": spec.get("name").cloned().unwrap_or(Bson::Null),
-                "key": spec.get("key").cloned().unwrap_or(Bson::Null),
-                "host": req.state.host.clone(),
-                "accesses": {"ops": 0i64, "since": bson::DateTime::now()},
-                "spec": spec,
-            }
-        })
+        .map(|spec| index_stats_entry(req, spec))
         .collect())
 }

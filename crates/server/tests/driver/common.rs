@@ -280,3 +280,25 @@ pub async fn assert_cmd_error(db: &Database, cmd: Document, code: i32, code_name
         }
     }
 }
+
+/// 2026-01-01T00:00:00Z, the time origin of the time-series tests.
+pub const T0: i64 = 1_767_225_600_000;
+
+/// `T0` plus `secs` seconds.
+pub fn at(secs: i64) -> bson::DateTime {
+    bson::DateTime::from_millis(T0 + secs * 1000)
+}
+
+/// Every document `filter` finds in `coll`.
+pub async fn all(
+    coll: &mongodb::Collection<bson::Document>,
+    filter: bson::Document,
+) -> Vec<bson::Document> {
+    use futures::TryStreamExt;
+    coll.find(filter)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}

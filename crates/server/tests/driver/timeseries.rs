@@ -6,21 +6,6 @@ use crate::common::*;
 use bson::{doc, Bson, DateTime, Document};
 use futures::TryStreamExt;
 
-const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
-
-fn at(secs: i64) -> DateTime {
-    DateTime::from_millis(T0 + secs * 1000)
-}
-
-async fn all(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<Document> {
-    coll.find(filter)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
-
 /// Creates time-series collection `name` with the `timeseries` options `spec`.
 async fn create_ts(db: &mongodb::Database, name: &str, spec: Document) {
     run_ok(db, doc! {"create": name, "timeseries": spec}).await;

@@ -3,23 +3,8 @@
 //! forms, concurrency with inserts), and reads pushed into the bucket scan (explain).
 
 use crate::common::*;
-use bson::{doc, Bson, DateTime, Document};
+use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
-
-const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
-
-fn at(secs: i64) -> DateTime {
-    DateTime::from_millis(T0 + secs * 1000)
-}
-
-async fn all(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<Document> {
-    coll.find(filter)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
 
 /// A time-series collection `name` (time `t`, meta `tag`) with `n` measurements for each
 /// tag in `tags`, one per second, `v` = the index.

@@ -539,6 +539,32 @@ pub struct CatalogSummary {
 /// Measurements streamed from a time-series collection.
 pub type MeasurementStream = Box<dyn Iterator<Item = Result<Document, StoreError>> + Send>;
 
+/// A catalog in `dir` with one time-series buckets collection (tests).
+#[cfg(test)]
+pub(crate) fn test_collection(
+    dir: &std::path::Path,
+    time_field: &str,
+    meta_field: &str,
+) -> (
+    hourglass_catalog::Catalog,
+    Arc<Collection>,
+    TimeseriesOptions,
+) {
+    let cat =
+        hourglass_catalog::Catalog::open(hourglass_storage::Engine::open(dir).unwrap()).unwrap();
+    let opts =
+        TimeseriesOptions::parse(&bson::doc! {"timeField": time_field, "metaField": meta_field})
+            .unwrap();
+    let (c, _) = cat
+        .create(
+            "db",
+            "system.buckets.m",
+            bson::doc! {"timeseries": opts.to_document()},
+        )
+        .unwrap();
+    (cat, c, opts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,16 +581,7 @@ mod tests {
     }
 
     fn open(dir: &std::path::Path) -> (Catalog, Arc<Collection>, TimeseriesOptions) {
-        let cat = Catalog::open(Engine::open(dir).unwrap()).unwrap();
-        let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "host"}).unwrap();
-        let (c, _) = cat
-            .create(
-                "db",
-                "system.buckets.m",
-                doc! {"timeseries": opts.to_document()},
-            )
-            .unwrap();
-        (cat, c, opts)
+        test_collection(dir, "t", "host")
     }
 
     #[test]

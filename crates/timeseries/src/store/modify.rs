@@ -457,22 +457,13 @@ mod tests {
     use crate::store::BucketPredicate;
     use bson::doc;
     use hourglass_catalog::Catalog;
-    use hourglass_storage::Engine;
 
     const T0: i64 = 1_700_000_000_000;
 
     fn setup(
         dir: &std::path::Path,
     ) -> (Catalog, Arc<Collection>, TimeseriesOptions, TimeseriesStore) {
-        let cat = Catalog::open(Engine::open(dir).unwrap()).unwrap();
-        let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "tag"}).unwrap();
-        let (c, _) = cat
-            .create(
-                "db",
-                "system.buckets.m",
-                doc! {"timeseries": opts.to_document()},
-            )
-            .unwrap();
+        let (cat, c, opts) = crate::store::test_collection(dir, "t", "tag");
         let store = TimeseriesStore::default();
         // 1500 measurements of host a (one closed bucket, one open), 10 of host b.
         let mut docs: Vec<Document> = (0..1500)
@@ -481,6 +472,24 @@ mod tests {
         docs.extend((0..10).map(|i| doc! {"t": bson::DateTime::from_millis(T0 + i * 1000), "tag": {"host": "b"}, "v": i}));
         store.insert(&c, &opts, docs, true).unwrap();
         (cat, c, opts, store)
+    }
+
+    /// An operator update of measurements.
+    fn update(
+        store: &TimeseriesStore,
+        c: &Arc<Collection>,
+        o: &TimeseriesOptions,
+        filter: Document,
+        ops: Document,
+        multi: bool,
+        upsert: bool,
+    ) -> Result<UpdateOutcome, StoreError> {
+        let u = Update::parse(&ops).unwrap();
+        let update = TsUpdate {
+            update: &u,
+            operators: Some(&ops),
+        };
+        store.update(c, o, &filter, update, multi, upsert)
     }
 
     fn all(store: &TimeseriesStore, c: &Arc<Collection>, o: &TimeseriesOptions) -> Vec<Document> {
@@ -561,21 +570,16 @@ mod tests {
             .iter()
             .map(|b| b.get("_id").unwrap().clone())
             .collect();
-        let ops = doc! {"$set": {"tag.host": "z"}};
-        let u = Update::parse(&ops).unwrap();
-        let out = store
-            .update(
-                &c,
-                &o,
-                &doc! {"tag.host": "b"},
-                TsUpdate {
-                    update: &u,
-                    operators: Some(&ops),
-                },
-                true,
-                false,
-            )
-            .unwrap();
+        let out = update(
+            &store,
+            &c,
+            &o,
+            doc! {"tag.host": "b"},
+            doc! {"$set": {"tag.host": "z"}},
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!((out.matched, out.modified), (10, 10));
         let after = store.bucket_documents(&c, &o).unwrap();
         let ids: Vec<Bson> = after
@@ -610,21 +614,16 @@ mod tests {
     fn measurement_update_reinserts_and_rejects_a_non_date_time() {
         let dir = tempfile::tempdir().unwrap();
         let (_cat, c, o, store) = setup(dir.path());
-        let ops = doc! {"$inc": {"v": 1000000}};
-        let u = Update::parse(&ops).unwrap();
-        let out = store
-            .update(
-                &c,
-                &o,
-                &doc! {"v": {"$gte": 1490}},
-                TsUpdate {
-                    update: &u,
-                    operators: Some(&ops),
-                },
-                true,
-                false,
-            )
-            .unwrap();
+        let out = update(
+            &store,
+            &c,
+            &o,
+            doc! {"v": {"$gte": 1490}},
+            doc! {"$inc": {"v": 1000000}},
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!((out.matched, out.modified), (10, 10));
         let ms = all(&store, &c, &o);
         assert_eq!(ms.len(), 1510);
@@ -634,42 +633,32 @@ mod tests {
                 .count(),
             10
         );
-        let bad = doc! {"$set": {"t": "soon"}};
-        let u = Update::parse(&bad).unwrap();
-        let e = store
-            .update(
-                &c,
-                &o,
-                &doc! {"v": 3},
-                TsUpdate {
-                    update: &u,
-                    operators: Some(&bad),
-                },
-                false,
-                false,
-            )
-            .unwrap_err();
+        let e = update(
+            &store,
+            &c,
+            &o,
+            doc! {"v": 3},
+            doc! {"$set": {"t": "soon"}},
+            false,
+            false,
+        )
+        .unwrap_err();
         assert_eq!(e.code(), 2);
         assert_eq!(
             all(&store, &c, &o).len(),
             1510,
             "a failed update changes nothing"
         );
-        let up = doc! {"$set": {"v": -1}};
-        let u = Update::parse(&up).unwrap();
-        let out = store
-            .update(
-                &c,
-                &o,
-                &doc! {"t": bson::DateTime::from_millis(T0 - 5), "tag": "new"},
-                TsUpdate {
-                    update: &u,
-                    operators: Some(&up),
-                },
-                false,
-                true,
-            )
-            .unwrap();
+        let out = update(
+            &store,
+            &c,
+            &o,
+            doc! {"t": bson::DateTime::from_millis(T0 - 5), "tag": "new"},
+            doc! {"$set": {"v": -1}},
+            false,
+            true,
+        )
+        .unwrap();
         assert!(out.upserted_id.is_some());
         assert_eq!(all(&store, &c, &o).len(), 1511);
     }
