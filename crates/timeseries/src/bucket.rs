@@ -617,32 +617,32 @@ impl DecodedBucket {
         self.meta.get_or_init(|| self.header_field("meta")).as_ref()
     }
 
-    /// Decodes one column; `Ok(None)` when the bucket has no such field.
-    pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
+    /// The encoded bytes of one column; `Ok(None)` when the bucket has no such field.
+    fn column_bytes(&self, field: &str) -> Result<Option<&[u8]>, TsError> {
         match self.directory.iter().find(|(n, _)| n == field) {
             None => Ok(None),
-            Some((_, r)) => {
-                let bytes = self
-                    .area()
-                    .get(r.clone())
-                    .ok_or_else(|| TsError::corrupt("column outside the bucket"))?;
-                decode_column(bytes, self.count).map(Some)
-            }
+            Some((_, r)) => self
+                .area()
+                .get(r.clone())
+                .map(Some)
+                .ok_or_else(|| TsError::corrupt("column outside the bucket")),
+        }
+    }
+
+    /// Decodes one column; `Ok(None)` when the bucket has no such field.
+    pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
+        match self.column_bytes(field)? {
+            None => Ok(None),
+            Some(bytes) => decode_column(bytes, self.count).map(Some),
         }
     }
 
     /// One numeric column without building BSON values; `Ok(None)` when the bucket
     /// lacks the field or stores it with a non-numeric codec.
     pub fn typed_column(&self, field: &str) -> Result<Option<crate::column::TypedColumn>, TsError> {
-        match self.directory.iter().find(|(n, _)| n == field) {
+        match self.column_bytes(field)? {
             None => Ok(None),
-            Some((_, r)) => {
-                let bytes = self
-                    .area()
-                    .get(r.clone())
-                    .ok_or_else(|| TsError::corrupt("column outside the bucket"))?;
-                crate::column::decode_typed_column(bytes, self.count)
-            }
+            Some(bytes) => crate::column::decode_typed_column(bytes, self.count),
         }
     }
 

@@ -277,31 +277,40 @@ fn encode_general(present: &[&Bson]) -> Vec<u8> {
     out
 }
 
-/// Decodes a column of `count` measurements.
-pub fn decode_column(bytes: &[u8], count: usize) -> Result<Vec<Option<Bson>>, TsError> {
+/// A column split into its codec tag, its presence bitmap (when the flags say it has
+/// one) and the encoded values that follow. An empty column (tag 0) has neither.
+type ColumnParts<'a> = (u8, Option<&'a [u8]>, &'a [u8]);
+
+fn split_column(bytes: &[u8], count: usize) -> Result<ColumnParts<'_>, TsError> {
     let (&tag, rest) = bytes
         .split_first()
         .ok_or_else(|| TsError::corrupt("empty column"))?;
-    let (&flags, mut rest) = rest
+    let (&flags, rest) = rest
         .split_first()
         .ok_or_else(|| TsError::corrupt("truncated column header"))?;
     if tag == TAG_EMPTY {
-        return Ok(vec![None; count]);
+        return Ok((tag, None, rest));
     }
     if flags & !FLAG_BITMAP != 0 {
         return Err(TsError::corrupt("unknown column flags"));
     }
-    let bitmap = if flags & FLAG_BITMAP != 0 {
-        let len = count.div_ceil(8);
-        if rest.len() < len {
-            return Err(TsError::corrupt("truncated presence bitmap"));
-        }
-        let (b, r) = rest.split_at(len);
-        rest = r;
-        Some(b)
-    } else {
-        None
-    };
+    if flags & FLAG_BITMAP == 0 {
+        return Ok((tag, None, rest));
+    }
+    let len = count.div_ceil(8);
+    if rest.len() < len {
+        return Err(TsError::corrupt("truncated presence bitmap"));
+    }
+    let (b, r) = rest.split_at(len);
+    Ok((tag, Some(b), r))
+}
+
+/// Decodes a column of `count` measurements.
+pub fn decode_column(bytes: &[u8], count: usize) -> Result<Vec<Option<Bson>>, TsError> {
+    let (tag, bitmap, rest) = split_column(bytes, count)?;
+    if tag == TAG_EMPTY {
+        return Ok(vec![None; count]);
+    }
     let present = match bitmap {
         Some(b) => (0..count)
             .filter(|i| b[i / 8] & (1 << (i % 8)) != 0)
@@ -388,29 +397,12 @@ impl TypedColumn {
 /// Decodes a date, double, int32 or int64 column into plain values; `Ok(None)` for
 /// other codecs (the caller decodes BSON values instead).
 pub fn decode_typed_column(bytes: &[u8], count: usize) -> Result<Option<TypedColumn>, TsError> {
-    let (&tag, rest) = bytes
-        .split_first()
-        .ok_or_else(|| TsError::corrupt("empty column"))?;
-    let (&flags, mut rest) = rest
-        .split_first()
-        .ok_or_else(|| TsError::corrupt("truncated column header"))?;
+    let (tag, bitmap, rest) = split_column(bytes, count)?;
     if !matches!(tag, TAG_DATE | TAG_DOUBLE | TAG_INT32 | TAG_INT64) {
         return Ok(None);
     }
-    if flags & !FLAG_BITMAP != 0 {
-        return Err(TsError::corrupt("unknown column flags"));
-    }
-    let present: Option<Vec<bool>> = if flags & FLAG_BITMAP != 0 {
-        let len = count.div_ceil(8);
-        if rest.len() < len {
-            return Err(TsError::corrupt("truncated presence bitmap"));
-        }
-        let (b, r) = rest.split_at(len);
-        rest = r;
-        Some((0..count).map(|i| b[i / 8] & (1 << (i % 8)) != 0).collect())
-    } else {
-        None
-    };
+    let present: Option<Vec<bool>> =
+        bitmap.map(|b| (0..count).map(|i| b[i / 8] & (1 << (i % 8)) != 0).collect());
     let n = present
         .as_ref()
         .map_or(count, |p| p.iter().filter(|x| **x).count());

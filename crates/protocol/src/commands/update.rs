@@ -110,7 +110,7 @@ fn run_statement(
         return Ok(StatementResult {
             matched: out.matched,
             modified: out.modified,
-            upserted: out.upserted_id,
+            upserted: out.upserted,
         });
     }
     let collection = match target.require_regular("update")? {

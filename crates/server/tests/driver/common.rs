@@ -302,3 +302,16 @@ pub async fn all(
         .await
         .unwrap()
 }
+
+/// The `listIndexes` documents of `coll`.
+pub async fn list_indexes(db: &Database, coll: &str) -> Vec<bson::Document> {
+    let reply = run_ok(db, bson::doc! {"listIndexes": coll}).await;
+    reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()
+        .iter()
+        .map(|b| b.as_document().unwrap().clone())
+        .collect()
+}

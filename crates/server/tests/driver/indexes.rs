@@ -13,18 +13,6 @@ async fn create_index(db: &Database, coll: &str, spec: Document) -> Document {
     run_ok(db, doc! {"createIndexes": coll, "indexes": [spec]}).await
 }
 
-async fn list_indexes(db: &Database, coll: &str) -> Vec<Document> {
-    let reply = run_ok(db, doc! {"listIndexes": coll}).await;
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|b| b.as_document().unwrap().clone())
-        .collect()
-}
-
 async fn explain(db: &Database, cmd: Document) -> Document {
     run_ok(db, doc! {"explain": cmd, "verbosity": "executionStats"}).await
 }

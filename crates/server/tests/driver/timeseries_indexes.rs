@@ -7,18 +7,6 @@ use bson::{doc, Bson, DateTime, Document};
 use futures::TryStreamExt;
 use std::time::{Duration, Instant};
 
-async fn indexes(db: &mongodb::Database, coll: &str) -> Vec<Document> {
-    let reply = run_ok(db, doc! {"listIndexes": coll}).await;
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|v| v.as_document().unwrap().clone())
-        .collect()
-}
-
 fn by_name<'a>(specs: &'a [Document], name: &str) -> &'a Document {
     specs
         .iter()
@@ -44,14 +32,14 @@ async fn default_index_and_translation_both_ways() {
         doc! {"create": "w", "timeseries": {"timeField": "t", "metaField": "m"}},
     )
     .await;
-    let view = indexes(&db, "w").await;
+    let view = list_indexes(&db, "w").await;
     assert_eq!(view.len(), 1, "{view:?}");
     assert_eq!(view[0].get_str("name").unwrap(), "m_1_t_1");
     assert_eq!(
         key_fields(&view[0]),
         vec![("m".into(), Bson::Int32(1)), ("t".into(), Bson::Int32(1))]
     );
-    let buckets = indexes(&db, "system.buckets.w").await;
+    let buckets = list_indexes(&db, "system.buckets.w").await;
     assert_eq!(
         key_fields(&buckets[0]),
         vec![
@@ -77,7 +65,7 @@ async fn default_index_and_translation_both_ways() {
         ),
         (1, 5)
     );
-    let b = indexes(&db, "system.buckets.w").await;
+    let b = list_indexes(&db, "system.buckets.w").await;
     let k = |n: &str| {
         key_fields(by_name(&b, n))
             .into_iter()
@@ -94,7 +82,7 @@ async fn default_index_and_translation_both_ways() {
         k("temp_desc_m"),
         ["control.max.temp:-1", "control.min.temp:-1", "meta:1"]
     );
-    let v = indexes(&db, "w").await;
+    let v = list_indexes(&db, "w").await;
     for (name, key) in [
         ("t_desc", doc! {"t": -1}),
         ("site_t", doc! {"m.site": 1, "t": 1}),
@@ -151,10 +139,10 @@ async fn unsupported_index_kinds_are_rejected_like_mongodb() {
         )
         .await;
     }
-    assert_eq!(indexes(&db, "r").await.len(), 1, "nothing was created");
+    assert_eq!(list_indexes(&db, "r").await.len(), 1, "nothing was created");
     // Hashed and sparse on the meta field are fine.
     run_ok(&db, doc! {"createIndexes": "r", "indexes": [{"key": {"m.a": "hashed"}, "name": "mh"}, {"key": {"m.b": 1}, "name": "ms", "sparse": true}]}).await;
-    assert_eq!(indexes(&db, "r").await.len(), 3);
+    assert_eq!(list_indexes(&db, "r").await.len(), 3);
 }
 
 #[tokio::test]
@@ -179,7 +167,7 @@ async fn drop_indexes_hidden_and_index_stats() {
         ),
         (false, true)
     );
-    assert!(by_name(&indexes(&db, "d").await, "v_1")
+    assert!(by_name(&list_indexes(&db, "d").await, "v_1")
         .get_bool("hidden")
         .unwrap());
     assert_cmd_error(
@@ -214,9 +202,9 @@ async fn drop_indexes_hidden_and_index_stats() {
         Some("IndexNotFound"),
     )
     .await;
-    assert_eq!(indexes(&db, "d").await.len(), 1);
+    assert_eq!(list_indexes(&db, "d").await.len(), 1);
     run_ok(&db, doc! {"dropIndexes": "d", "index": "*"}).await;
-    assert!(indexes(&db, "d").await.is_empty());
+    assert!(list_indexes(&db, "d").await.is_empty());
     // Indexes survive a restart.
     run_ok(
         &db,
@@ -226,7 +214,7 @@ async fn drop_indexes_hidden_and_index_stats() {
     let mut server = server;
     server.restart();
     let db = server.client().await.database("tsi");
-    assert_eq!(indexes(&db, "d").await.len(), 1);
+    assert_eq!(list_indexes(&db, "d").await.len(), 1);
 }
 
 #[tokio::test]

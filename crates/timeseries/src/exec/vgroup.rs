@@ -341,12 +341,16 @@ impl GroupRun<'_> {
             // Stored buckets are keyed by their meta's bytes without parsing it.
             // Two disjoint key spaces: raw meta bytes (0) and key strings (1).
             let mut k = Vec::with_capacity(64);
-            match bucket {
-                BucketView::Stored(b) if b.meta_bytes().is_some() => {
+            let raw = match bucket {
+                BucketView::Stored(b) => b.meta_bytes(),
+                BucketView::Open(_) => None,
+            };
+            match raw {
+                Some(bytes) => {
                     k.push(0);
-                    k.extend_from_slice(b.meta_bytes().unwrap_or_default());
+                    k.extend_from_slice(bytes);
                 }
-                _ => {
+                None => {
                     k.push(1);
                     k.extend_from_slice(&keystring::encode(
                         bucket.meta().unwrap_or(&Bson::Undefined),

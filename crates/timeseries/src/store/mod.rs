@@ -17,7 +17,7 @@ mod predicate;
 mod scan;
 mod view;
 
-pub use modify::{DeleteOutcome, TsUpdate, UpdateOutcome};
+pub use modify::{DeleteOutcome, TsUpdate};
 pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
 pub use scan::{BucketScan, ScanCounters};
 pub use view::BucketView;

@@ -21,7 +21,7 @@ use crate::bucket::Bucket;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
-use hourglass_catalog::writes::{FindAndModify, FindAndModifyOutcome};
+use hourglass_catalog::writes::{FindAndModify, FindAndModifyOutcome, UpdateOutcome};
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
@@ -32,13 +32,6 @@ use std::sync::Arc;
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct DeleteOutcome {
     pub deleted: u64,
-}
-
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct UpdateOutcome {
-    pub matched: u64,
-    pub modified: u64,
-    pub upserted_id: Option<Bson>,
 }
 
 /// An update as the client sent it: the parsed form and, for operator updates, the
@@ -227,7 +220,7 @@ impl TimeseriesStore {
                 new.insert("_id", ObjectId::new());
             }
             s.catalog.check_time(&new)?;
-            out.upserted_id = new.get("_id").cloned();
+            out.upserted = new.get("_id").cloned();
             reinsert.push(new);
         }
         let engine = buckets.engine().clone();
@@ -659,7 +652,7 @@ mod tests {
             true,
         )
         .unwrap();
-        assert!(out.upserted_id.is_some());
+        assert!(out.upserted.is_some());
         assert_eq!(all(&store, &c, &o).len(), 1511);
     }
 }
