@@ -14,8 +14,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Largest document MongoDB accepts (16 MiB).
-pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+pub use hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
 
 pub struct Collection {
     pub id: u64,
@@ -177,7 +176,7 @@ impl Collection {
     }
 
     pub(crate) fn get_in(&self, snap: &Snapshot, id: &Bson) -> Result<Option<Document>> {
-        match snap.get(&self.tree, &keystring::encode(id))? {
+        match snap.get(&self.tree, &keystring::id_key(id))? {
             Some(v) => decode(&v).map(Some),
             None => Ok(None),
         }
@@ -244,14 +243,42 @@ pub fn with_id(doc: Document) -> Result<Document> {
     }
 }
 
-/// Serializes a document, enforcing MongoDB's 16 MiB limit.
-pub fn encode(doc: &Document) -> Result<Vec<u8>> {
+/// What a document is being stored for: the limits are MongoDB's, but the errors differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFor {
+    Insert,
+    Update,
+}
+
+/// Serializes a document to store, enforcing MongoDB's nesting depth (180 levels for user
+/// documents) and size (16 MiB) limits with the errors MongoDB gives for each write kind.
+pub fn encode(doc: &Document, why: StoreFor) -> Result<Vec<u8>> {
+    use hourglass_query::limits::{depth_of, MAX_USER_STORAGE_DEPTH};
+    if depth_of(doc) > MAX_USER_STORAGE_DEPTH {
+        let msg = match why {
+            StoreFor::Insert => format!(
+                "cannot insert document because it exceeds {MAX_USER_STORAGE_DEPTH} levels of nesting"
+            ),
+            StoreFor::Update => {
+                format!("Document exceeds maximum nesting depth of {MAX_USER_STORAGE_DEPTH}")
+            }
+        };
+        return Err(CatalogError::Query(hourglass_query::QueryError::Overflow(
+            msg,
+        )));
+    }
     let bytes = bson::to_vec(doc).map_err(|e| CatalogError::BadValue(e.to_string()))?;
     if bytes.len() > MAX_BSON_OBJECT_SIZE {
-        return Err(CatalogError::BsonObjectTooLarge(format!(
-            "object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}",
-            bytes.len()
-        )));
+        return Err(match why {
+            StoreFor::Insert => CatalogError::BadValue(format!(
+                "object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}",
+                bytes.len()
+            )),
+            StoreFor::Update => CatalogError::Query(hourglass_query::QueryError::Location(
+                17419,
+                format!("Resulting document after update is larger than {MAX_BSON_OBJECT_SIZE}"),
+            )),
+        });
     }
     Ok(bytes)
 }

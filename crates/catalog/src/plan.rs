@@ -287,32 +287,39 @@ fn range_for(
     rank: u8,
     desc: bool,
 ) -> (Vec<u8>, Option<Vec<u8>>) {
-    let bound = |v: &Bson| join(p, &encoded(part, v));
-    if !desc {
-        let start = match low {
-            None => join(p, &[rank]),
-            Some((v, true)) => bound(v),
-            Some((v, false)) => prefix_end(&bound(v)).unwrap_or_else(|| bound(v)),
-        };
-        let end = match high {
-            None => Some(join(p, &[rank + 1])),
-            Some((v, true)) => prefix_end(&bound(v)),
-            Some((v, false)) => Some(bound(v)),
-        };
-        (start, end)
+    // A value whose key part was shortened (keystring::bounded) widens to every key with
+    // its prefix: keys sharing the prefix order by digest, and the caller re-checks values.
+    let start_at = |v: &Bson, incl: bool| {
+        let enc = encoded(part, v);
+        match keystring::truncated(&enc) {
+            Some(prefix) => join(p, prefix),
+            None if incl => join(p, &enc),
+            None => prefix_end(&join(p, &enc)).unwrap_or_else(|| join(p, &enc)),
+        }
+    };
+    let end_at = |v: &Bson, incl: bool| {
+        let enc = encoded(part, v);
+        match keystring::truncated(&enc) {
+            Some(prefix) => prefix_end(&join(p, prefix)),
+            None if incl => prefix_end(&join(p, &enc)),
+            None => Some(join(p, &enc)),
+        }
+    };
+    // Descending parts store inverted bytes: the high bound comes first.
+    let (first, last, first_rank, last_rank) = if desc {
+        (high, low, !rank, (!rank).saturating_add(1))
     } else {
-        let start = match high {
-            None => join(p, &[!rank]),
-            Some((v, true)) => bound(v),
-            Some((v, false)) => prefix_end(&bound(v)).unwrap_or_else(|| bound(v)),
-        };
-        let end = match low {
-            None => Some(join(p, &[(!rank).saturating_add(1)])),
-            Some((v, true)) => prefix_end(&bound(v)),
-            Some((v, false)) => Some(bound(v)),
-        };
-        (start, end)
-    }
+        (low, high, rank, rank + 1)
+    };
+    let start = match first {
+        None => join(p, &[first_rank]),
+        Some((v, incl)) => start_at(v, *incl),
+    };
+    let end = match last {
+        None => Some(join(p, &[last_rank])),
+        Some((v, incl)) => end_at(v, *incl),
+    };
+    (start, end)
 }
 
 /// Whether `query`'s filter implies the partial filter `partial` (simple cases: each

@@ -8,10 +8,12 @@ use crate::commands::args::ConnInfo;
 use crate::commands::{self, Request};
 use crate::error::CommandError;
 use crate::state::ServerState;
-use crate::wire::{self, Header, Message, WireError, HEADER_LEN};
+use crate::wire::{self, DocSequence, Header, Message, HEADER_LEN};
 use bson::{doc, Document};
+use hourglass_query::interrupt::Interrupt;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -24,6 +26,14 @@ fn next_request_id() -> i32 {
 
 /// Handshake commands a legacy OP_QUERY may carry.
 const OP_QUERY_COMMANDS: &[&str] = &["isMaster", "ismaster", "hello"];
+
+/// Requests below this size are never held back by the in-flight budget, so small
+/// commands (`ping`, a `find`) are answered while large frames wait for memory.
+const SMALL_REQUEST: usize = 1 << 20;
+
+/// What a decoded request costs in memory compared with its frame: the frame itself plus
+/// the decoded documents.
+const DECODED_FACTOR: usize = 4;
 
 /// Serves `stream` until the client leaves, a framing error occurs, or shutdown begins
 /// (checked between requests, so in-flight requests finish).
@@ -55,52 +65,34 @@ pub async fn serve(
                 return;
             }
         };
-        let mut whole = vec![0u8; header.message_length as usize];
-        whole[..HEADER_LEN].copy_from_slice(&head);
-        if let Err(e) = stream.read_exact(&mut whole[HEADER_LEN..]).await {
-            tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "closing connection: truncated message");
-            return;
-        }
-        let reply = match wire::parse_message(&header, &whole) {
-            Ok(Message::Msg(msg)) => {
-                let more_to_come = msg.more_to_come();
-                let reply = run(&state, &conn, msg.body, msg.sequences).await;
-                if more_to_come {
-                    continue;
-                }
-                wire::encode_op_msg(next_request_id(), header.request_id, &reply)
-            }
-            Ok(Message::Query(q)) => {
-                let reply = answer_op_query(&state, &conn, q).await;
-                wire::encode_op_reply(next_request_id(), header.request_id, 8, &reply)
-            }
-            Err(e @ WireError::InvalidBson(_)) if header.op_code == wire::OP_MSG => {
-                tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "malformed BSON in OP_MSG");
-                let (code, name) = e.code();
-                wire::encode_op_msg(
-                    next_request_id(),
-                    header.request_id,
-                    &CommandError::new(code, name, e.to_string()).to_reply(),
-                )
-            }
+        let idle = Duration::from_millis(
+            state
+                .params
+                .get_i64("frameReadTimeoutMillis", 30_000)
+                .max(1) as u64,
+        );
+        let whole = match read_frame(&mut stream, &head, header.message_length as usize, idle).await
+        {
+            Ok(w) => w,
             Err(e) => {
-                tracing::warn!(conn = conn.id, peer = %conn.peer, op_code = header.op_code, error = %e, "closing connection: unusable message");
+                tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "closing connection: truncated message");
                 return;
             }
         };
-        let bytes = match reply {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!(conn = conn.id, error = %e, "could not encode reply");
-                match wire::encode_op_msg(
-                    next_request_id(),
-                    header.request_id,
-                    &CommandError::new(10334, "BSONObjectTooLarge", e.to_string()).to_reply(),
-                ) {
-                    Ok(b) => b,
-                    Err(_) => return,
-                }
-            }
+        let _budget = match reserve(&state, whole.len()).await {
+            Some(p) => p,
+            None => return,
+        };
+        let interrupt = Arc::new(Interrupt::default());
+        let task = {
+            let (state, conn, interrupt) = (state.clone(), conn.clone(), interrupt.clone());
+            tokio::task::spawn_blocking(move || handle(&state, &conn, &header, &whole, interrupt))
+        };
+        let outcome = run_watching_client(&mut stream, task, &interrupt).await;
+        let bytes = match outcome {
+            Outcome::Reply(b) => b,
+            Outcome::NoReply => continue,
+            Outcome::Close => return,
         };
         if let Err(e) = stream.write_all(&bytes).await {
             tracing::debug!(conn = conn.id, error = %e, "connection write failed");
@@ -109,12 +101,162 @@ pub async fn serve(
     }
 }
 
-/// Runs one command on the blocking pool.
-async fn run(
+/// Reads the rest of a frame of `len` bytes as it arrives (the buffer grows with the data,
+/// never to the length a header claims up front), failing when no byte comes for `idle`.
+async fn read_frame(
+    stream: &mut TcpStream,
+    head: &[u8; HEADER_LEN],
+    len: usize,
+    idle: Duration,
+) -> std::io::Result<Vec<u8>> {
+    let mut whole = Vec::with_capacity(len.min(64 * 1024));
+    whole.extend_from_slice(head);
+    while whole.len() < len {
+        let want = (len - whole.len()).min(whole.capacity().max(4096));
+        whole.reserve(want);
+        let mut limited = (&mut *stream).take(want as u64);
+        match tokio::time::timeout(idle, limited.read_buf(&mut whole)).await {
+            Ok(Ok(0)) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no data for {} ms with {} of {len} bytes read",
+                        idle.as_millis(),
+                        whole.len()
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(whole)
+}
+
+/// Takes this request's share of the process-wide budget for requests in flight
+/// (`maxInFlightRequestBytes`), waiting while larger requests hold it. Small requests pass
+/// freely. None when the server is shutting down the budget.
+async fn reserve(
+    state: &ServerState,
+    frame_len: usize,
+) -> Option<Option<tokio::sync::SemaphorePermit<'_>>> {
+    if frame_len < SMALL_REQUEST {
+        return Some(None);
+    }
+    let want = frame_len
+        .saturating_mul(DECODED_FACTOR)
+        .min(state.in_flight.capacity);
+    let permits = u32::try_from(want.div_ceil(1024)).unwrap_or(u32::MAX);
+    state
+        .in_flight
+        .semaphore
+        .acquire_many(permits)
+        .await
+        .ok()
+        .map(Some)
+}
+
+enum Outcome {
+    Reply(Vec<u8>),
+    NoReply,
+    Close,
+}
+
+/// Waits for the command while watching the socket: a client that disconnects interrupts
+/// its operation (which then stops at its next interruption check).
+async fn run_watching_client(
+    stream: &mut TcpStream,
+    mut task: tokio::task::JoinHandle<Outcome>,
+    interrupt: &Interrupt,
+) -> Outcome {
+    let mut probe = [0u8; 1];
+    let joined = tokio::select! {
+        r = &mut task => r,
+        r = stream.peek(&mut probe) => {
+            if matches!(r, Ok(0) | Err(_)) {
+                interrupt.kill();
+            }
+            // More bytes (a pipelined request) or a closed socket: just wait for the command.
+            task.await
+        }
+    };
+    joined.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "command panicked");
+        Outcome::Reply(
+            wire::encode_op_msg(
+                next_request_id(),
+                0,
+                &CommandError::new(
+                    1,
+                    "InternalError",
+                    "internal error while running the command",
+                )
+                .to_reply(),
+            )
+            .unwrap_or_default(),
+        )
+    })
+}
+
+/// Parses, runs and encodes one request on a blocking thread.
+fn handle(
+    state: &Arc<ServerState>,
+    conn: &Arc<ConnInfo>,
+    header: &Header,
+    whole: &[u8],
+    interrupt: Arc<Interrupt>,
+) -> Outcome {
+    let reply = match wire::parse_message(header, whole) {
+        Ok(Message::Msg(msg)) => {
+            let more_to_come = msg.more_to_come();
+            let reply = run(state, conn, msg.body, msg.sequences, interrupt);
+            if more_to_come {
+                return Outcome::NoReply;
+            }
+            wire::encode_op_msg(next_request_id(), header.request_id, &reply)
+        }
+        Ok(Message::Query(q)) => {
+            let reply = answer_op_query(state, conn, q, interrupt);
+            wire::encode_op_reply(next_request_id(), header.request_id, 8, &reply)
+        }
+        Err(e) if e.answerable() && header.op_code == wire::OP_MSG => {
+            tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "refused OP_MSG content");
+            let (code, name) = e.code();
+            wire::encode_op_msg(
+                next_request_id(),
+                header.request_id,
+                &CommandError::new(code, name, e.to_string()).to_reply(),
+            )
+        }
+        Err(e) => {
+            tracing::warn!(conn = conn.id, peer = %conn.peer, op_code = header.op_code, error = %e, "closing connection: unusable message");
+            return Outcome::Close;
+        }
+    };
+    match reply {
+        Ok(b) => Outcome::Reply(b),
+        Err(e) => {
+            tracing::error!(conn = conn.id, error = %e, "could not encode reply");
+            match wire::encode_op_msg(
+                next_request_id(),
+                header.request_id,
+                &CommandError::new(10334, "BSONObjectTooLarge", e.to_string()).to_reply(),
+            ) {
+                Ok(b) => Outcome::Reply(b),
+                Err(_) => Outcome::Close,
+            }
+        }
+    }
+}
+
+/// Runs one command (on the calling blocking thread).
+fn run(
     state: &Arc<ServerState>,
     conn: &Arc<ConnInfo>,
     body: Document,
-    sequences: Vec<(String, Vec<Document>)>,
+    sequences: Vec<(String, DocSequence)>,
+    interrupt: Arc<Interrupt>,
 ) -> Document {
     let db = match body.get("$db") {
         Some(bson::Bson::String(s)) => s.clone(),
@@ -133,29 +275,20 @@ async fn run(
         db,
         body,
         sequences: parking_lot::Mutex::new(sequences),
+        interrupt,
     };
     state.connections.active.fetch_add(1, Ordering::Relaxed);
-    let result = tokio::task::spawn_blocking(move || commands::dispatch(&req)).await;
+    let reply = commands::dispatch(&req);
     state.connections.active.fetch_sub(1, Ordering::Relaxed);
-    match result {
-        Ok(reply) => reply,
-        Err(e) => {
-            tracing::error!(error = %e, "command panicked");
-            CommandError::new(
-                1,
-                "InternalError",
-                "internal error while running the command",
-            )
-            .to_reply()
-        }
-    }
+    reply
 }
 
 /// Answers a legacy OP_QUERY: only the handshake on `<db>.$cmd` is accepted.
-async fn answer_op_query(
+fn answer_op_query(
     state: &Arc<ServerState>,
     conn: &Arc<ConnInfo>,
     q: wire::OpQuery,
+    interrupt: Arc<Interrupt>,
 ) -> Document {
     let Some(db) = q.full_collection_name.strip_suffix(".$cmd") else {
         return doc! {"$err": "OP_QUERY is only supported for the connection handshake", "code": 352, "ok": 0.0};
@@ -175,5 +308,5 @@ async fn answer_op_query(
         };
     }
     body.insert("$db", db);
-    run(state, conn, body, Vec::new()).await
+    run(state, conn, body, Vec::new(), interrupt)
 }

@@ -5,10 +5,10 @@
 
 use crate::error::CommandError;
 use bson::{doc, Document};
+use hourglass_query::interrupt::{self, Interrupt};
 use parking_lot::Mutex;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,7 +22,8 @@ pub struct Op {
     pub kind: &'static str,
     pub command: Document,
     pub started: Instant,
-    pub killed: AtomicBool,
+    /// Set by killOp (or a client disconnecting); carries the maxTimeMS deadline.
+    pub interrupt: Arc<Interrupt>,
 }
 
 impl Op {
@@ -45,7 +46,7 @@ impl Op {
             "command": self.command.clone(),
             "numYields": 0,
             "waitingForLock": false,
-            "killPending": self.killed.load(Ordering::Relaxed),
+            "killPending": self.interrupt.is_killed(),
         }
     }
 }
@@ -57,20 +58,16 @@ pub struct OpRegistry {
     ops: Mutex<BTreeMap<u64, Arc<Op>>>,
 }
 
-thread_local! {
-    static CURRENT: RefCell<Option<Arc<Op>>> = const { RefCell::new(None) };
-}
-
-/// Keeps an operation registered (and current on this thread) while alive.
+/// Keeps an operation registered (and its interrupt current on this thread) while alive.
 pub struct OpGuard<'a> {
     registry: &'a OpRegistry,
     opid: u64,
+    _entered: interrupt::Entered,
 }
 
 impl Drop for OpGuard<'_> {
     fn drop(&mut self) {
         self.registry.ops.lock().remove(&self.opid);
-        CURRENT.with(|c| *c.borrow_mut() = None);
     }
 }
 
@@ -82,6 +79,7 @@ impl OpRegistry {
         ns: String,
         kind: &'static str,
         command: &Document,
+        interrupt: Arc<Interrupt>,
     ) -> OpGuard<'_> {
         let opid = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         // Large payloads (insert documents) are not kept.
@@ -99,13 +97,13 @@ impl OpRegistry {
             kind,
             command,
             started: Instant::now(),
-            killed: AtomicBool::new(false),
+            interrupt: interrupt.clone(),
         });
-        self.ops.lock().insert(opid, op.clone());
-        CURRENT.with(|c| *c.borrow_mut() = Some(op));
+        self.ops.lock().insert(opid, op);
         OpGuard {
             registry: self,
             opid,
+            _entered: interrupt::enter(interrupt),
         }
     }
 
@@ -117,7 +115,7 @@ impl OpRegistry {
     pub fn kill(&self, opid: u64) -> bool {
         match self.ops.lock().get(&opid) {
             Some(op) => {
-                op.killed.store(true, Ordering::Relaxed);
+                op.interrupt.kill();
                 true
             }
             None => false,
@@ -125,25 +123,8 @@ impl OpRegistry {
     }
 }
 
-/// Fails with Interrupted when the operation running on this thread was killed.
+/// Fails with Interrupted when the operation running on this thread was killed (or its
+/// client left), and with MaxTimeMSExpired once its maxTimeMS has passed.
 pub fn check_interrupt() -> Result<(), CommandError> {
-    let killed = CURRENT.with(|c| {
-        c.borrow()
-            .as_ref()
-            .is_some_and(|op| op.killed.load(Ordering::Relaxed))
-    });
-    if killed {
-        Err(CommandError::new(
-            11601,
-            "Interrupted",
-            "operation was interrupted",
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-/// The current operation, to carry into work done on other threads.
-pub fn current() -> Option<Arc<Op>> {
-    CURRENT.with(|c| c.borrow().clone())
+    interrupt::check().map_err(CommandError::from)
 }

@@ -22,6 +22,11 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
             Bson::Int64(100 * 1024 * 1024),
         ),
         ("logLevel", Bson::Int32(0)),
+        // A frame whose bytes stop arriving for this long closes its connection.
+        ("frameReadTimeoutMillis", Bson::Int64(30_000)),
+        // Memory all requests in flight may hold together (frames and their decoded
+        // documents, estimated at 4x the frame); larger requests wait. Startup only.
+        ("maxInFlightRequestBytes", Bson::Int64(1 << 30)),
         ("quiet", Bson::Boolean(false)),
         ("maxBSONObjectSize", Bson::Int32(16 * 1024 * 1024)),
         (
@@ -36,7 +41,11 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
 }
 
 /// Parameters a client may not change at run time.
-const READ_ONLY: &[&str] = &["featureCompatibilityVersion", "maxBSONObjectSize"];
+const READ_ONLY: &[&str] = &[
+    "featureCompatibilityVersion",
+    "maxBSONObjectSize",
+    "maxInFlightRequestBytes",
+];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ParamError {

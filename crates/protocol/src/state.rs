@@ -36,7 +36,14 @@ pub struct ConnectionCounters {
     pub current: AtomicI64,
     pub total_created: AtomicU64,
     pub active: AtomicI64,
+    /// Connections closed at accept because `--maxConns` were open.
+    pub rejected: AtomicU64,
+    /// `--maxConns` (`net.maxIncomingConnections`).
+    pub max: AtomicI64,
 }
+
+/// mongod's default `maxIncomingConnections`.
+pub const DEFAULT_MAX_CONNS: i64 = 1_000_000;
 
 /// The last log lines (as MongoDB's structured JSON lines), for `getLog`.
 pub struct RecentLog {
@@ -94,6 +101,24 @@ pub struct ServerState {
     pub started: Instant,
     pub host: String,
     pub ttl: TtlCounters,
+    pub in_flight: InFlightBudget,
+}
+
+/// The process-wide budget of memory for requests in flight, in KiB permits.
+pub struct InFlightBudget {
+    pub semaphore: tokio::sync::Semaphore,
+    /// Bytes the budget holds (a single request never asks for more).
+    pub capacity: usize,
+}
+
+impl InFlightBudget {
+    pub fn new(bytes: usize) -> InFlightBudget {
+        let bytes = bytes.max(64 << 20);
+        InFlightBudget {
+            semaphore: tokio::sync::Semaphore::new(bytes / 1024),
+            capacity: bytes,
+        }
+    }
 }
 
 impl ServerState {
@@ -116,6 +141,7 @@ impl ServerState {
             ),
             ..defaults
         });
+        let in_flight = InFlightBudget::new(param("maxInFlightRequestBytes", 1 << 30));
         ServerState {
             catalog,
             timeseries,
@@ -129,6 +155,7 @@ impl ServerState {
             started: Instant::now(),
             host: hostname(),
             ttl: TtlCounters::default(),
+            in_flight,
         }
     }
 }

@@ -13,6 +13,8 @@ pub mod compare;
 pub mod error;
 pub mod expr;
 pub mod filter;
+pub mod interrupt;
+pub mod limits;
 pub mod num;
 pub mod path;
 pub mod pipeline;

@@ -45,6 +45,13 @@ struct Args {
     /// Write the log to this file instead of standard output.
     #[arg(long)]
     logpath: Option<PathBuf>,
+    /// Most client connections open at once; more are closed as they arrive.
+    #[arg(long = "maxConns", default_value_t = hourglass_protocol::state::DEFAULT_MAX_CONNS, value_parser = clap::value_parser!(i64).range(1..))]
+    max_conns: i64,
+    /// Stack size of the server's threads in KiB (tests run with a small one to catch
+    /// unbounded recursion).
+    #[arg(long = "threadStackKiB", hide = true, default_value_t = 2048)]
+    thread_stack_kib: usize,
 }
 
 impl Args {
@@ -55,7 +62,7 @@ impl Args {
             system_log.insert("path", p.display().to_string());
         }
         doc! {
-            "net": {"bindIp": &self.bind_ip, "port": i32::from(self.port)},
+            "net": {"bindIp": &self.bind_ip, "port": i32::from(self.port), "maxIncomingConnections": self.max_conns},
             "storage": {"dbPath": self.dbpath.display().to_string()},
             "setParameter": params.clone(),
             "systemLog": system_log,
@@ -104,8 +111,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         parsed: args.parsed(&given),
     };
     let state = Arc::new(ServerState::new(catalog, params, cmdline, recent));
+    state
+        .connections
+        .max
+        .store(args.max_conns, Ordering::Relaxed);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(args.thread_stack_kib.max(64) * 1024)
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args, state.clone()))?;
@@ -192,15 +204,31 @@ async fn accept_loop(
     tx: tokio::sync::mpsc::UnboundedSender<tokio::task::JoinHandle<()>>,
 ) {
     let mut next_id: i64 = 0;
+    let mut errors = RateLimited::new("accept failed");
+    let mut refusals = RateLimited::new("connection refused: maxConns reached");
+    let mut backoff = Duration::from_millis(5);
     loop {
         let (stream, peer) = match listener.accept().await {
-            Ok(x) => x,
+            Ok(x) => {
+                backoff = Duration::from_millis(5);
+                x
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Out of file descriptors and the like: back off (up to 1 s) instead of
+                // spinning, and log once a second with the count of repeats.
+                errors.warn(&e.to_string());
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
                 continue;
             }
         };
+        let max = state.connections.max.load(Ordering::Relaxed);
+        if state.connections.current.load(Ordering::Relaxed) >= max {
+            state.connections.rejected.fetch_add(1, Ordering::Relaxed);
+            refusals.warn(&format!("{peer}: {max} connections open"));
+            drop(stream);
+            continue;
+        }
         next_id += 1;
         let conn = ConnInfo {
             id: next_id,
@@ -209,8 +237,9 @@ async fn accept_loop(
         tracing::info!(conn = next_id, peer = %peer, "connection accepted");
         let state = state.clone();
         let stop = stop.clone();
+        // Counted before the task starts so that the limit holds for a burst of accepts.
+        state.connections.current.fetch_add(1, Ordering::Relaxed);
         let handle = tokio::spawn(async move {
-            state.connections.current.fetch_add(1, Ordering::Relaxed);
             state
                 .connections
                 .total_created
@@ -221,6 +250,37 @@ async fn accept_loop(
         if tx.send(handle).is_err() {
             return;
         }
+    }
+}
+
+/// A warning logged at most once a second, with the number of repeats in between.
+struct RateLimited {
+    what: &'static str,
+    last: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl RateLimited {
+    fn new(what: &'static str) -> RateLimited {
+        RateLimited {
+            what,
+            last: None,
+            suppressed: 0,
+        }
+    }
+
+    fn warn(&mut self, detail: &str) {
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            self.suppressed += 1;
+            return;
+        }
+        tracing::warn!(error = %detail, repeated = self.suppressed, "{}", self.what);
+        self.last = Some(now);
+        self.suppressed = 0;
     }
 }
 

@@ -41,17 +41,40 @@ pub struct Engine {
     group: Arc<GroupCommit>,
 }
 
+/// Longest key the engine takes (fjall: 64 KiB; it panics beyond). Callers bound their
+/// keys well below it; a batch holding a longer one is refused whole by [`Engine::apply`].
+pub const MAX_KEY_LEN: usize = u16::MAX as usize;
+
+/// Longest value the engine takes (fjall: 2^32 bytes).
+pub const MAX_VALUE_LEN: usize = u32::MAX as usize;
+
 /// A set of writes applied atomically by [`Engine::commit`].
 pub struct Batch {
     inner: fjall::OwnedWriteBatch,
+    /// The first key or value the engine cannot take: the batch then applies nothing.
+    refused: Option<StorageError>,
 }
 
 impl Batch {
     pub fn put(&mut self, tree: &Tree, key: &[u8], value: &[u8]) {
-        self.inner.insert(&tree.ks, key, value);
+        if self.fits(key) && value.len() > MAX_VALUE_LEN {
+            self.refused = Some(StorageError::ValueTooLarge(value.len()));
+        }
+        if self.refused.is_none() {
+            self.inner.insert(&tree.ks, key, value);
+        }
     }
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) {
-        self.inner.remove(&tree.ks, key);
+        if self.fits(key) {
+            self.inner.remove(&tree.ks, key);
+        }
+    }
+    /// Records a key too long for the engine; false when the batch is refused.
+    fn fits(&mut self, key: &[u8]) -> bool {
+        if key.len() > MAX_KEY_LEN && self.refused.is_none() {
+            self.refused = Some(StorageError::KeyTooLarge(key.len()));
+        }
+        self.refused.is_none()
     }
     pub fn is_empty(&self) -> bool {
         self.inner.is_empty()
@@ -167,6 +190,7 @@ impl Engine {
     pub fn batch(&self) -> Batch {
         Batch {
             inner: self.db.batch(),
+            refused: None,
         }
     }
 
@@ -181,6 +205,9 @@ impl Engine {
     /// the ticket to pass to [`Engine::wait_durable`]. Lets a caller release its locks
     /// before waiting for the sync, so that other writers join the same sync.
     pub fn apply(&self, batch: Batch) -> Result<u64> {
+        if let Some(e) = batch.refused {
+            return Err(e);
+        }
         if batch.is_empty() {
             return Ok(0);
         }

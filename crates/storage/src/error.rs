@@ -9,6 +9,10 @@ pub enum StorageError {
     Io(#[from] std::io::Error),
     #[error("invalid tree name {0:?}")]
     InvalidTreeName(String),
+    #[error("a storage key of {0} bytes is over the engine's limit of 65535")]
+    KeyTooLarge(usize),
+    #[error("a stored value of {0} bytes is over the engine's limit")]
+    ValueTooLarge(usize),
 }
 
 pub type Result<T> = std::result::Result<T, StorageError>;

@@ -165,6 +165,13 @@ impl BucketCatalog {
 
     /// Validates a measurement's time: a BSON date in the time field.
     pub fn check_time(&self, m: &Document) -> Result<i64, TsError> {
+        let size = hourglass_query::bson_size::bson_size(m);
+        let max = hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
+        if size > max {
+            return Err(TsError::TooLarge(format!(
+                "Measurement of {size} bytes is over the maximum document size of {max} bytes"
+            )));
+        }
         match m.get(&self.options.time_field) {
             Some(Bson::DateTime(d)) => Ok(d.timestamp_millis()),
             _ => Err(time_error(&self.options.time_field)),

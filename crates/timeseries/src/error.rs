@@ -17,6 +17,9 @@ pub enum TsError {
     /// Code 72 `InvalidOptions`.
     #[error("{0}")]
     InvalidOptions(String),
+    /// Code 10334 `BSONObjectTooLarge`: a measurement over 16 MiB.
+    #[error("{0}")]
+    TooLarge(String),
     /// Code 40414 `Location40414`: a required IDL field is missing.
     #[error("{0}")]
     MissingField(String),
@@ -33,6 +36,7 @@ impl TsError {
             TsError::TypeMismatch(_) => 14,
             TsError::CorruptBucket(_) => 22,
             TsError::InvalidOptions(_) => 72,
+            TsError::TooLarge(_) => 10334,
             TsError::MissingField(_) => 40414,
             TsError::UnknownField(_) => 40415,
         }
@@ -45,6 +49,7 @@ impl TsError {
             TsError::TypeMismatch(_) => "TypeMismatch",
             TsError::CorruptBucket(_) => "InvalidBSON",
             TsError::InvalidOptions(_) => "InvalidOptions",
+            TsError::TooLarge(_) => "BSONObjectTooLarge",
             TsError::MissingField(_) => "Location40414",
             TsError::UnknownField(_) => "Location40415",
         }
@@ -57,6 +62,7 @@ impl TsError {
             | TsError::TypeMismatch(m)
             | TsError::CorruptBucket(m)
             | TsError::InvalidOptions(m)
+            | TsError::TooLarge(m)
             | TsError::MissingField(m)
             | TsError::UnknownField(m) => m,
         }

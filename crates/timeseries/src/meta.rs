@@ -38,7 +38,8 @@ pub fn meta_key(v: Option<&Bson>) -> Vec<u8> {
                 out = format!("{d:?}").into_bytes();
                 out.insert(0, 0xff);
             }
-            out
+            // Bounded so that a meta value of any size can be part of a storage key.
+            hourglass_catalog::keystring::bounded(out)
         }
     }
 }

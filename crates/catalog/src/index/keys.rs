@@ -124,11 +124,16 @@ fn path_crosses_array(doc: &Document, path: &str) -> bool {
     false
 }
 
-/// Appends the encoding of `value` for `part` to `key`.
+/// Appends the encoding of `value` for `part` to `key` (bounded in length: see
+/// [`keystring::bounded`]).
 pub fn append_field(key: &mut Vec<u8>, part: &KeyPart, value: &Bson) {
     match part.kind {
-        KeyKind::Asc => key.extend_from_slice(&keystring::encode(value)),
-        KeyKind::Desc => key.extend(keystring::encode(value).into_iter().map(|b| !b)),
+        KeyKind::Asc => key.extend_from_slice(&keystring::bounded(keystring::encode(value))),
+        KeyKind::Desc => key.extend(
+            keystring::bounded(keystring::encode(value))
+                .into_iter()
+                .map(|b| !b),
+        ),
         KeyKind::Hashed => key.extend_from_slice(&keystring::encode(&hashed_value(value))),
     }
 }

@@ -4,7 +4,7 @@
 
 use super::keys::{document_keys, key_value_document, EntryKey};
 use super::Index;
-use crate::collection::{encode, Collection};
+use crate::collection::{encode, Collection, StoreFor};
 use crate::error::{CatalogError, Result};
 use crate::keystring;
 use bson::{Bson, Document};
@@ -95,12 +95,12 @@ impl<'a> Staging<'a> {
     /// Stages a new document (which must already carry its `_id`).
     pub fn insert(&mut self, doc: &Document) -> Result<()> {
         let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        let id_key = keystring::encode(&id);
+        let id_key = keystring::id_key(&id);
         if self.pending_ids.contains(&id_key) || self.snap.get(self.coll.tree(), &id_key)?.is_some()
         {
             return Err(self.coll.duplicate(&id));
         }
-        let bytes = encode(doc)?;
+        let bytes = encode(doc, StoreFor::Insert)?;
         let keys = self.keys_of(doc)?;
         for (n, (entries, _)) in keys.iter().enumerate() {
             for e in entries {
@@ -121,8 +121,8 @@ impl<'a> Staging<'a> {
     /// Stages the replacement of `old` by `new` (same `_id`).
     pub fn replace(&mut self, old: &Document, new: &Document) -> Result<()> {
         let id = new.get("_id").cloned().unwrap_or(Bson::Null);
-        let id_key = keystring::encode(&id);
-        let bytes = encode(new)?;
+        let id_key = keystring::id_key(&id);
+        let bytes = encode(new, StoreFor::Update)?;
         let old_keys = self.keys_of(old)?;
         let new_keys = self.keys_of(new)?;
         let mut changes = Vec::with_capacity(old_keys.len());
@@ -150,7 +150,7 @@ impl<'a> Staging<'a> {
     /// Stages the removal of `old` and its index entries.
     pub fn remove(&mut self, old: &Document) -> Result<()> {
         let id = old.get("_id").cloned().unwrap_or(Bson::Null);
-        let id_key = keystring::encode(&id);
+        let id_key = keystring::id_key(&id);
         // A stored document whose keys can no longer be computed still has to go.
         let keys = self.keys_of(old).unwrap_or_default();
         for (n, (entries, _)) in keys.iter().enumerate() {

@@ -3,6 +3,7 @@
 
 use crate::error::CommandError;
 use crate::state::ServerState;
+use crate::wire::{DocSequence, MAX_WRITE_BATCH};
 use bson::{Bson, Document};
 use std::sync::Arc;
 
@@ -20,7 +21,32 @@ pub struct Request {
     pub body: Document,
     /// OP_MSG kind-1 document sequences (e.g. insert's `documents`), kept apart from
     /// the body so that handlers can take them without copying.
-    pub sequences: parking_lot::Mutex<Vec<(String, Vec<Document>)>>,
+    pub sequences: parking_lot::Mutex<Vec<(String, DocSequence)>>,
+    /// Stops the command: killOp, maxTimeMS, or the client disconnecting.
+    pub interrupt: Arc<hourglass_query::interrupt::Interrupt>,
+}
+
+/// Checks the number of statements in a write command.
+pub fn check_batch_len(n: usize) -> Result<(), CommandError> {
+    if n == 0 {
+        return Err(batch_len_error(n));
+    }
+    check_batch_len_below(n, MAX_WRITE_BATCH)
+}
+
+fn check_batch_len_below(n: usize, max: usize) -> Result<(), CommandError> {
+    if n > max {
+        return Err(batch_len_error(n));
+    }
+    Ok(())
+}
+
+fn batch_len_error(n: usize) -> CommandError {
+    CommandError::new(
+        16,
+        "InvalidLength",
+        format!("Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} operations."),
+    )
 }
 
 /// Fields every command may carry that handlers do not interpret.
@@ -118,9 +144,27 @@ impl Request {
     /// the document sequence of that name (taken, not copied: call once per field) or
     /// from the body.
     pub fn documents(&self, field: &str) -> Result<Vec<Document>, CommandError> {
+        self.documents_bounded(field, usize::MAX)
+    }
+
+    /// The statements of a write command (`documents`, `updates`, `deletes`): between 1 and
+    /// maxWriteBatchSize of them, counted before any is decoded.
+    pub fn write_statements(&self, field: &str) -> Result<Vec<Document>, CommandError> {
+        let docs = self.documents_bounded(field, MAX_WRITE_BATCH)?;
+        check_batch_len(docs.len())?;
+        Ok(docs)
+    }
+
+    fn documents_bounded(&self, field: &str, max: usize) -> Result<Vec<Document>, CommandError> {
         let mut sequences = self.sequences.lock();
         if let Some(pos) = sequences.iter().position(|(name, _)| name == field) {
-            return Ok(sequences.swap_remove(pos).1);
+            let seq = sequences.swap_remove(pos).1;
+            drop(sequences);
+            check_batch_len_below(seq.len(), max)?;
+            return seq.decode().map_err(|e| {
+                let (code, name) = e.code();
+                CommandError::new(code, name, e.to_string())
+            });
         }
         drop(sequences);
         match self.body.get(field) {

@@ -1,6 +1,5 @@
 //! `delete`: a list of delete statements (`q`, `limit` 0 = all, 1 = one).
 
-use super::insert::check_batch_len;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -48,8 +47,7 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
 pub fn delete(req: &Request) -> CmdResult {
     req.check_fields(&["deletes", "ordered", "let"])?;
     let coll = req.collection()?;
-    let stmts = req.documents("deletes")?;
-    check_batch_len(stmts.len())?;
+    let stmts = req.write_statements("deletes")?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let mut n = 0u64;
     let mut errors = Vec::new();

@@ -106,8 +106,9 @@ pub fn server_status(req: &Request) -> CmdResult {
         "localTime": bson::DateTime::now(),
         "connections": {
             "current": c.current.load(Ordering::Relaxed) as i32,
-            "available": 1_000_000 - c.current.load(Ordering::Relaxed) as i32,
+            "available": (c.max.load(Ordering::Relaxed) - c.current.load(Ordering::Relaxed)).max(0) as i32,
             "totalCreated": c.total_created.load(Ordering::Relaxed) as i64,
+            "rejected": c.rejected.load(Ordering::Relaxed) as i64,
             "active": c.active.load(Ordering::Relaxed) as i32,
         },
         "opcounters": {

@@ -239,6 +239,7 @@ pub fn explain(req: &Request) -> CmdResult {
             db,
             body,
             sequences: parking_lot::Mutex::new(Vec::new()),
+            interrupt: req.interrupt.clone(),
         };
         let mut reply = super::aggregate::aggregate(&sub)?;
         reply.insert("command", inner);

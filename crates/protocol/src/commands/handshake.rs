@@ -5,9 +5,9 @@ use super::Request;
 use crate::error::CmdResult;
 use bson::{doc, Document};
 
-pub const MAX_BSON_OBJECT_SIZE: i32 = 16 * 1024 * 1024;
-pub const MAX_MESSAGE_SIZE_BYTES: i32 = 48_000_000;
-pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
+pub const MAX_BSON_OBJECT_SIZE: i32 = hourglass_query::limits::MAX_BSON_OBJECT_SIZE as i32;
+pub const MAX_MESSAGE_SIZE_BYTES: i32 = crate::wire::MAX_MESSAGE_SIZE as i32;
+pub const MAX_WRITE_BATCH_SIZE: i32 = crate::wire::MAX_WRITE_BATCH as i32;
 /// The wire version of MongoDB 7.0.
 pub const MAX_WIRE_VERSION: i32 = 21;
 

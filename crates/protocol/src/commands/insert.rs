@@ -7,23 +7,6 @@ use crate::state::OpCounters;
 use bson::{doc, Document};
 use hourglass_catalog::CatalogError;
 
-/// maxWriteBatchSize advertised by `hello`.
-pub const MAX_WRITE_BATCH: usize = 100_000;
-
-/// Checks the number of statements in a write command.
-pub fn check_batch_len(n: usize) -> Result<(), CommandError> {
-    if n == 0 || n > MAX_WRITE_BATCH {
-        return Err(CommandError::new(
-            16,
-            "InvalidLength",
-            format!(
-                "Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} operations."
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// One entry of `writeErrors`.
 pub fn write_error(index: usize, e: &CatalogError) -> Document {
     let mut d = doc! {"index": index as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()};
@@ -42,8 +25,7 @@ pub fn write_error(index: usize, e: &CatalogError) -> Document {
 pub fn insert(req: &Request) -> CmdResult {
     req.check_fields(&["documents", "ordered"])?;
     let coll = req.collection()?;
-    let docs = req.documents("documents")?;
-    check_batch_len(docs.len())?;
+    let docs = req.write_statements("documents")?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let n = docs.len() as u64;
     let (inserted, errors): (usize, Vec<Document>) = match Target::resolve(req, &coll) {

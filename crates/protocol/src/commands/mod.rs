@@ -271,10 +271,17 @@ pub fn dispatch(req: &Request) -> Document {
         "getMore" => "getmore",
         _ => "command",
     };
-    let _op = req
-        .state
-        .ops
-        .begin(req.conn.id, &req.conn.peer, ns, kind, &req.body);
+    if let Err(e) = apply_max_time(req) {
+        return e.to_reply();
+    }
+    let _op = req.state.ops.begin(
+        req.conn.id,
+        &req.conn.peer,
+        ns,
+        kind,
+        &req.body,
+        req.interrupt.clone(),
+    );
     match (command.handler)(req) {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {
@@ -286,6 +293,41 @@ pub fn dispatch(req: &Request) -> Document {
             tracing::debug!(command = %name, error = %e, "command failed");
             e.to_reply()
         }
+    }
+}
+
+/// Sets the deadline of `maxTimeMS` (a non-negative 32-bit count of milliseconds; 0 means
+/// none), as MongoDB parses it.
+fn apply_max_time(req: &Request) -> Result<(), CommandError> {
+    let Some(v) = req.body.get("maxTimeMS") else {
+        return Ok(());
+    };
+    let ms = match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(d) if d.fract() == 0.0 && d.is_finite() => Some(*d as i64),
+        Bson::Null => Some(0),
+        _ => None,
+    };
+    match ms {
+        Some(ms) if (0..=i64::from(i32::MAX)).contains(&ms) => {
+            if ms > 0 {
+                req.interrupt.set_deadline(
+                    std::time::Instant::now() + std::time::Duration::from_millis(ms as u64),
+                );
+            }
+            Ok(())
+        }
+        Some(_) => Err(CommandError::new(
+            2,
+            "BadValue",
+            format!("{v} value for maxTimeMS is out of range [0, 2147483647]"),
+        )),
+        None => Err(CommandError::new(
+            2,
+            "BadValue",
+            "maxTimeMS must be a number",
+        )),
     }
 }
 

@@ -1,6 +1,5 @@
 //! `update`: a list of update statements (`q`, `u`, `multi`, `upsert`), ordered or not.
 
-use super::insert::check_batch_len;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -136,8 +135,7 @@ fn run_statement(
 pub fn update(req: &Request) -> CmdResult {
     req.check_fields(&["updates", "ordered", "let"])?;
     let coll = req.collection()?;
-    let stmts = req.documents("updates")?;
-    check_batch_len(stmts.len())?;
+    let stmts = req.write_statements("updates")?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();

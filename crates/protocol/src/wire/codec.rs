@@ -1,6 +1,7 @@
 //! Byte-level codec of MongoDB wire messages.
 
-use bson::Document;
+use bson::{Document, RawDocument};
+use hourglass_query::limits::{check_raw_document, RawCheckError, MAX_BSON_DEPTH};
 
 pub const HEADER_LEN: usize = 16;
 /// maxMessageSizeBytes advertised by `hello`.
@@ -34,13 +35,39 @@ pub enum WireError {
     BadSectionKind(u8),
     #[error("OP_MSG must have exactly one body section, found {0}")]
     BodyCount(usize),
+    #[error("BSONObj exceeds maximum nested object depth: {0}")]
+    TooDeep(usize),
+    #[error("Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {0} operations.")]
+    BatchTooLarge(usize),
 }
+
+/// maxWriteBatchSize advertised by `hello`: statements in one insert, update or delete.
+pub const MAX_WRITE_BATCH: usize = 100_000;
+
+/// Commands whose statements arrive as one array and are bounded by [`MAX_WRITE_BATCH`],
+/// with the name of that array.
+const WRITE_BATCHES: &[(&str, &str)] = &[
+    ("insert", "documents"),
+    ("update", "updates"),
+    ("delete", "deletes"),
+];
 
 impl WireError {
     /// MongoDB's error code for this failure, used when the connection can still answer.
+    /// Whether the connection can still answer with an error reply (the frame was read
+    /// whole, only its content is refused).
+    pub fn answerable(&self) -> bool {
+        matches!(
+            self,
+            WireError::InvalidBson(_) | WireError::TooDeep(_) | WireError::BatchTooLarge(_)
+        )
+    }
+
     pub fn code(&self) -> (i32, &'static str) {
         match self {
             WireError::InvalidBson(_) => (22, "InvalidBSON"),
+            WireError::TooDeep(_) => (15, "Overflow"),
+            WireError::BatchTooLarge(_) => (16, "InvalidLength"),
             WireError::ChecksumMismatch { .. } => (9, "FailedToParse"),
             WireError::BadLength(_) => (10334, "BSONObjectTooLarge"),
             _ => (9, "FailedToParse"),
@@ -85,7 +112,52 @@ fn i32_at(b: &[u8], at: usize) -> i32 {
 pub struct OpMsg {
     pub flags: u32,
     pub body: Document,
-    pub sequences: Vec<(String, Vec<Document>)>,
+    pub sequences: Vec<(String, DocSequence)>,
+    /// Elements in the whole message, at every level: what a decoded copy costs.
+    pub elements: usize,
+}
+
+/// A kind-1 document sequence, validated but not decoded: a handler decodes it when it
+/// takes it, after checking how many documents it holds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DocSequence {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl DocSequence {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Decodes the documents (each was validated when the message was read).
+    pub fn decode(&self) -> Result<Vec<Document>, WireError> {
+        let mut out = Vec::with_capacity(self.count);
+        let mut rest = &self.bytes[..];
+        while !rest.is_empty() {
+            let (doc, used) = read_document(rest)?;
+            out.push(doc);
+            rest = &rest[used..];
+        }
+        Ok(out)
+    }
+
+    /// A sequence of already-valid documents (for requests built by the server itself).
+    pub fn from_documents(docs: &[Document]) -> Result<DocSequence, WireError> {
+        let mut bytes = Vec::new();
+        for d in docs {
+            d.to_writer(&mut bytes)
+                .map_err(|e| WireError::InvalidBson(e.to_string()))?;
+        }
+        Ok(DocSequence {
+            bytes,
+            count: docs.len(),
+        })
+    }
 }
 
 impl OpMsg {
@@ -110,8 +182,33 @@ pub enum Message {
     Query(OpQuery),
 }
 
-/// Reads one BSON document at the start of `b`, returning it and its length.
+/// Checks the BSON document at the start of `b` (structure and nesting depth, without
+/// recursion), returning it and its length.
+fn check_document(b: &[u8]) -> Result<(&RawDocument, usize, usize), WireError> {
+    let len = framed_len(b)?;
+    let raw =
+        RawDocument::from_bytes(&b[..len]).map_err(|e| WireError::InvalidBson(e.to_string()))?;
+    let stats = check_raw_document(raw, MAX_BSON_DEPTH).map_err(|e| match e {
+        RawCheckError::Invalid(m) => WireError::InvalidBson(m),
+        RawCheckError::TooDeep { limit } => WireError::TooDeep(limit),
+    })?;
+    Ok((raw, len, stats.elements))
+}
+
+/// Reads one BSON document at the start of `b` (checked first: decoding recurses, so the
+/// depth must be known to be bounded), returning it and its length.
 fn read_document(b: &[u8]) -> Result<(Document, usize), WireError> {
+    let (raw, len, _) = check_document(b)?;
+    let doc = raw_to_document(raw)?;
+    Ok((doc, len))
+}
+
+fn raw_to_document(raw: &RawDocument) -> Result<Document, WireError> {
+    bson::from_slice::<Document>(raw.as_bytes()).map_err(|e| WireError::InvalidBson(e.to_string()))
+}
+
+/// The length a document at the start of `b` announces, checked against the bytes there.
+fn framed_len(b: &[u8]) -> Result<usize, WireError> {
     if b.len() < 5 {
         return Err(WireError::Truncated("document length"));
     }
@@ -122,10 +219,25 @@ fn read_document(b: &[u8]) -> Result<(Document, usize), WireError> {
             b.len()
         )));
     }
-    let len = len as usize;
-    let doc = bson::from_slice::<Document>(&b[..len])
-        .map_err(|e| WireError::InvalidBson(e.to_string()))?;
-    Ok((doc, len))
+    Ok(len as usize)
+}
+
+/// Refuses an insert/update/delete body whose statement array is over [`MAX_WRITE_BATCH`],
+/// before anything of it is decoded.
+fn check_write_batch(body: &RawDocument) -> Result<(), WireError> {
+    let Some(Ok((name, _))) = body.into_iter().next() else {
+        return Ok(());
+    };
+    let Some((_, field)) = WRITE_BATCHES.iter().find(|(c, _)| *c == name) else {
+        return Ok(());
+    };
+    if let Ok(Some(bson::raw::RawBsonRef::Array(items))) = body.get(field) {
+        let n = items.into_iter().count();
+        if n > MAX_WRITE_BATCH {
+            return Err(WireError::BatchTooLarge(n));
+        }
+    }
+    Ok(())
 }
 
 fn read_cstring(b: &[u8]) -> Result<(String, usize), WireError> {
@@ -176,13 +288,15 @@ fn parse_op_msg(whole: &[u8], body: &[u8]) -> Result<OpMsg, WireError> {
     }
     let mut bodies = Vec::new();
     let mut sequences = Vec::new();
+    let mut elements = 0;
     while !sections.is_empty() {
         let kind = sections[0];
         sections = &sections[1..];
         match kind {
             0 => {
-                let (doc, used) = read_document(sections)?;
-                bodies.push(doc);
+                let (raw, used, n) = check_document(sections)?;
+                elements += n;
+                bodies.push(raw);
                 sections = &sections[used..];
             }
             1 => {
@@ -196,26 +310,33 @@ fn parse_op_msg(whole: &[u8], body: &[u8]) -> Result<OpMsg, WireError> {
                 let mut seq = &sections[4..size as usize];
                 let (name, used) = read_cstring(seq)?;
                 seq = &seq[used..];
-                let mut docs = Vec::new();
+                let bytes = seq.to_vec();
+                let mut count = 0;
                 while !seq.is_empty() {
-                    let (doc, used) = read_document(seq)?;
-                    docs.push(doc);
+                    let (_, used, n) = check_document(seq)?;
+                    elements += n + 1;
+                    count += 1;
                     seq = &seq[used..];
                 }
-                sequences.push((name, docs));
+                if count > MAX_WRITE_BATCH {
+                    return Err(WireError::BatchTooLarge(count));
+                }
+                sequences.push((name, DocSequence { bytes, count }));
                 sections = &sections[size as usize..];
             }
             k => return Err(WireError::BadSectionKind(k)),
         }
     }
-    if bodies.len() != 1 {
+    let [raw_body] = bodies[..] else {
         return Err(WireError::BodyCount(bodies.len()));
-    }
-    let body = bodies.pop().unwrap_or_default();
+    };
+    check_write_batch(raw_body)?;
+    let body = raw_to_document(raw_body)?;
     Ok(OpMsg {
         flags,
         body,
         sequences,
+        elements,
     })
 }
 
@@ -333,6 +454,7 @@ mod tests {
         assert_eq!(m.sequences.len(), 1);
         assert_eq!(m.sequences[0].0, "documents");
         assert_eq!(m.sequences[0].1.len(), 2);
+        assert_eq!(m.sequences[0].1.decode().unwrap().len(), 2);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod bson_write;
 pub mod codec;
 
 pub use codec::{
-    encode_op_msg, encode_op_reply, parse_message, Header, Message, OpMsg, OpQuery, WireError,
-    HEADER_LEN, MAX_MESSAGE_SIZE, OP_COMPRESSED, OP_MSG, OP_QUERY, OP_REPLY,
+    encode_op_msg, encode_op_reply, parse_message, DocSequence, Header, Message, OpMsg, OpQuery,
+    WireError, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH, OP_COMPRESSED, OP_MSG, OP_QUERY,
+    OP_REPLY,
 };

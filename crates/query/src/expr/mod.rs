@@ -141,6 +141,9 @@ fn parse_field_path(s: &str) -> Result<Vec<String>, QueryError> {
         ));
     }
     let parts: Vec<String> = s.split('.').map(String::from).collect();
+    if parts.len() > crate::limits::MAX_BSON_DEPTH {
+        return Err(QueryError::Overflow("FieldPath is too long".into()));
+    }
     if parts.iter().any(String::is_empty) {
         return Err(QueryError::loc(
             15998,

@@ -184,6 +184,16 @@ fn seed_conflicts(doc: &Document, parts: &[&str]) -> bool {
     }
 }
 
+/// A filter path may have at most as many components as a stored document has levels
+/// (MongoDB: 5729100 "FieldPath is too long").
+fn check_path_length(path: &str) -> Result<(), QueryError> {
+    let parts = path.bytes().filter(|&b| b == b'.').count() + 1;
+    if parts > crate::limits::MAX_USER_STORAGE_DEPTH {
+        return Err(QueryError::loc(5729100, "FieldPath is too long"));
+    }
+    Ok(())
+}
+
 pub(crate) fn parse_doc(spec: &Document) -> Result<Node, QueryError> {
     let mut nodes = Vec::new();
     for (key, value) in spec {
@@ -209,6 +219,7 @@ pub(crate) fn parse_doc(spec: &Document) -> Result<Node, QueryError> {
                 }
             }
         } else {
+            check_path_length(key)?;
             nodes.push(Node::Field {
                 path: key.clone(),
                 preds: parse_field_value(value)?,

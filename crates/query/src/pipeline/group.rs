@@ -71,6 +71,7 @@ pub(crate) fn group_by(
     let mut groups: Vec<(Bson, Document, Vec<Acc>)> = Vec::new();
     let mut used: u64 = 0;
     for doc in input {
+        crate::interrupt::check()?;
         let k = key(doc)?;
         let slot = match index.get(&OrdBson(k.clone())) {
             Some(i) => *i,

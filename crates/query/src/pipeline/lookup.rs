@@ -206,6 +206,7 @@ impl Lookup {
         let index = self.foreign.as_ref().map(|ff| foreign_index(&foreign, ff));
         let mut out = Vec::with_capacity(docs.len());
         for doc in docs {
+            crate::interrupt::check()?;
             let mut matched: Vec<Document> = match (&self.local, &self.foreign, &index) {
                 (Some(local), Some(ff), Some(index)) => {
                     let values = match crate::expr::Expr::field(local).eval_optional(&doc)? {
@@ -253,6 +254,18 @@ impl Lookup {
                     })
                     .collect();
                 matched = Pipeline::parse(&bound)?.run_with(matched, opts)?;
+            }
+            // The joined array lives in one document: MongoDB's 16 MB document bound.
+            let size: u64 = matched
+                .iter()
+                .map(|d| crate::bson_size::bson_size(d) as u64)
+                .sum();
+            let max = crate::limits::MAX_INTERNAL_OBJECT_SIZE as u64;
+            if size > max {
+                return Err(QueryError::loc(
+                    4568,
+                    format!("Total size of documents in {} matching pipeline's $lookup stage exceeds {max} bytes", self.from.as_ref().map(|(_, c)| c.as_str()).unwrap_or("")),
+                ));
             }
             let mut new = doc;
             let parts: Vec<&str> = self.as_field.split('.').collect();

@@ -5,24 +5,33 @@ use bson::{Bson, Document};
 
 use crate::error::QueryError;
 
-/// Approximate in-memory size of a value in bytes.
+/// Bytes a value takes in place (the `Bson` enum itself).
+const VALUE: u64 = std::mem::size_of::<Bson>() as u64;
+
+/// Bytes a document field takes besides its value and name bytes: the key's `String`
+/// header and the map's hash and index slots.
+const FIELD: u64 = std::mem::size_of::<String>() as u64 + 16;
+
+/// Approximate in-memory size of a value in bytes: what the allocator really holds, so
+/// that a 100 MB limit is hit near 100 MB of process memory.
 pub fn approx_size(v: &Bson) -> u64 {
-    16 + match v {
-        Bson::String(s) => s.len() as u64,
-        Bson::Document(d) => doc_size(d),
-        Bson::Array(a) => a.iter().map(approx_size).sum(),
-        Bson::Binary(b) => b.bytes.len() as u64,
-        Bson::RegularExpression(r) => (r.pattern.len() + r.options.len()) as u64,
-        Bson::JavaScriptCode(c) => c.len() as u64,
-        _ => 8,
-    }
+    VALUE
+        + match v {
+            Bson::String(s) => s.len() as u64,
+            Bson::Document(d) => doc_size(d),
+            Bson::Array(a) => a.iter().map(approx_size).sum(),
+            Bson::Binary(b) => b.bytes.len() as u64,
+            Bson::RegularExpression(r) => (r.pattern.len() + r.options.len()) as u64,
+            Bson::JavaScriptCode(c) => c.len() as u64,
+            _ => 8,
+        }
 }
 
 /// Approximate in-memory size of a document in bytes.
 pub fn doc_size(d: &Document) -> u64 {
-    16 + d
+    64 + d
         .iter()
-        .map(|(k, v)| k.len() as u64 + approx_size(v))
+        .map(|(k, v)| FIELD + k.len() as u64 + approx_size(v))
         .sum::<u64>()
 }
 

@@ -102,9 +102,22 @@ const UPDATE_STAGES: &[&str] = &[
     "$replaceWith",
 ];
 
+/// MongoDB's `internalPipelineLengthLimit` check, made before any stage is parsed.
+fn check_length(n: usize) -> Result<(), QueryError> {
+    let max = crate::limits::MAX_PIPELINE_LENGTH;
+    if n > max {
+        return Err(QueryError::loc(
+            7749501,
+            format!("Pipeline length must be no longer than {max} stages."),
+        ));
+    }
+    Ok(())
+}
+
 impl Pipeline {
     /// Parses a list of stage documents.
     pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        check_length(stages.len())?;
         let parsed: Vec<Stage> = stages.iter().map(parse_stage).collect::<Result<_, _>>()?;
         for (i, st) in parsed.iter().enumerate() {
             let name = match st {
@@ -140,6 +153,7 @@ impl Pipeline {
 
     /// Parses a pipeline used as an update (only document-shaping stages).
     pub fn parse_for_update(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        check_length(stages.len())?;
         for s in stages {
             if let Some(name) = s.keys().next() {
                 if s.len() == 1 && !UPDATE_STAGES.contains(&name.as_str()) {
@@ -189,6 +203,12 @@ impl Pipeline {
                 opts.limits.check_sort(used)?;
                 continue;
             }
+            // $lookup gives one output per input: a $limit after it limits its input, so
+            // the join runs only for the documents that are returned.
+            if let (Stage::Lookup(_), Some(Stage::Limit(k))) = (stage, self.stages.get(i + 1)) {
+                docs.truncate(usize::try_from(*k).unwrap_or(usize::MAX));
+            }
+            crate::interrupt::check()?;
             docs = run_stage(stage, docs, opts)?;
         }
         Ok(docs)
@@ -479,7 +499,7 @@ fn run_stage(
             spec.sort(&mut out);
             out
         }
-        Stage::Unwind(u) => u.run(docs),
+        Stage::Unwind(u) => u.run(docs)?,
         Stage::Bucket(b) => b.run(docs, limits)?,
         Stage::BucketAuto(b) => b.run(docs, limits)?,
         Stage::Facet(facets) => {

@@ -71,15 +71,24 @@ impl Unwind {
         }
     }
 
-    /// Unwinds each input document.
-    pub fn run(&self, docs: Vec<Document>) -> Vec<Document> {
+    /// Unwinds each input document. Linear in the output: the array is taken out of the
+    /// document before the copies are made, so each copy costs only the other fields.
+    pub fn run(&self, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
         let parts: Vec<&str> = self.path.iter().map(String::as_str).collect();
         let mut out = Vec::new();
-        for doc in docs {
-            let value = get_doc_path(&doc, &parts).cloned();
+        for mut doc in docs {
+            crate::interrupt::check()?;
+            let value = match get_doc_path_mut(&mut doc, &parts) {
+                Some(slot @ Bson::Array(_)) => Some(std::mem::replace(slot, Bson::Null)),
+                Some(other) => Some(other.clone()),
+                None => None,
+            };
             match value {
                 Some(Bson::Array(items)) if !items.is_empty() => {
                     for (i, item) in items.into_iter().enumerate() {
+                        if i % 1024 == 1023 {
+                            crate::interrupt::check()?;
+                        }
                         let mut d = doc.clone();
                         crate::path::set_doc_path(&mut d, &parts, item);
                         if let Some(name) = &self.include_index {
@@ -109,20 +118,20 @@ impl Unwind {
                 }
             }
         }
-        out
+        Ok(out)
     }
 }
 
-fn get_doc_path<'a>(doc: &'a Document, parts: &[&str]) -> Option<&'a Bson> {
-    let (first, rest) = parts.split_first()?;
-    let v = doc.get(*first)?;
-    if rest.is_empty() {
-        return Some(v);
+fn get_doc_path_mut<'a>(doc: &'a mut Document, parts: &[&str]) -> Option<&'a mut Bson> {
+    let (last, init) = parts.split_last()?;
+    let mut cur = doc;
+    for p in init {
+        match cur.get_mut(*p)? {
+            Bson::Document(d) => cur = d,
+            _ => return None,
+        }
     }
-    match v {
-        Bson::Document(d) => get_doc_path(d, rest),
-        _ => None,
-    }
+    cur.get_mut(*last)
 }
 
 fn remove_path(doc: &mut Document, parts: &[&str]) {
@@ -145,7 +154,7 @@ mod tests {
     use bson::doc;
 
     fn unwind(spec: Bson, docs: Vec<Document>) -> Vec<Document> {
-        Unwind::parse(&spec).unwrap().run(docs)
+        Unwind::parse(&spec).unwrap().run(docs).unwrap()
     }
 
     #[test]

@@ -15,6 +15,13 @@ pub fn parse_update_path(path: &str) -> Result<Vec<String>, QueryError> {
         ));
     }
     let parts: Vec<String> = path.split('.').map(String::from).collect();
+    // A longer path could only build a document deeper than may be stored.
+    let max = crate::limits::MAX_USER_STORAGE_DEPTH;
+    if parts.len() > max {
+        return Err(QueryError::Overflow(format!(
+            "Document exceeds maximum nesting depth of {max}"
+        )));
+    }
     for p in &parts {
         if p.is_empty() {
             return Err(QueryError::EmptyFieldName(format!(

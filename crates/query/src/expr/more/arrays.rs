@@ -232,18 +232,22 @@ fn range(a0: &Option<Bson>, a1: &Option<Bson>, a2: &Option<Bson>, n: usize) -> R
     } else {
         (start - end).max(0) / -step
     };
-    // MongoDB caps $range at 64 MB of values.
+    // MongoDB caps $range at 64 MB of values; counted here as the values really take.
     const LIMIT: i64 = 64 * 1024 * 1024;
-    if count.saturating_mul(16) > LIMIT {
+    const ITEM: i64 = std::mem::size_of::<Bson>() as i64;
+    if count.saturating_mul(ITEM) > LIMIT {
         return Err(QueryError::Foreign(
             146,
             "ExceededMemoryLimit",
-            format!("$range would use too much memory ({} bytes) and cannot spill to disk. Memory limit: {LIMIT} bytes", count.saturating_mul(16)),
+            format!("$range would use too much memory ({} bytes) and cannot spill to disk. Memory limit: {LIMIT} bytes", count.saturating_mul(ITEM)),
         ));
     }
     let mut out = Vec::new();
     let mut i = start;
     while (step > 0 && i < end) || (step < 0 && i > end) {
+        if out.len() % 4096 == 4095 {
+            crate::interrupt::check()?;
+        }
         out.push(Bson::Int32(i as i32));
         i += step;
     }
