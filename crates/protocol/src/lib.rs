@@ -6,6 +6,7 @@ pub mod commands;
 pub mod connection;
 pub mod cursor;
 pub mod error;
+pub mod fuzzing;
 pub mod ops;
 pub mod params;
 pub mod state;

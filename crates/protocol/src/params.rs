@@ -17,9 +17,11 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
         ("ttlMonitorEnabled", Bson::Boolean(true)),
         ("timeseriesBucketMaxCount", Bson::Int32(1000)),
         ("timeseriesBucketMaxSize", Bson::Int32(125 * 1024)),
+        // MongoDB's rule: 0 or less is 5% of the machine's memory, 1 to 100 a percentage
+        // of it, more a number of bytes (see `idle_bucket_threshold_bytes`).
         (
             "timeseriesIdleBucketExpiryMemoryUsageThreshold",
-            Bson::Int64(100 * 1024 * 1024),
+            Bson::Int64(0),
         ),
         ("logLevel", Bson::Int32(0)),
         // A frame whose bytes stop arriving for this long closes its connection.
@@ -38,6 +40,32 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
             Bson::Int64(100 * 1024 * 1024),
         ),
     ])
+}
+
+/// Physical memory of the machine (MemTotal), 0 when unknown.
+pub fn system_memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+/// `timeseriesIdleBucketExpiryMemoryUsageThreshold` in bytes, by MongoDB's rule: a value of
+/// 0 or less means 5% of the machine's memory, 1 to 100 that percentage of it, and a
+/// larger value a number of bytes.
+pub fn idle_bucket_threshold_bytes(value: i64) -> usize {
+    let memory = system_memory_bytes().max(1 << 30);
+    let bytes = match value {
+        i64::MIN..=0 => memory / 20,
+        1..=100 => memory / 100 * value as u64,
+        _ => value as u64,
+    };
+    usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
 /// Parameters a client may not change at run time.

@@ -104,6 +104,21 @@ pub struct ServerState {
     pub in_flight: InFlightBudget,
 }
 
+/// The bucket catalog's limits from the server parameters (read at startup and again
+/// whenever `setParameter` changes one of them).
+pub fn bucket_limits(params: &Parameters) -> Limits {
+    let defaults = Limits::default();
+    let param = |name: &str, default: usize| params.get_i64(name, default as i64).max(1) as usize;
+    Limits {
+        max_count: param("timeseriesBucketMaxCount", defaults.max_count),
+        max_size: param("timeseriesBucketMaxSize", defaults.max_size),
+        idle_memory_threshold: crate::params::idle_bucket_threshold_bytes(
+            params.get_i64("timeseriesIdleBucketExpiryMemoryUsageThreshold", 0),
+        ),
+        ..defaults
+    }
+}
+
 /// The process-wide budget of memory for requests in flight, in KiB permits.
 pub struct InFlightBudget {
     pub semaphore: tokio::sync::Semaphore,
@@ -129,19 +144,9 @@ impl ServerState {
         log: Arc<RecentLog>,
     ) -> ServerState {
         let timeseries = TimeseriesStore::default();
-        let defaults = Limits::default();
-        let param =
-            |name: &str, default: usize| params.get_i64(name, default as i64).max(1) as usize;
-        timeseries.set_limits(Limits {
-            max_count: param("timeseriesBucketMaxCount", defaults.max_count),
-            max_size: param("timeseriesBucketMaxSize", defaults.max_size),
-            idle_memory_threshold: param(
-                "timeseriesIdleBucketExpiryMemoryUsageThreshold",
-                defaults.idle_memory_threshold,
-            ),
-            ..defaults
-        });
-        let in_flight = InFlightBudget::new(param("maxInFlightRequestBytes", 1 << 30));
+        timeseries.set_limits(bucket_limits(&params));
+        let in_flight =
+            InFlightBudget::new(params.get_i64("maxInFlightRequestBytes", 1 << 30).max(1) as usize);
         ServerState {
             catalog,
             timeseries,

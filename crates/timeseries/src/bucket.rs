@@ -47,6 +47,11 @@
 //! size of every measurement without its meta field.
 
 use hourglass_query::bson_size::{bson_size, element_size};
+use hourglass_query::pipeline::mem::{approx_size, doc_size};
+
+/// Memory of an empty open bucket besides its meta value: the bucket and catalog entry
+/// structs, their map slots and the key of the series (measured order of magnitude).
+const BUCKET_OVERHEAD: usize = 1024;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -185,6 +190,10 @@ pub struct Bucket {
     pub min: Document,
     pub max: Document,
     pub size_bytes: usize,
+    /// Memory the open bucket holds, as allocated (documents in memory, the control
+    /// min/max and schema, the meta value in the catalog's maps): what the bucket
+    /// catalog's memory threshold counts.
+    pub heap_bytes: usize,
     pub time_field: String,
     pub meta_field: Option<String>,
     /// Data fields in first-seen order (the bucket's `data` order).
@@ -216,6 +225,7 @@ impl Bucket {
                 bson_size(&d)
             })
             .unwrap_or(0);
+        let heap_bytes = BUCKET_OVERHEAD + meta.as_ref().map_or(0, |m| 3 * approx_size(m) as usize);
         Bucket {
             id,
             min_time_ms,
@@ -225,6 +235,7 @@ impl Bucket {
             min: Document::new(),
             max: Document::new(),
             size_bytes,
+            heap_bytes,
             time_field: options.time_field.clone(),
             meta_field: options.meta_field.clone(),
             fields: Vec::new(),
@@ -276,6 +287,9 @@ impl Bucket {
     pub fn add(&mut self, m: Document) {
         let m = self.strip_meta(m);
         self.size_bytes += bson_size(&m);
+        // The first measurement also shapes min, max and the schema (about its size each).
+        let copies = if self.measurements.is_empty() { 4 } else { 1 };
+        self.heap_bytes += copies * doc_size(&m) as usize;
         for (k, v) in &m {
             if !self.schema.contains_key(k) {
                 self.fields.push(k.clone());

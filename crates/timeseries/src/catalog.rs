@@ -42,9 +42,50 @@ pub struct Limits {
     pub min_count: usize,
     /// Size cap of a bucket kept open for large measurements (12 MB).
     pub large_max_size: usize,
-    /// Total size of open buckets above which idle buckets are closed.
-    /// MongoDB uses a share of system memory; the default here is 100 MiB.
+    /// Memory of the open buckets of all collections together above which idle buckets
+    /// are closed (`timeseriesIdleBucketExpiryMemoryUsageThreshold`). One threshold for
+    /// the whole server, as MongoDB's.
     pub idle_memory_threshold: usize,
+}
+
+/// What every collection's bucket catalog shares: the limits (changed at run time by
+/// `setParameter`) and the memory all open buckets hold.
+#[derive(Debug, Default)]
+pub struct CatalogBudget {
+    limits: parking_lot::RwLock<Limits>,
+    memory: std::sync::atomic::AtomicUsize,
+}
+
+impl CatalogBudget {
+    pub fn limits(&self) -> Limits {
+        *self.limits.read()
+    }
+
+    pub fn set_limits(&self, limits: Limits) {
+        *self.limits.write() = limits;
+    }
+
+    /// Bytes held by the open buckets of every collection.
+    pub fn memory(&self) -> usize {
+        self.memory.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn add(&self, bytes: usize) {
+        self.memory
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn sub(&self, bytes: usize) {
+        let _ = self.memory.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |m| Some(m.saturating_sub(bytes)),
+        );
+    }
+
+    fn over_threshold(&self) -> bool {
+        self.memory() > self.limits().idle_memory_threshold
+    }
 }
 
 impl Default for Limits {
@@ -99,7 +140,7 @@ struct OpenBucket {
 #[derive(Debug)]
 pub struct BucketCatalog {
     options: TimeseriesOptions,
-    limits: Limits,
+    budget: Arc<CatalogBudget>,
     by_meta: HashMap<Vec<u8>, ObjectId>,
     buckets: HashMap<ObjectId, OpenBucket>,
     stats: BucketStats,
@@ -130,10 +171,10 @@ fn time_error(time_field: &str) -> TsError {
 }
 
 impl BucketCatalog {
-    pub fn new(options: TimeseriesOptions, limits: Limits) -> BucketCatalog {
+    pub fn new(options: TimeseriesOptions, budget: Arc<CatalogBudget>) -> BucketCatalog {
         BucketCatalog {
             options,
-            limits,
+            budget,
             by_meta: HashMap::new(),
             buckets: HashMap::new(),
             stats: BucketStats::default(),
@@ -148,12 +189,21 @@ impl BucketCatalog {
         &self.options
     }
 
-    pub fn limits(&self) -> &Limits {
-        &self.limits
+    pub fn limits(&self) -> Limits {
+        self.budget.limits()
     }
 
-    pub fn set_limits(&mut self, limits: Limits) {
-        self.limits = limits;
+    /// Counts `bytes` more held by this catalog's open buckets (and the shared budget).
+    fn charge(&mut self, bytes: usize) {
+        self.memory += bytes;
+        self.budget.add(bytes);
+    }
+
+    /// Counts `bytes` released by this catalog's open buckets.
+    fn release(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.memory);
+        self.memory -= bytes;
+        self.budget.sub(bytes);
     }
 
     /// Replaces the options (collMod); all open buckets are closed and
@@ -180,7 +230,7 @@ impl BucketCatalog {
 
     fn rollover_reason(&mut self, id: ObjectId, t: i64, m: &Document) -> Option<CloseReason> {
         let span = self.options.max_span_millis();
-        let limits = self.limits;
+        let limits = self.budget.limits();
         let ob = self.buckets.get_mut(&id)?;
         let b = &ob.bucket;
         if t.saturating_sub(b.min_time_ms) >= span {
@@ -228,7 +278,7 @@ impl BucketCatalog {
         if self.by_meta.get(&key) == Some(&id) {
             self.by_meta.remove(&key);
         }
-        self.memory = self.memory.saturating_sub(ob.bucket.size_bytes);
+        self.release(ob.bucket.heap_bytes);
         Some(Arc::unwrap_or_clone(ob.bucket))
     }
 
@@ -294,7 +344,7 @@ impl BucketCatalog {
                 None => {
                     let b = Bucket::new(&self.options, meta, t);
                     let id = b.id;
-                    self.memory += b.size_bytes;
+                    self.charge(b.heap_bytes);
                     self.by_meta.insert(key, id);
                     self.buckets.insert(
                         id,
@@ -313,10 +363,11 @@ impl BucketCatalog {
                 if !touched.iter().any(|(t, _)| *t == id) {
                     touched.push((id, ob.bucket.count()));
                 }
-                let before = ob.bucket.size_bytes;
+                let before = ob.bucket.heap_bytes;
                 Arc::make_mut(&mut ob.bucket).add(m);
                 ob.last_used = epoch;
-                self.memory = self.memory + ob.bucket.size_bytes - before;
+                let grown = ob.bucket.heap_bytes.saturating_sub(before);
+                self.charge(grown);
                 out.inserted += 1;
             }
         }
@@ -339,11 +390,11 @@ impl BucketCatalog {
         out
     }
 
-    /// Closes least recently used buckets not used at `epoch` while memory
-    /// usage exceeds the threshold.
+    /// Closes this collection's least recently used buckets not used at `epoch` while the
+    /// open buckets of all collections together exceed the threshold.
     fn close_idle(&mut self, epoch: u64) -> Vec<Bucket> {
         let mut closed = Vec::new();
-        if self.memory <= self.limits.idle_memory_threshold {
+        if !self.budget.over_threshold() {
             return closed;
         }
         let mut candidates: Vec<(u64, ObjectId)> = self
@@ -354,7 +405,7 @@ impl BucketCatalog {
             .collect();
         candidates.sort();
         for (_, id) in candidates {
-            if self.memory <= self.limits.idle_memory_threshold {
+            if !self.budget.over_threshold() {
                 break;
             }
             if let Some(b) = self.take(id) {
@@ -390,7 +441,7 @@ impl BucketCatalog {
     /// close reason; returns them.
     pub fn close_all(&mut self) -> Vec<Bucket> {
         self.by_meta.clear();
-        self.memory = 0;
+        self.release(self.memory);
         let mut v: Vec<Bucket> = self
             .buckets
             .drain()
@@ -418,7 +469,7 @@ impl BucketCatalog {
         let key = meta_key(bucket.meta.as_ref());
         let displaced = self.by_meta.get(&key).copied().and_then(|id| self.take(id));
         self.clock += 1;
-        self.memory += bucket.size_bytes;
+        self.charge(bucket.heap_bytes);
         self.by_meta.insert(key, bucket.id);
         self.buckets.insert(
             bucket.id,
@@ -446,7 +497,7 @@ impl BucketCatalog {
         self.stats.record_commit(measurements);
     }
 
-    /// Total size (bytes, see `Bucket::size_bytes`) of the open buckets.
+    /// Memory held by this collection's open buckets (see `Bucket::heap_bytes`).
     pub fn memory_usage(&self) -> usize {
         self.memory
     }
@@ -464,7 +515,7 @@ mod tests {
     }
 
     fn catalog() -> BucketCatalog {
-        BucketCatalog::new(TimeseriesOptions::new("t", Some("m")), Limits::default())
+        with_limits(TimeseriesOptions::new("t", Some("m")), Limits::default())
     }
 
     fn series(n: i64, meta: &str) -> Vec<Document> {
@@ -551,7 +602,7 @@ mod tests {
             large_max_size: 1000,
             ..Limits::default()
         };
-        let mut c = BucketCatalog::new(TimeseriesOptions::new("t", None), limits);
+        let mut c = with_limits(TimeseriesOptions::new("t", None), limits);
         let s = "y".repeat(300);
         let out = c.insert(
             (0..5)
@@ -575,14 +626,27 @@ mod tests {
         assert_eq!(c.stats().num_buckets_closed_due_to_schema_change, 1);
     }
 
+    fn with_limits(options: TimeseriesOptions, limits: Limits) -> BucketCatalog {
+        let budget = Arc::new(CatalogBudget::default());
+        budget.set_limits(limits);
+        BucketCatalog::new(options, budget)
+    }
+
+    /// The memory one open bucket of `series(3, ..)` takes.
+    fn one_bucket_memory() -> usize {
+        let mut c = catalog();
+        c.insert(series(3, "a"), true);
+        c.memory_usage()
+    }
+
     #[test]
     fn memory_threshold_closes_idle_buckets_first() {
-        // Each series bucket here is about 95 bytes.
+        let one = one_bucket_memory();
         let limits = Limits {
-            idle_memory_threshold: 150,
+            idle_memory_threshold: one * 3 / 2,
             ..Limits::default()
         };
-        let mut c = BucketCatalog::new(TimeseriesOptions::new("t", Some("m")), limits);
+        let mut c = with_limits(TimeseriesOptions::new("t", Some("m")), limits);
         assert!(c.insert(series(3, "a"), true).closed.is_empty());
         let out = c.insert(series(3, "b"), true);
         let metas: Vec<_> = out.closed.iter().map(|b| b.meta.clone()).collect();
@@ -596,7 +660,7 @@ mod tests {
             1,
             "the bucket used by this insert stays"
         );
-        assert!(c.memory_usage() > 0 && c.memory_usage() <= 150);
+        assert!(c.memory_usage() > 0 && c.memory_usage() <= one * 3 / 2);
         assert!(out
             .appended
             .iter()
@@ -679,5 +743,54 @@ mod tests {
         assert_eq!(c.close_all().len(), 2);
         assert_eq!(c.memory_usage(), 0);
         assert_eq!(c.stats().num_buckets_closed_due_to_count, 0);
+    }
+
+    #[test]
+    fn memory_of_an_open_bucket_counts_its_documents_not_only_their_bson() {
+        let one = one_bucket_memory();
+        let bson: usize = series(3, "a")
+            .iter()
+            .map(hourglass_query::bson_size::bson_size)
+            .sum();
+        assert!(
+            one > 2 * bson,
+            "{one} bytes counted for {bson} bytes of BSON"
+        );
+    }
+
+    #[test]
+    fn memory_threshold_counts_all_collections_together() {
+        let one = one_bucket_memory();
+        let budget = Arc::new(CatalogBudget::default());
+        budget.set_limits(Limits {
+            idle_memory_threshold: one * 3 / 2,
+            ..Limits::default()
+        });
+        let opts = TimeseriesOptions::new("t", Some("m"));
+        let mut a = BucketCatalog::new(opts.clone(), budget.clone());
+        let mut b = BucketCatalog::new(opts, budget.clone());
+        assert!(a.insert(series(3, "a"), true).closed.is_empty());
+        // b's only bucket is the one this insert uses: nothing of b can close yet.
+        assert!(b.insert(series(3, "b"), true).closed.is_empty());
+        assert!(budget.memory() > one * 3 / 2);
+        // a's next insert sees the total of both collections and closes its idle bucket.
+        let out = a.insert(series(3, "c"), true);
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(budget.memory(), a.memory_usage() + b.memory_usage());
+    }
+
+    #[test]
+    fn limits_changed_at_run_time_apply_to_open_catalogs() {
+        let budget = Arc::new(CatalogBudget::default());
+        budget.set_limits(Limits::default());
+        let mut c = BucketCatalog::new(TimeseriesOptions::new("t", Some("m")), budget.clone());
+        assert!(c.insert(series(2, "a"), true).closed.is_empty());
+        budget.set_limits(Limits {
+            max_count: 2,
+            ..Limits::default()
+        });
+        let out = c.insert(series(1, "a"), true);
+        assert_eq!(out.closed.len(), 1);
+        assert_eq!(c.stats().num_buckets_closed_due_to_count, 1);
     }
 }

@@ -29,15 +29,7 @@ pub fn build_info(_req: &Request) -> CmdResult {
 }
 
 fn meminfo_mb() -> i64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
-        })
-        .map(|kb| kb / 1024)
-        .unwrap_or(0)
+    (crate::params::system_memory_bytes() / (1024 * 1024)) as i64
 }
 
 pub fn host_info(req: &Request) -> CmdResult {

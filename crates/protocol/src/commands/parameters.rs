@@ -47,6 +47,10 @@ pub fn set_parameter(req: &Request) -> CmdResult {
         }
         let was = req.state.params.set(k, v, false).map_err(param_error)?;
         out.insert("was", was);
+        if k.starts_with("timeseries") {
+            let limits = crate::state::bucket_limits(&req.state.params);
+            req.state.timeseries.set_limits(limits);
+        }
     }
     if out.is_empty() {
         return Err(CommandError::invalid_options(

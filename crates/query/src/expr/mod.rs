@@ -133,6 +133,22 @@ impl Expr {
     }
 }
 
+/// Array expressions build their result in memory: like MongoDB's `$push`/`$addToSet`,
+/// they fail with 146 ExceededMemoryLimit past 100 MB instead of exhausting the server.
+fn check_array_memory(op: &str, bytes: u64) -> Result<(), QueryError> {
+    let limit = crate::pipeline::mem::DEFAULT_LIMIT;
+    if bytes > limit {
+        return Err(QueryError::Foreign(
+            146,
+            "ExceededMemoryLimit",
+            format!(
+                "{op} used too much memory and cannot spill to disk. Memory limit: {limit} bytes"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn parse_field_path(s: &str) -> Result<Vec<String>, QueryError> {
     if s.is_empty() {
         return Err(QueryError::loc(
@@ -618,7 +634,13 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
             };
             let is_map = matches!(e, E::Map(..));
             let mut out = Vec::new();
+            let mut bytes = 0;
             for item in items {
+                crate::interrupt::check()?;
+                if is_map {
+                    bytes += crate::pipeline::mem::approx_size(&item);
+                    check_array_memory("$map", bytes)?;
+                }
                 ctx.vars.push((var.clone(), item.clone()));
                 let r = eval(body, ctx);
                 ctx.vars.pop();
@@ -658,7 +680,11 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
                 }
             };
             let mut acc = eval(init, ctx)?.unwrap_or(Bson::Null);
-            for item in items {
+            for (i, item) in items.into_iter().enumerate() {
+                crate::interrupt::check()?;
+                if i % 256 == 255 {
+                    check_array_memory("$reduce", crate::pipeline::mem::approx_size(&acc))?;
+                }
                 let depth = ctx.vars.len();
                 ctx.vars.push(("value".into(), acc));
                 ctx.vars.push(("this".into(), item));

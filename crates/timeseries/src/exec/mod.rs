@@ -207,6 +207,7 @@ impl TimeseriesStore {
                 .as_ref()
                 .map(|f| f.iter().map(String::as_str).collect());
             for view in scan {
+                hourglass_query::interrupt::check()?;
                 let view = view?;
                 let cols = Cols::new(&view);
                 let mask = match rows {

@@ -23,7 +23,7 @@ pub use scan::{BucketScan, ScanCounters};
 pub use view::BucketView;
 
 use crate::bucket::Bucket;
-use crate::catalog::{BucketCatalog, Limits};
+use crate::catalog::{BucketCatalog, CatalogBudget, Limits};
 use crate::error::TsError;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
@@ -134,7 +134,7 @@ pub struct TsInsertOutcome {
 #[derive(Default)]
 pub struct TimeseriesStore {
     series: Mutex<HashMap<u64, Arc<Mutex<Series>>>>,
-    limits: Mutex<Limits>,
+    budget: Arc<CatalogBudget>,
 }
 
 fn corrupt(msg: impl Into<String>) -> StoreError {
@@ -278,9 +278,14 @@ fn series_value(meta: Option<&Bson>) -> Vec<u8> {
 }
 
 impl TimeseriesStore {
-    /// Sets the bucket limits used by catalogs created from now on.
+    /// Sets the bucket limits of every collection's catalog, open ones included.
     pub fn set_limits(&self, limits: Limits) {
-        *self.limits.lock() = limits;
+        self.budget.set_limits(limits);
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.budget.limits()
     }
 
     /// The state of `buckets`, loading it (and closing buckets left open by a previous
@@ -306,7 +311,7 @@ impl TimeseriesStore {
         }
         let series = Arc::new(Mutex::new(Series {
             buckets: buckets.clone(),
-            catalog: BucketCatalog::new(options.clone(), *self.limits.lock()),
+            catalog: BucketCatalog::new(options.clone(), self.budget.clone()),
             next_seq: HashMap::new(),
             closing: HashMap::new(),
             directory: None,
