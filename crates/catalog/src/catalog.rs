@@ -38,12 +38,21 @@ impl Catalog {
         let meta = engine.tree(META_TREE)?;
         let mut colls = BTreeMap::new();
         let mut max_id = 0;
+        let on_disk = engine.tree_names();
+        let mut unfinished_drops = engine.batch();
         for entry in engine.snapshot().scan_prefix(&meta, b"") {
-            let (_, value) = entry?;
+            let (key, value) = entry?;
             let d = bson::from_slice::<Document>(&value)
                 .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
             let (ns, id, uuid, options) = parse_meta(&d)?;
             max_id = max_id.max(id);
+            if !on_disk.contains(&tree_name(id)) {
+                // A drop deletes the trees first (it must free space on a full disk), then
+                // this entry: a crash in between leaves the entry, and the drop ends here.
+                tracing::info!(ns = %ns, "finishing an interrupted drop");
+                unfinished_drops.delete(&meta, &key);
+                continue;
+            }
             let tree = engine.tree(&tree_name(id))?;
             let indexes = parse_indexes(&engine, id, &d)?;
             let c = Collection::new(
@@ -68,6 +77,7 @@ impl Catalog {
                 names
             })
             .collect();
+        engine.commit(unfinished_drops)?;
         for name in engine.tree_names() {
             if name != META_TREE && !live.contains(&name) {
                 tracing::info!(tree = %name, "dropping orphaned tree");
@@ -182,14 +192,18 @@ impl Catalog {
         let Some(c) = self.colls.write().remove(ns) else {
             return Ok(false);
         };
-        let mut b = self.engine.batch();
-        b.delete(&self.meta, &meta_key(ns));
-        self.engine.commit(b)?;
-        // Wait for in-flight writers of this collection before the tree goes away.
+        // Wait for in-flight writers of this collection before the trees go away. The trees
+        // go first, so that a drop frees space even on a full disk; the catalog entry of a
+        // collection whose tree is gone is deleted at the next start if this batch fails.
         let _w = c.lock_writes();
-        self.engine.drop_tree(c.tree().clone())?;
         for i in c.indexes().iter() {
             self.engine.drop_tree(i.tree().clone())?;
+        }
+        self.engine.drop_tree(c.tree().clone())?;
+        let mut b = self.engine.batch();
+        b.delete(&self.meta, &meta_key(ns));
+        if let Err(e) = self.engine.commit(b) {
+            tracing::warn!(ns = %ns, error = %e, "dropped; the catalog entry goes at the next start");
         }
         Ok(true)
     }

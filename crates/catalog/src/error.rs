@@ -80,7 +80,8 @@ impl CatalogError {
             CatalogError::InvalidIdField(_) => 53,
             CatalogError::BsonObjectTooLarge(_) => 10334,
             CatalogError::Query(q) => q.code(),
-            CatalogError::Storage(_) | CatalogError::Corrupt(_) => 1,
+            CatalogError::Storage(e) => e.code().0,
+            CatalogError::Corrupt(_) => 1,
         }
     }
 
@@ -107,7 +108,8 @@ impl CatalogError {
             CatalogError::InvalidIdField(_) => "InvalidIdField",
             CatalogError::BsonObjectTooLarge(_) => "BSONObjectTooLarge",
             CatalogError::Query(q) => q.code_name(),
-            CatalogError::Storage(_) | CatalogError::Corrupt(_) => "InternalError",
+            CatalogError::Storage(e) => e.code().1,
+            CatalogError::Corrupt(_) => "InternalError",
         }
     }
 }

@@ -121,10 +121,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args, state.clone()))?;
-    state
-        .timeseries
-        .close_all()
-        .context("closing open time-series buckets failed")?;
+    match state.timeseries.close_all() {
+        // Open buckets are durable as deltas; the next start closes them.
+        Err(e) if e.is_out_of_space() => {
+            tracing::warn!(error = %e, "disk full: open time-series buckets stay as deltas until the next start")
+        }
+        other => other.context("closing open time-series buckets failed")?,
+    }
     state.catalog.flush().context("final flush failed")?;
     tracing::info!("shutdown complete");
     Ok(())

@@ -39,7 +39,29 @@ impl Tree {
 pub struct Engine {
     db: Database,
     group: Arc<GroupCommit>,
+    /// The directory whose file system the space guard watches.
+    path: Arc<std::path::PathBuf>,
 }
+
+/// Most bytes the engine's journal holds (fjall's minimum; its default is 512 MiB): the
+/// journal is disk space the data takes twice until its memtable is flushed.
+const MAX_JOURNAL: u64 = 64 << 20;
+
+/// fjall's memtable (and so L0 table) size: a flush writes this much, a compaction of
+/// level 0 merges four such tables.
+const MEMTABLE: u64 = 64 << 20;
+
+/// Free space that writes adding data leave untouched, so that deletes, drops, the
+/// engine's own journal, flushes and compactions and a clean shutdown still find room:
+/// 2% of the file system, at least a full journal plus a level-0 compaction (384 MiB,
+/// measured on a full tmpfs: a flush and the compaction after it write that much while
+/// the tables they replace are still there), at most 1 GiB.
+fn reserve(total: u64) -> u64 {
+    (total / 50).clamp(2 * MAX_JOURNAL + 4 * MEMTABLE, 1 << 30)
+}
+
+/// Free space a batch that only deletes still needs (its journal record).
+const DELETE_FLOOR: u64 = 1 << 20;
 
 /// Longest key the engine takes (fjall: 64 KiB; it panics beyond). Callers bound their
 /// keys well below it; a batch holding a longer one is refused whole by [`Engine::apply`].
@@ -51,6 +73,8 @@ pub const MAX_VALUE_LEN: usize = u32::MAX as usize;
 /// A set of writes applied atomically by [`Engine::commit`].
 pub struct Batch {
     inner: fjall::OwnedWriteBatch,
+    /// Bytes of keys and values put (what the batch adds to the disk, before compression).
+    put_bytes: u64,
     /// The first key or value the engine cannot take: the batch then applies nothing.
     refused: Option<StorageError>,
 }
@@ -61,6 +85,7 @@ impl Batch {
             self.refused = Some(StorageError::ValueTooLarge(value.len()));
         }
         if self.refused.is_none() {
+            self.put_bytes += (key.len() + value.len()) as u64;
             self.inner.insert(&tree.ks, key, value);
         }
     }
@@ -153,10 +178,16 @@ impl Engine {
         std::fs::create_dir_all(path)?;
         let db = Database::builder(path.join("engine"))
             .manual_journal_persist(true)
+            .max_journaling_size(MAX_JOURNAL)
+            // Each table keeps its own descriptor, closed with the table: with fjall's
+            // shared descriptor cache, the files of a dropped collection stayed open (and
+            // their space taken) until evicted, so a drop could not relieve a full disk.
+            .max_cached_files(None)
             .open()?;
         Ok(Engine {
             db,
             group: Arc::new(GroupCommit::default()),
+            path: Arc::new(path.to_path_buf()),
         })
     }
 
@@ -190,6 +221,7 @@ impl Engine {
     pub fn batch(&self) -> Batch {
         Batch {
             inner: self.db.batch(),
+            put_bytes: 0,
             refused: None,
         }
     }
@@ -211,8 +243,47 @@ impl Engine {
         if batch.is_empty() {
             return Ok(0);
         }
+        if batch.put_bytes > 0 {
+            self.check_space(batch.put_bytes)?;
+        } else {
+            self.check_space_for_deletes()?;
+        }
         batch.inner.commit()?;
         Ok(self.group.ticket())
+    }
+
+    /// Free and total bytes of the file system holding the data (None when unknown).
+    fn space(&self) -> Option<(u64, u64)> {
+        let st = rustix::fs::statvfs(self.path.as_path()).ok()?;
+        Some((
+            st.f_bavail.saturating_mul(st.f_frsize),
+            st.f_blocks.saturating_mul(st.f_frsize),
+        ))
+    }
+
+    /// Fails with [`StorageError::OutOfDiskSpace`] unless writing `bytes` more leaves the
+    /// reserve free. Write paths call it before they change anything (the batch apply
+    /// calls it again), so a refused write leaves no trace; once space is freed (by a drop,
+    /// deletes, TTL or the operator) writes pass again, with no restart.
+    pub fn check_space(&self, bytes: u64) -> Result<()> {
+        let Some((free, total)) = self.space() else {
+            return Ok(());
+        };
+        let needed = reserve(total).saturating_add(bytes.saturating_mul(2));
+        if free < needed {
+            return Err(StorageError::OutOfDiskSpace { free, needed });
+        }
+        Ok(())
+    }
+
+    fn check_space_for_deletes(&self) -> Result<()> {
+        match self.space() {
+            Some((free, _)) if free < DELETE_FLOOR => Err(StorageError::OutOfDiskSpace {
+                free,
+                needed: DELETE_FLOOR,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Blocks until the batch behind `ticket` is durable.
@@ -229,15 +300,28 @@ impl Engine {
     /// fully (dropping overwritten values and tombstones, e.g. the deltas of buckets that
     /// were closed) and syncs (clean shutdown), so that the data no longer lives in the
     /// journal and the files hold only live data.
+    ///
+    /// Everything is durable after the first sync; the table writes and compactions that
+    /// follow only move data out of the journal. On a full disk they are skipped (and
+    /// logged): the journal keeps the data and the next start replays it.
     pub fn flush(&self) -> Result<()> {
         self.db.persist(PersistMode::SyncAll)?;
-        for name in self.db.list_keyspace_names() {
-            let ks = self.db.keyspace(&name, KeyspaceCreateOptions::default)?;
-            ks.rotate_memtable_and_wait()?;
-            ks.major_compact()?;
+        let compact = || -> Result<()> {
+            for name in self.db.list_keyspace_names() {
+                let ks = self.db.keyspace(&name, KeyspaceCreateOptions::default)?;
+                ks.rotate_memtable_and_wait()?;
+                ks.major_compact()?;
+            }
+            self.db.persist(PersistMode::SyncAll)?;
+            Ok(())
+        };
+        match self.check_space(0).and_then(|()| compact()) {
+            Err(e) if e.is_out_of_space() => {
+                tracing::warn!(error = %e, "disk full at shutdown: data stays in the journal, replayed at the next start");
+                Ok(())
+            }
+            other => other,
         }
-        self.db.persist(PersistMode::SyncAll)?;
-        Ok(())
     }
 
     pub fn snapshot(&self) -> Snapshot {

@@ -13,6 +13,37 @@ pub enum StorageError {
     KeyTooLarge(usize),
     #[error("a stored value of {0} bytes is over the engine's limit")]
     ValueTooLarge(usize),
+    #[error("Out of disk space: {free} bytes free on the data directory's file system, {needed} needed for this write")]
+    OutOfDiskSpace { free: u64, needed: u64 },
+}
+
+impl StorageError {
+    /// Whether the file system is full (our own guard, or ENOSPC from the engine).
+    pub fn is_out_of_space(&self) -> bool {
+        if matches!(self, StorageError::OutOfDiskSpace { .. }) {
+            return true;
+        }
+        // ENOSPC anywhere in the chain (fjall wraps the LSM tree's I/O errors).
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = cur {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28) {
+                    return true;
+                }
+            }
+            cur = e.source();
+        }
+        false
+    }
+
+    /// MongoDB's code and codeName: 14031 OutOfDiskSpace for a full disk, else 1.
+    pub fn code(&self) -> (i32, &'static str) {
+        if self.is_out_of_space() {
+            (14031, "OutOfDiskSpace")
+        } else {
+            (1, "InternalError")
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StorageError>;

@@ -51,11 +51,21 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the write failed for want of disk space.
+    pub fn is_out_of_space(&self) -> bool {
+        match self {
+            StoreError::Storage(e) | StoreError::Catalog(CatalogError::Storage(e)) => {
+                e.is_out_of_space()
+            }
+            _ => false,
+        }
+    }
+
     pub fn code(&self) -> i32 {
         match self {
             StoreError::Ts(e) => e.code(),
             StoreError::Catalog(e) => e.code(),
-            StoreError::Storage(_) => 1,
+            StoreError::Storage(e) => e.code().0,
             StoreError::Query(e) => e.code(),
         }
     }
@@ -63,7 +73,7 @@ impl StoreError {
         match self {
             StoreError::Ts(e) => e.code_name(),
             StoreError::Catalog(e) => e.code_name(),
-            StoreError::Storage(_) => "InternalError",
+            StoreError::Storage(e) => e.code().1,
             StoreError::Query(e) => e.code_name(),
         }
     }
@@ -375,6 +385,13 @@ impl TimeseriesStore {
     ) -> Result<TsInsertOutcome, StoreError> {
         let series = self.series(buckets, options)?;
         let engine = buckets.engine();
+        // Refused before the catalog takes any measurement, so a full disk leaves nothing
+        // of the insert visible.
+        let bytes: usize = measurements
+            .iter()
+            .map(hourglass_query::bson_size::bson_size)
+            .sum();
+        engine.check_space(bytes as u64)?;
         let mut s = series.lock();
         let mut batch = engine.batch();
         let (out, closing) = Self::stage_insert(&mut s, &mut batch, measurements, ordered)?;
@@ -390,7 +407,9 @@ impl TimeseriesStore {
             stage_close(&mut close, buckets, bucket, *deltas);
         }
         let closed = engine.apply(close);
-        if !closing.is_empty() {
+        // A close that failed keeps its buckets readable from `closing` (their deltas are
+        // durable; the next start closes them).
+        if !closing.is_empty() && closed.is_ok() {
             let mut s = series.lock();
             for (bucket, _) in &closing {
                 s.closing.remove(&bucket.id);
