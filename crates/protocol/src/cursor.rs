@@ -18,6 +18,8 @@ const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
 pub struct Cursor {
     pub ns: String,
     source: DocSource,
+    /// A document that did not fit in the previous batch.
+    pending: Option<Document>,
     last_used: Instant,
 }
 
@@ -31,39 +33,53 @@ pub struct CursorRegistry {
 }
 
 /// Takes up to `batch_size` documents (0 = no count limit) and at most ~16 MiB from
-/// `source`. Returns the batch and whether the source may have more.
+/// `pending` then `source` (a document that would pass the size is left in `pending`, so
+/// a reply never exceeds it). Returns the batch and whether the source may have more. A
+/// single document over MongoDB's object size (an aggregation can build one) fails with
+/// 10334 BSONObjectTooLarge, as MongoDB fails.
 pub fn take_batch(
     source: &mut DocSource,
+    pending: &mut Option<Document>,
     batch_size: Option<usize>,
 ) -> Result<(Vec<Document>, bool), CommandError> {
     let mut out = Vec::new();
     let mut bytes = 0usize;
     let limit = batch_size.filter(|&n| n > 0).unwrap_or(usize::MAX);
     while out.len() < limit {
-        match source.next() {
-            None => return Ok((out, false)),
-            Some(doc) => {
-                let doc = doc?;
-                bytes += hourglass_query::bson_size::bson_size(&doc);
-                out.push(doc);
-                if bytes > MAX_BATCH_BYTES {
-                    break;
-                }
-            }
+        let Some(doc) = pending.take().map(Ok).or_else(|| source.next()) else {
+            return Ok((out, false));
+        };
+        let doc = doc?;
+        let size = hourglass_query::bson_size::bson_size(&doc);
+        let max = hourglass_query::limits::MAX_INTERNAL_OBJECT_SIZE;
+        if size > max {
+            let first = doc.keys().next().cloned().unwrap_or_default();
+            return Err(CommandError::new(
+                10334,
+                "BSONObjectTooLarge",
+                format!("BSONObj size: {size} ({size:#X}) is invalid. Size must be between 0 and {max}(16MB) First element: {first}"),
+            ));
         }
+        if !out.is_empty() && bytes + size > MAX_BATCH_BYTES {
+            *pending = Some(doc);
+            return Ok((out, true));
+        }
+        bytes += size;
+        out.push(doc);
     }
     Ok((out, true))
 }
 
 impl CursorRegistry {
     /// Registers `source` and returns its new id (never 0).
-    pub fn open(&self, ns: String, source: DocSource) -> i64 {
+    pub fn open(&self, ns: String, source: DocSource, pending: Option<Document>) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed)
             + 1
             + (std::process::id() as i64) * (1 << 32);
         let cursor = Cursor {
             ns,
             source,
+            pending,
             last_used: Instant::now(),
         };
         self.cursors.lock().insert(id, Arc::new(Mutex::new(cursor)));
@@ -80,7 +96,8 @@ impl CursorRegistry {
         let mut c = cursor.lock();
         c.last_used = Instant::now();
         let ns = c.ns.clone();
-        let result = take_batch(&mut c.source, batch_size);
+        let c = &mut *c;
+        let result = take_batch(&mut c.source, &mut c.pending, batch_size);
         let open = matches!(result, Ok((_, true)));
         if !open {
             self.cursors.lock().remove(&id);
@@ -132,7 +149,7 @@ mod tests {
     #[test]
     fn get_more_drains_and_closes() {
         let reg = CursorRegistry::default();
-        let id = reg.open("db.c".into(), source(5));
+        let id = reg.open("db.c".into(), source(5), None);
         let (_, b1, open) = reg.get_more(id, Some(3)).unwrap().unwrap();
         assert_eq!((b1.len(), open), (3, true));
         let (_, b2, open) = reg.get_more(id, Some(3)).unwrap().unwrap();
@@ -143,10 +160,33 @@ mod tests {
     #[test]
     fn idle_cursors_are_reaped() {
         let reg = CursorRegistry::default();
-        reg.open("db.c".into(), source(5));
+        reg.open("db.c".into(), source(5), None);
         assert_eq!(reg.reap(Duration::from_secs(600)), 0);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(reg.reap(Duration::from_millis(1)), 1);
         assert!(reg.is_empty());
+    }
+
+    fn big(n: usize, mib: usize) -> DocSource {
+        Box::new((0..n).map(move |i| Ok(doc! {"i": i as i32, "s": "x".repeat(mib << 20)})))
+    }
+
+    #[test]
+    fn a_batch_never_passes_16_mib_and_keeps_the_overflowing_document_for_the_next() {
+        let mut src = big(5, 5);
+        let mut pending = None;
+        let (b1, more) = take_batch(&mut src, &mut pending, None).unwrap();
+        assert_eq!((b1.len(), more), (3, true));
+        assert_eq!(pending.as_ref().and_then(|d| d.get_i32("i").ok()), Some(3));
+        let (b2, more) = take_batch(&mut src, &mut pending, None).unwrap();
+        assert_eq!((b2.len(), more), (2, false));
+        assert_eq!(b2[0].get_i32("i").ok(), Some(3));
+    }
+
+    #[test]
+    fn a_document_over_the_object_size_is_bson_object_too_large() {
+        let mut src = big(1, 17);
+        let e = take_batch(&mut src, &mut None, None).unwrap_err();
+        assert_eq!(e.code, 10334);
     }
 }

@@ -155,6 +155,40 @@ impl Request {
         Ok(docs)
     }
 
+    /// `insert`'s documents, each decoded on its own: a document MongoDB refuses as such
+    /// (two top-level `_id` fields) is an error of that statement only.
+    pub fn insert_documents(&self) -> Result<Vec<Result<Document, CommandError>>, CommandError> {
+        let seq = {
+            let mut sequences = self.sequences.lock();
+            let pos = sequences.iter().position(|(name, _)| name == "documents");
+            pos.map(|p| sequences.swap_remove(p).1)
+        };
+        let Some(seq) = seq else {
+            return Ok(self
+                .write_statements("documents")?
+                .into_iter()
+                .map(Ok)
+                .collect());
+        };
+        check_batch_len(seq.len())?;
+        Ok(seq
+            .raw_documents()
+            .map(|raw| {
+                let ids = raw
+                    .into_iter()
+                    .filter(|f| matches!(f, Ok((k, _)) if *k == "_id"))
+                    .count();
+                if ids > 1 {
+                    return Err(CommandError::bad_value(
+                        "can't have multiple _id fields in one document",
+                    ));
+                }
+                bson::from_slice::<Document>(raw.as_bytes())
+                    .map_err(|e| CommandError::new(22, "InvalidBSON", e.to_string()))
+            })
+            .collect())
+    }
+
     fn documents_bounded(&self, field: &str, max: usize) -> Result<Vec<Document>, CommandError> {
         let mut sequences = self.sequences.lock();
         if let Some(pos) = sequences.iter().position(|(name, _)| name == field) {

@@ -28,9 +28,14 @@ pub fn cursor_reply(
     batch_size: Option<usize>,
     single_batch: bool,
 ) -> CmdResult {
-    let (docs, more) = take_batch(&mut source, Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)))?;
+    let mut pending = None;
+    let (docs, more) = take_batch(
+        &mut source,
+        &mut pending,
+        Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
+    )?;
     let id = if more && !single_batch {
-        req.state.cursors.open(ns.clone(), source)
+        req.state.cursors.open(ns.clone(), source, pending)
     } else {
         0
     };

@@ -146,6 +146,17 @@ impl DocSequence {
         Ok(out)
     }
 
+    /// The documents, undecoded (each was validated when the message was read).
+    pub fn raw_documents(&self) -> impl Iterator<Item = &RawDocument> + '_ {
+        let mut rest = &self.bytes[..];
+        std::iter::from_fn(move || {
+            let len = framed_len(rest).ok()?;
+            let doc = RawDocument::from_bytes(&rest[..len]).ok()?;
+            rest = &rest[len..];
+            Some(doc)
+        })
+    }
+
     /// A sequence of already-valid documents (for requests built by the server itself).
     pub fn from_documents(docs: &[Document]) -> Result<DocSequence, WireError> {
         let mut bytes = Vec::new();
@@ -220,6 +231,41 @@ fn framed_len(b: &[u8]) -> Result<usize, WireError> {
         )));
     }
     Ok(len as usize)
+}
+
+/// An insert's `documents` array in the body becomes a document sequence, as drivers send
+/// it anyway, so that the handler sees each document raw (and can refuse one as MongoDB
+/// does, e.g. with two `_id` fields) whichever way it came. Returns the rest of the body
+/// and the sequence; None when there is nothing to lift (or an element is not a document,
+/// left for the handler's type error).
+fn lift_insert_documents(
+    body: &RawDocument,
+    sequences: &[(String, DocSequence)],
+) -> Option<(Document, DocSequence)> {
+    let mut fields = body.into_iter();
+    let (name, _) = fields.next()?.ok()?;
+    if name != "insert" || sequences.iter().any(|(n, _)| n == "documents") {
+        return None;
+    }
+    let Ok(Some(bson::raw::RawBsonRef::Array(items))) = body.get("documents") else {
+        return None;
+    };
+    let mut seq = DocSequence::default();
+    for item in items {
+        let bson::raw::RawBsonRef::Document(d) = item.ok()? else {
+            return None;
+        };
+        seq.bytes.extend_from_slice(d.as_bytes());
+        seq.count += 1;
+    }
+    let mut rest = Document::new();
+    for field in body {
+        let (k, v) = field.ok()?;
+        if k != "documents" {
+            rest.insert(k, bson::Bson::try_from(v.to_raw_bson()).ok()?);
+        }
+    }
+    Some((rest, seq))
 }
 
 /// Refuses an insert/update/delete body whose statement array is over [`MAX_WRITE_BATCH`],
@@ -331,7 +377,13 @@ fn parse_op_msg(whole: &[u8], body: &[u8]) -> Result<OpMsg, WireError> {
         return Err(WireError::BodyCount(bodies.len()));
     };
     check_write_batch(raw_body)?;
-    let body = raw_to_document(raw_body)?;
+    let body = match lift_insert_documents(raw_body, &sequences) {
+        Some((rest, docs)) => {
+            sequences.push(("documents".to_string(), docs));
+            rest
+        }
+        None => raw_to_document(raw_body)?,
+    };
     Ok(OpMsg {
         flags,
         body,
