@@ -1,7 +1,11 @@
 //! A bounded fuzz run on stable: every seed of `fuzz/corpus/` and a fixed number of seeded
 //! mutations of them go through the same entry points as the `cargo fuzz` targets, on a
-//! thread with a small stack so that an unbounded recursion fails here rather than in
+//! thread with the stack the hostile-input tests give the server (4 MiB, a quarter of the
+//! server's default), so that an unbounded recursion fails here rather than in
 //! production. `HOURGLASS_FUZZ_ITERS` raises the number of mutations.
+
+/// The stack the tests give the server's threads (`--threadStackKiB 4096`).
+const TEST_STACK: usize = 4 << 20;
 
 use std::path::PathBuf;
 
@@ -81,7 +85,7 @@ fn run(target: &str, default_iters: usize, entry: fn(&[u8])) {
         .unwrap_or(default_iters);
     let seeds = corpus(target);
     let worker = std::thread::Builder::new()
-        .stack_size(512 * 1024)
+        .stack_size(TEST_STACK)
         .spawn(move || {
             for s in &seeds {
                 entry(s);
@@ -106,6 +110,36 @@ fn wire_decoder_survives_mutated_frames() {
 #[test]
 fn query_parsers_survive_mutated_documents() {
     run("query", 100_000, hourglass_protocol::fuzzing::query);
+}
+
+#[test]
+fn the_deepest_accepted_document_fits_the_tested_stack() {
+    let worker = std::thread::Builder::new()
+        .stack_size(TEST_STACK)
+        .spawn(|| {
+            // 199 levels: the deepest the wire accepts; decoded, parsed as every query
+            // construct and evaluated.
+            let mut doc =
+                hourglass_query::limits::nested_bytes(hourglass_query::limits::MAX_BSON_DEPTH - 2);
+            let mut wrapped = Vec::new();
+            let body_len = 4 + 1 + 2 + doc.len() + 1;
+            wrapped.extend_from_slice(&(body_len as i32).to_le_bytes());
+            wrapped.push(0x03);
+            wrapped.extend_from_slice(b"f\0");
+            wrapped.append(&mut doc);
+            wrapped.push(0);
+            let stats = hourglass_query::limits::check_raw(
+                &wrapped,
+                hourglass_query::limits::MAX_BSON_DEPTH,
+            )
+            .expect("accepted by the wire check");
+            assert_eq!(stats.depth, hourglass_query::limits::MAX_BSON_DEPTH - 1);
+            hourglass_protocol::fuzzing::query(&wrapped);
+        })
+        .expect("spawn");
+    worker
+        .join()
+        .expect("a document at the depth limit overflowed the stack");
 }
 
 #[test]

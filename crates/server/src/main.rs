@@ -48,9 +48,11 @@ struct Args {
     /// Most client connections open at once; more are closed as they arrive.
     #[arg(long = "maxConns", default_value_t = hourglass_protocol::state::DEFAULT_MAX_CONNS, value_parser = clap::value_parser!(i64).range(1..))]
     max_conns: i64,
-    /// Stack size of the server's threads in KiB (tests run with a small one to catch
-    /// unbounded recursion).
-    #[arg(long = "threadStackKiB", hide = true, default_value_t = 2048)]
+    /// Stack size of the server's threads in KiB. Recursion is bounded by the BSON depth
+    /// limit (200 levels); a debug build needs about 11 KiB per level (2 MiB overflowed at
+    /// ~180 levels, 4 MiB holds 199), so the default leaves a 4x margin. The hostile-input
+    /// tests run with 4 MiB, where any unbounded recursion fails.
+    #[arg(long = "threadStackKiB", hide = true, default_value_t = 16 * 1024)]
     thread_stack_kib: usize,
 }
 
