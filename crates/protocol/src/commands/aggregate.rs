@@ -96,20 +96,22 @@ pub fn aggregate(req: &Request) -> CmdResult {
             "command": req.body.clone(),
         });
     }
-    let input = match coll_stats {
-        _ if documents_only => Vec::new(),
-        Some(spec) => vec![coll_stats_stage(req, &coll, &spec)?],
-        None if index_stats => index_stats_stage(req, target),
-        None => target
-            .scan(
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let opts = ctx.run_options()?;
+    let output = match coll_stats {
+        _ if documents_only => pipeline.run_with(Vec::new(), &opts)?,
+        Some(spec) => pipeline.run_with(vec![coll_stats_stage(req, &coll, &spec)?], &opts)?,
+        None if index_stats => pipeline.run_with(index_stats_stage(req, target), &opts)?,
+        // Documents stream from the scan into the leading stages.
+        None => pipeline.run_stream(
+            target.scan(
                 req,
                 filter,
                 rest.first().and_then(|s| s.get_document("$match").ok()),
-            )?
-            .collect::<Result<Vec<Document>, _>>()?,
+            )?,
+            &opts,
+        )?,
     };
-    let ctx = super::pipeline_context::CatalogContext::new(req);
-    let output = pipeline.run_with(input, &ctx.run_options()?)?;
     let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
     cursor_reply(
         req,

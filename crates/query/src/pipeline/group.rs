@@ -67,11 +67,29 @@ pub(crate) fn group_by(
     limits: &MemLimits,
     stage: &str,
 ) -> Result<Vec<(Bson, Vec<Bson>)>, QueryError> {
+    group_stream(input.iter().map(Ok), key, accs, limits, stage)
+}
+
+/// [`group_by`] over documents as they come (a scan, earlier streaming stages): only the
+/// groups are held, never the input.
+pub(crate) fn group_stream<D, E>(
+    input: impl Iterator<Item = Result<D, E>>,
+    key: impl Fn(&Document) -> Result<Bson, QueryError>,
+    accs: &[(String, AccSpec)],
+    limits: &MemLimits,
+    stage: &str,
+) -> Result<Vec<(Bson, Vec<Bson>)>, E>
+where
+    D: std::borrow::Borrow<Document>,
+    E: From<QueryError>,
+{
     let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
     let mut groups: Vec<(Bson, Document, Vec<Acc>)> = Vec::new();
     let mut used: u64 = 0;
     for doc in input {
         crate::interrupt::check()?;
+        let doc = doc?;
+        let doc = doc.borrow();
         let k = key(doc)?;
         let slot = match index.get(&OrdBson(k.clone())) {
             Some(i) => *i,
@@ -140,7 +158,16 @@ impl Group {
         input: Vec<Document>,
         limits: &MemLimits,
     ) -> Result<Vec<Document>, QueryError> {
-        let groups = group_by(&input, |d| self.id.eval(d), &self.accs, limits, "$group")?;
+        self.run_stream(input.into_iter().map(Ok), limits)
+    }
+
+    /// Groups documents as they come, holding only the groups.
+    pub fn run_stream<E: From<QueryError>>(
+        &self,
+        input: impl Iterator<Item = Result<Document, E>>,
+        limits: &MemLimits,
+    ) -> Result<Vec<Document>, E> {
+        let groups = group_stream(input, |d| self.id.eval(d), &self.accs, limits, "$group")?;
         Ok(groups
             .into_iter()
             .map(|(key, vals)| {

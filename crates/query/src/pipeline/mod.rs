@@ -186,14 +186,74 @@ impl Pipeline {
         self.run_with(input, &RunOptions::default())
     }
 
+    /// Runs the pipeline over documents as a scan yields them: the leading per-document
+    /// stages (`$match`, `$project`, `$addFields`/`$set`, `$skip`, `$limit`) and a `$group`
+    /// right after them consume the stream, so the input is never held whole (MongoDB's
+    /// streaming stages); the stages after that run as [`Pipeline::run_with`] does.
+    pub fn run_stream<E: From<QueryError>>(
+        &self,
+        input: impl Iterator<Item = Result<Document, E>>,
+        opts: &RunOptions<'_>,
+    ) -> Result<Vec<Document>, E> {
+        let streaming = self
+            .stages
+            .iter()
+            .take_while(|s| {
+                matches!(
+                    s,
+                    Stage::Match(_)
+                        | Stage::Project(_)
+                        | Stage::AddFields(_)
+                        | Stage::Skip(_)
+                        | Stage::Limit(_)
+                )
+            })
+            .count();
+        let mut it: Box<dyn Iterator<Item = Result<Document, E>> + '_> = Box::new(input);
+        for stage in &self.stages[..streaming] {
+            it = match stage {
+                Stage::Skip(n) => {
+                    let mut left = *n;
+                    Box::new(it.filter(move |r| match r {
+                        Ok(_) if left > 0 => {
+                            left -= 1;
+                            false
+                        }
+                        _ => true,
+                    }))
+                }
+                Stage::Limit(k) => Box::new(it.take(usize::try_from(*k).unwrap_or(usize::MAX))),
+                _ => Box::new(it.filter_map(move |r| match r {
+                    Ok(d) => stream_one(stage, d).map_err(E::from).transpose(),
+                    Err(e) => Some(Err(e)),
+                })),
+            };
+        }
+        let (docs, next) = match self.stages.get(streaming) {
+            Some(Stage::Group(g)) => (g.run_stream(it, &opts.limits)?, streaming + 1),
+            _ => (it.collect::<Result<Vec<_>, E>>()?, streaming),
+        };
+        Ok(self.run_from(next, docs, opts)?)
+    }
+
     /// Runs the pipeline over `input` with `opts`.
     pub fn run_with(
         &self,
         input: Vec<Document>,
         opts: &RunOptions<'_>,
     ) -> Result<Vec<Document>, QueryError> {
+        self.run_from(0, input, opts)
+    }
+
+    /// Runs the stages from `first` on over `input`.
+    fn run_from(
+        &self,
+        first: usize,
+        input: Vec<Document>,
+        opts: &RunOptions<'_>,
+    ) -> Result<Vec<Document>, QueryError> {
         let mut docs = input;
-        for (i, stage) in self.stages.iter().enumerate() {
+        for (i, stage) in self.stages.iter().enumerate().skip(first) {
             // A $sort followed by a $limit only keeps the top documents (MongoDB's
             // top-k sort), so only those count against the sort memory limit.
             if let (Stage::Sort(spec), Some(Stage::Limit(k))) = (stage, self.stages.get(i + 1)) {
@@ -431,6 +491,31 @@ fn flatten_add_fields(
     Ok(())
 }
 
+/// One document through a per-document stage (`$match`, `$project`, `$addFields`): the
+/// document it passes on, if any.
+fn stream_one(stage: &Stage, doc: Document) -> Result<Option<Document>, QueryError> {
+    Ok(match stage {
+        Stage::Match(f) => f.matches(&doc).then_some(doc),
+        Stage::Project(p) => Some(p.try_apply(&doc)?),
+        Stage::AddFields(fields) => {
+            let mut values = Vec::with_capacity(fields.len());
+            for (_, e) in fields {
+                values.push(e.eval_optional(&doc)?);
+            }
+            let mut new = doc;
+            for ((path, _), v) in fields.iter().zip(values) {
+                let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+                match v {
+                    Some(v) => crate::path::set_doc_path(&mut new, &parts, v),
+                    None => remove_doc_path(&mut new, &parts),
+                }
+            }
+            Some(new)
+        }
+        _ => Some(doc),
+    })
+}
+
 fn run_stage(
     stage: &Stage,
     docs: Vec<Document>,
@@ -438,27 +523,11 @@ fn run_stage(
 ) -> Result<Vec<Document>, QueryError> {
     let limits = &opts.limits;
     Ok(match stage {
-        Stage::Match(f) => docs.into_iter().filter(|d| f.matches(d)).collect(),
-        Stage::Project(p) => docs
-            .iter()
-            .map(|d| p.try_apply(d))
-            .collect::<Result<_, _>>()?,
-        Stage::AddFields(fields) => {
+        Stage::Match(_) | Stage::Project(_) | Stage::AddFields(_) => {
             let mut out = Vec::with_capacity(docs.len());
             for doc in docs {
-                let mut values = Vec::with_capacity(fields.len());
-                for (_, e) in fields {
-                    values.push(e.eval_optional(&doc)?);
-                }
-                let mut new = doc;
-                for ((path, _), v) in fields.iter().zip(values) {
-                    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-                    match v {
-                        Some(v) => crate::path::set_doc_path(&mut new, &parts, v),
-                        None => remove_doc_path(&mut new, &parts),
-                    }
-                }
-                out.push(new);
+                crate::interrupt::check()?;
+                out.extend(stream_one(stage, doc)?);
             }
             out
         }

@@ -528,3 +528,56 @@ fn bucket_auto_with_granularity_rounds_boundaries() {
     assert_eq!(err(doc! {"groupBy": "$v", "buckets": 2.5}), 40242);
     assert_eq!(err(doc! {"groupBy": "$v", "buckets": 0}), 40243);
 }
+
+#[test]
+fn streamed_input_gives_the_same_results_as_materialized_input() {
+    let docs: Vec<Document> = (0..50)
+        .map(|i| doc! {"_id": i, "k": i % 7, "v": i * 2, "s": format!("x{i}")})
+        .collect();
+    let pipelines = [
+        vec![
+            doc! {"$match": {"k": {"$gte": 2}}},
+            doc! {"$group": {"_id": "$k", "n": {"$sum": 1}, "m": {"$max": "$v"}}},
+            doc! {"$sort": {"_id": 1}},
+        ],
+        vec![
+            doc! {"$addFields": {"w": {"$add": ["$v", 1]}}},
+            doc! {"$project": {"w": 1, "_id": 0}},
+            doc! {"$skip": 5},
+            doc! {"$limit": 7},
+        ],
+        vec![
+            doc! {"$skip": 3},
+            doc! {"$match": {"v": {"$lt": 40}}},
+            doc! {"$limit": 4},
+            doc! {"$group": {"_id": null, "s": {"$sum": "$v"}}},
+        ],
+        vec![doc! {"$sort": {"v": -1}}, doc! {"$limit": 3}],
+        vec![doc! {"$unwind": "$s"}, doc! {"$count": "n"}],
+    ];
+    for stages in pipelines {
+        let p = Pipeline::parse(&stages).unwrap();
+        let streamed = p
+            .run_stream(
+                docs.clone().into_iter().map(Ok::<_, QueryError>),
+                &RunOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(streamed, p.run(docs.clone()).unwrap(), "{stages:?}");
+    }
+}
+
+#[test]
+fn a_streamed_limit_stops_reading_its_input() {
+    let p = Pipeline::parse(&[doc! {"$match": {"ok": true}}, doc! {"$limit": 2}]).unwrap();
+    // The third document is an error: reading it would fail the pipeline.
+    let input = vec![
+        Ok(doc! {"ok": true}),
+        Ok(doc! {"ok": true}),
+        Err(QueryError::BadValue("read past the limit".into())),
+    ];
+    let out = p
+        .run_stream(input.into_iter(), &RunOptions::default())
+        .unwrap();
+    assert_eq!(out.len(), 2);
+}
