@@ -94,9 +94,15 @@ where
         let slot = match index.get(&OrdBson(k.clone())) {
             Some(i) => *i,
             None => {
-                used += 2 * approx_size(&k) + 64;
                 let mut n_doc = Document::new();
                 n_doc.insert("_id", k.clone());
+                // The key twice (the group and the index), the `_id` document, the
+                // accumulator states and the index's tree slot, as allocated.
+                used += 2 * approx_size(&k)
+                    + super::mem::doc_size(&n_doc)
+                    + (std::mem::size_of::<(Bson, Document, Vec<Acc>)>()
+                        + accs.len() * std::mem::size_of::<Acc>()
+                        + 64) as u64;
                 groups.push((
                     k.clone(),
                     n_doc,
