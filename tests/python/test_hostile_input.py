@@ -825,3 +825,54 @@ def test_insert_of_more_than_100000_documents_is_invalid_length(server, db):
     res = db.c.insert_many([{"_id": i} for i in range(150_000)])
     assert len(res.inserted_ids) == 150_000
     assert db.c.count_documents({}) == 150_000
+
+
+# ---- 5. bucket catalog memory ------------------------------------------------------------
+
+
+def test_bucket_memory_threshold_is_one_for_all_collections_and_applies_at_run_time(client, db):
+    admin = client.admin
+    was = admin.command("getParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=1)[
+        "timeseriesIdleBucketExpiryMemoryUsageThreshold"]
+    # Two collections of 300 series, each series ~3 KB open in memory: far over 400 KB.
+    threshold = 400_000
+    admin.command("setParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=threshold)
+    try:
+        for name in ("ts_a", "ts_b"):
+            db.create_collection(name, timeseries={"timeField": "t", "metaField": "m"})
+            for rnd in range(3):
+                db[name].insert_many([
+                    {"t": T0 + datetime.timedelta(seconds=rnd), "m": {"host": f"h{i}", "pad": "p" * 200},
+                     "v": float(i), "w": i}
+                    for i in range(300)
+                ])
+        # A last insert touching one series: every other open bucket, in both collections,
+        # is idle and must go until all of them together fit the one threshold.
+        db.ts_b.insert_one({"t": T0, "m": {"host": "solo"}, "v": 0.0})
+        status = admin.command("serverStatus")["bucketCatalog"]
+        assert status["memoryUsage"] <= threshold, status
+        closed = [db.command("collStats", n)["timeseries"]["numBucketsClosedDueToMemoryThreshold"]
+                  for n in ("ts_a", "ts_b")]
+        assert all(c > 0 for c in closed), closed
+        assert db.ts_a.count_documents({}) == 900 and db.ts_b.count_documents({}) == 901
+    finally:
+        admin.command("setParameter", 1, timeseriesIdleBucketExpiryMemoryUsageThreshold=was)
+
+
+# ---- 7. oversized results ----------------------------------------------------------------
+
+
+def test_update_growing_a_document_past_16mb_is_17419(db):
+    db.c.insert_one({"_id": 1, "a": "a" * (9 * MB)})
+    with pytest.raises(OperationFailure) as e:
+        db.c.update_one({"_id": 1}, {"$set": {"b": "b" * (8 * MB)}})
+    assert e.value.code == 17419, e.value.details
+    assert db.c.find_one({"_id": 1}, {"b": 1}) == {"_id": 1}
+
+
+def test_aggregation_output_document_over_16mb_is_object_too_large(db):
+    db.c.insert_one({"_id": 1, "s": "s" * (9 * MB)})
+    with pytest.raises(OperationFailure) as e:
+        list(db.c.aggregate([{"$project": {"t": {"$concat": ["$s", "$s"]}}}]))
+    assert e.value.code == 10334, e.value.details
+    assert e.value.details.get("codeName") == "BSONObjectTooLarge"

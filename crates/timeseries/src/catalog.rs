@@ -83,7 +83,7 @@ impl CatalogBudget {
         );
     }
 
-    fn over_threshold(&self) -> bool {
+    pub fn over_threshold(&self) -> bool {
         self.memory() > self.limits().idle_memory_threshold
     }
 }
@@ -388,6 +388,13 @@ impl BucketCatalog {
             }
         }
         out
+    }
+
+    /// Closes this collection's least recently used buckets while the open buckets of all
+    /// collections exceed the threshold (another collection's insert asks).
+    pub fn expire_idle(&mut self) -> Vec<Bucket> {
+        let after_every_insert = self.clock + 1;
+        self.close_idle(after_every_insert)
     }
 
     /// Closes this collection's least recently used buckets not used at `epoch` while the

@@ -416,7 +416,40 @@ impl TimeseriesStore {
             }
         }
         engine.wait_durable(appended.max(closed?))?;
+        self.expire_idle_elsewhere(buckets.id);
         Ok(out)
+    }
+
+    /// While the open buckets of all collections exceed the memory threshold, closes the
+    /// least recently used buckets of the *other* collections (the inserting one closed
+    /// its own already): one threshold for the whole server, as MongoDB's. A collection
+    /// busy with its own insert is skipped (never waited for).
+    fn expire_idle_elsewhere(&self, this: u64) {
+        if !self.budget.over_threshold() {
+            return;
+        }
+        let others: Vec<Arc<Mutex<Series>>> = self
+            .series
+            .lock()
+            .iter()
+            .filter(|(id, _)| **id != this)
+            .map(|(_, s)| s.clone())
+            .collect();
+        for series in others {
+            if !self.budget.over_threshold() {
+                return;
+            }
+            let Some(mut s) = series.try_lock() else {
+                continue;
+            };
+            let closed = s.catalog.expire_idle();
+            if closed.is_empty() {
+                continue;
+            }
+            if let Err(e) = Self::commit_closed(&mut s, closed) {
+                tracing::warn!(ns = %s.buckets.namespace(), error = %e, "closing idle buckets failed; they stay as deltas until the next start");
+            }
+        }
     }
 
     /// Stages an insert under the series lock: deltas for the open buckets it appends
