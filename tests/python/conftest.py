@@ -1,5 +1,6 @@
 """Starts one hourglass server for the whole pytest session."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -28,24 +29,26 @@ def _binary() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def server():
-    """Yields (host, port) of a running server with a temporary dbpath."""
+@contextlib.contextmanager
+def running_server(*extra_args):
+    """Runs one hourglass server on a temporary dbpath and a free port; yields
+    (process, port, log path) and stops it (SIGTERM, then SIGKILL after 20 s) at the end."""
     tmp = tempfile.TemporaryDirectory(prefix="hourglass-pytest-")
     dbpath = Path(tmp.name) / "db"
     dbpath.mkdir()
-    log = open(Path(tmp.name) / "server.out", "wb")
+    log_path = Path(tmp.name) / "server.out"
+    log = open(log_path, "wb")
     port = _free_port()
     proc = subprocess.Popen(
         [str(_binary()), "--dbpath", str(dbpath), "--port", str(port),
-         "--bind_ip", "127.0.0.1", "--quiet"],
+         "--bind_ip", "127.0.0.1", "--quiet", *extra_args],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 20
     while True:
         if proc.poll() is not None:
             log.close()
-            out = (Path(tmp.name) / "server.out").read_text(errors="replace")
+            out = log_path.read_text(errors="replace")
             tmp.cleanup()
             pytest.exit(f"hourglass exited during startup ({proc.returncode}):\n{out}", 2)
         try:
@@ -59,7 +62,7 @@ def server():
                 pytest.exit("hourglass did not accept connections within 20 s", 2)
             time.sleep(0.05)
     try:
-        yield ("127.0.0.1", port)
+        yield proc, port, log_path
     finally:
         proc.terminate()
         try:
@@ -69,6 +72,13 @@ def server():
             proc.wait()
         log.close()
         tmp.cleanup()
+
+
+@pytest.fixture(scope="session")
+def server():
+    """Yields (host, port) of a running server with a temporary dbpath."""
+    with running_server() as (_, port, _):
+        yield ("127.0.0.1", port)
 
 
 @pytest.fixture(scope="session")

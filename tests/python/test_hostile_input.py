@@ -13,18 +13,15 @@ import datetime
 import socket
 import statistics
 import struct
-import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import bson
 import pytest
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from conftest import _binary, _free_port
+from conftest import running_server
 
 OP_MSG = 2013
 MAX_CONNS = 40
@@ -62,48 +59,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server():
-    tmp = tempfile.TemporaryDirectory(prefix="hourglass-hostile-")
-    dbpath = Path(tmp.name) / "db"
-    dbpath.mkdir()
-    log_path = Path(tmp.name) / "server.out"
-    log = open(log_path, "wb")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(_binary()), "--dbpath", str(dbpath), "--port", str(port),
-         "--bind_ip", "127.0.0.1", "--quiet",
-         "--threadStackKiB", "4096",
-         "--maxConns", str(MAX_CONNS),
-         "--setParameter", "frameReadTimeoutMillis=1000"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while True:
-        if proc.poll() is not None:
-            log.close()
-            out = log_path.read_text(errors="replace")
-            tmp.cleanup()
-            pytest.exit(f"hourglass exited during startup ({proc.returncode}):\n{out}", 2)
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                tmp.cleanup()
-                pytest.exit("hourglass did not accept connections within 20 s", 2)
-            time.sleep(0.05)
-    try:
+    with running_server("--threadStackKiB", "4096", "--maxConns", str(MAX_CONNS),
+                        "--setParameter", "frameReadTimeoutMillis=1000") as (proc, port, log_path):
         yield Server(proc, "127.0.0.1", port, log_path)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        tmp.cleanup()
 
 
 @pytest.fixture(scope="module")
