@@ -21,7 +21,7 @@ from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 from conftest import _binary, _free_port
 
 SIZE_MB = 1024
-FREE_MB = 520
+FREE_MB = 720
 CHUNK = "x" * (2 * 1024 * 1024)
 
 

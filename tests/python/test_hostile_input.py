@@ -834,3 +834,15 @@ def test_aggregation_output_document_over_16mb_is_object_too_large(db):
         list(db.c.aggregate([{"$project": {"t": {"$concat": ["$s", "$s"]}}}]))
     assert e.value.code == 10334, e.value.details
     assert e.value.details.get("codeName") == "BSONObjectTooLarge"
+
+
+def test_max_time_ms_of_a_find_counts_the_time_of_its_get_mores(db):
+    db.c.insert_many([{"_id": i} for i in range(3000)])
+    # Every document costs a 100,000-element $range to match: a scan of them all takes
+    # seconds, far past the limit, while the first batch of 2 comes at once.
+    slow = {"$expr": {"$gt": [{"$size": {"$range": [0, 100_000]}}, 0]}}
+    cursor = db.c.find(slow).max_time_ms(1500).batch_size(2)
+    assert next(cursor)["_id"] == 0
+    with pytest.raises(OperationFailure) as e:
+        list(cursor)
+    assert e.value.code == 50, e.value.details

@@ -3,6 +3,7 @@
 
 use crate::error::CommandError;
 use bson::Document;
+use hourglass_query::interrupt::Interrupt;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -20,6 +21,9 @@ pub struct Cursor {
     source: DocSource,
     /// A document that did not fit in the previous batch.
     pending: Option<Document>,
+    /// What is left of the creating command's `maxTimeMS`: MongoDB counts the time spent
+    /// producing every batch against it.
+    time_left: Option<Duration>,
     last_used: Instant,
 }
 
@@ -72,7 +76,13 @@ pub fn take_batch(
 
 impl CursorRegistry {
     /// Registers `source` and returns its new id (never 0).
-    pub fn open(&self, ns: String, source: DocSource, pending: Option<Document>) -> i64 {
+    pub fn open(
+        &self,
+        ns: String,
+        source: DocSource,
+        pending: Option<Document>,
+        time_left: Option<Duration>,
+    ) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed)
             + 1
             + (std::process::id() as i64) * (1 << 32);
@@ -80,24 +90,32 @@ impl CursorRegistry {
             ns,
             source,
             pending,
+            time_left,
             last_used: Instant::now(),
         };
         self.cursors.lock().insert(id, Arc::new(Mutex::new(cursor)));
         id
     }
 
-    /// Fetches the next batch of cursor `id`; returns (namespace, docs, cursor still open).
+    /// Fetches the next batch of cursor `id` under `interrupt` (the getMore's operation,
+    /// which gets the time the cursor has left); returns (namespace, docs, cursor still
+    /// open).
     pub fn get_more(
         &self,
         id: i64,
         batch_size: Option<usize>,
+        interrupt: &Interrupt,
     ) -> Option<Result<Batch, CommandError>> {
         let cursor = self.cursors.lock().get(&id).cloned()?;
         let mut c = cursor.lock();
         c.last_used = Instant::now();
         let ns = c.ns.clone();
         let c = &mut *c;
+        if let Some(left) = c.time_left {
+            interrupt.set_deadline(Instant::now() + left);
+        }
         let result = take_batch(&mut c.source, &mut c.pending, batch_size);
+        c.time_left = c.time_left.and(interrupt.remaining());
         let open = matches!(result, Ok((_, true)));
         if !open {
             self.cursors.lock().remove(&id);
@@ -149,18 +167,24 @@ mod tests {
     #[test]
     fn get_more_drains_and_closes() {
         let reg = CursorRegistry::default();
-        let id = reg.open("db.c".into(), source(5), None);
-        let (_, b1, open) = reg.get_more(id, Some(3)).unwrap().unwrap();
+        let id = reg.open("db.c".into(), source(5), None, None);
+        let (_, b1, open) = reg
+            .get_more(id, Some(3), &Interrupt::default())
+            .unwrap()
+            .unwrap();
         assert_eq!((b1.len(), open), (3, true));
-        let (_, b2, open) = reg.get_more(id, Some(3)).unwrap().unwrap();
+        let (_, b2, open) = reg
+            .get_more(id, Some(3), &Interrupt::default())
+            .unwrap()
+            .unwrap();
         assert_eq!((b2.len(), open), (2, false));
-        assert!(reg.get_more(id, None).is_none());
+        assert!(reg.get_more(id, None, &Interrupt::default()).is_none());
     }
 
     #[test]
     fn idle_cursors_are_reaped() {
         let reg = CursorRegistry::default();
-        reg.open("db.c".into(), source(5), None);
+        reg.open("db.c".into(), source(5), None, None);
         assert_eq!(reg.reap(Duration::from_secs(600)), 0);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(reg.reap(Duration::from_millis(1)), 1);

@@ -1,9 +1,12 @@
 //! Interruption of a running operation: `killOp`, `maxTimeMS` and a client that went away.
 //!
 //! The protocol layer installs an [`Interrupt`] for the operation running on a thread;
-//! every loop whose length depends on the data or the request (scans, pipeline stages,
-//! array expressions) calls [`check`], which fails with 11601 `Interrupted` once the
-//! operation is killed and with 50 `MaxTimeMSExpired` once its deadline has passed.
+//! every loop over documents (scans, bucket scans, pipeline stages) calls [`check`], which
+//! fails with 11601 `Interrupted` once the operation is killed and with 50
+//! `MaxTimeMSExpired` once its deadline has passed. Expression evaluation does not check:
+//! a filter's `$expr` turns an error into "no match", so an interruption there would drop
+//! documents silently instead of failing the operation; the check after each document
+//! stops it instead (array expressions are bounded by their memory limits).
 
 use crate::QueryError;
 use std::cell::{Cell, RefCell};
@@ -30,6 +33,13 @@ impl Interrupt {
     /// Sets the time limit (once; later calls keep the first).
     pub fn set_deadline(&self, at: Instant) {
         let _ = self.deadline.set(at);
+    }
+
+    /// Time left before the deadline (zero once past it); None without a deadline.
+    pub fn remaining(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .get()
+            .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
     pub fn kill(&self) {

@@ -35,7 +35,9 @@ pub fn cursor_reply(
         Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
     )?;
     let id = if more && !single_batch {
-        req.state.cursors.open(ns.clone(), source, pending)
+        req.state
+            .cursors
+            .open(ns.clone(), source, pending, req.interrupt.remaining())
     } else {
         0
     };
@@ -211,11 +213,17 @@ pub fn get_more(req: &Request) -> CmdResult {
         }
         Some(_) => {}
     }
+    if req.body.contains_key("maxTimeMS") {
+        // Only awaitData (tailable) cursors take a time per getMore; there are none here.
+        return Err(CommandError::bad_value(
+            "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
+        ));
+    }
     let batch = batch_size(req, "batchSize")?;
     let (ns, docs, open) = req
         .state
         .cursors
-        .get_more(id, batch)
+        .get_more(id, batch, &req.interrupt)
         .ok_or_else(not_found)??;
     Ok(doc! {"cursor": {"nextBatch": docs, "id": if open { id } else { 0 }, "ns": ns}})
 }

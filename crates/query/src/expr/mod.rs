@@ -636,7 +636,6 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
             let mut out = Vec::new();
             let mut bytes = 0;
             for item in items {
-                crate::interrupt::check()?;
                 if is_map {
                     bytes += crate::pipeline::mem::approx_size(&item);
                     check_array_memory("$map", bytes)?;
@@ -681,7 +680,6 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
             };
             let mut acc = eval(init, ctx)?.unwrap_or(Bson::Null);
             for (i, item) in items.into_iter().enumerate() {
-                crate::interrupt::check()?;
                 if i % 256 == 255 {
                     check_array_memory("$reduce", crate::pipeline::mem::approx_size(&acc))?;
                 }
