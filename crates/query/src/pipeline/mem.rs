@@ -42,7 +42,7 @@ pub struct MemLimits {
     pub group_bytes: u64,
     /// Bytes a blocking `$sort` may hold (`internalQueryMaxBlockingSortMemoryUsageBytes`).
     pub sort_bytes: u64,
-    /// With `allowDiskUse: true` the limits are not enforced (everything stays in memory).
+    /// With `allowDiskUse: true` the limits rise to a ceiling (nothing spills to disk yet).
     pub allow_disk_use: bool,
 }
 
@@ -59,21 +59,55 @@ impl Default for MemLimits {
     }
 }
 
+/// What a stage may hold with `allowDiskUse: true`. Stages do not spill to disk yet, so
+/// the opt-in lifts the per-stage limit up to this ceiling (10x the limit, at least 1 GiB)
+/// instead of letting one query take all the memory; past it the stage fails with 146
+/// ExceededMemoryLimit, as MongoDB's stages that cannot spill do.
+fn disk_use_ceiling(limit: u64) -> u64 {
+    limit.saturating_mul(10).max(1 << 30)
+}
+
+fn cannot_spill(stage: &str, used: u64, limit: u64) -> QueryError {
+    QueryError::Foreign(
+        146,
+        "ExceededMemoryLimit",
+        format!("{stage} used {used} bytes, more than it may hold in memory even with allowDiskUse ({limit} bytes), and cannot spill to disk"),
+    )
+}
+
 impl MemLimits {
-    /// Fails with code 292 when a grouping stage holds more than its limit.
+    /// Fails with code 292 when a grouping stage holds more than its limit (146 past the
+    /// ceiling with `allowDiskUse`).
     pub fn check_group(&self, stage: &str, used: u64) -> Result<(), QueryError> {
-        if self.allow_disk_use || used <= self.group_bytes {
+        if used <= self.group_bytes {
             return Ok(());
+        }
+        if self.allow_disk_use {
+            let ceiling = disk_use_ceiling(self.group_bytes);
+            return if used <= ceiling {
+                Ok(())
+            } else {
+                Err(cannot_spill(stage, used, ceiling))
+            };
         }
         Err(QueryError::QueryExceededMemoryLimitNoDiskUseAllowed(
             format!("Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."),
         ))
     }
 
-    /// Fails with code 292 when a blocking sort holds more than its limit.
+    /// Fails with code 292 when a blocking sort holds more than its limit (146 past the
+    /// ceiling with `allowDiskUse`).
     pub fn check_sort(&self, used: u64) -> Result<(), QueryError> {
-        if self.allow_disk_use || used <= self.sort_bytes {
+        if used <= self.sort_bytes {
             return Ok(());
+        }
+        if self.allow_disk_use {
+            let ceiling = disk_use_ceiling(self.sort_bytes);
+            return if used <= ceiling {
+                Ok(())
+            } else {
+                Err(cannot_spill("$sort", used, ceiling))
+            };
         }
         Err(QueryError::QueryExceededMemoryLimitNoDiskUseAllowed(
             format!(
@@ -81,5 +115,34 @@ impl MemLimits {
                 self.sort_bytes
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_disk_use_lifts_the_limit_up_to_a_ceiling_then_fails_with_146() {
+        let tight = MemLimits {
+            group_bytes: 1000,
+            sort_bytes: 1000,
+            allow_disk_use: false,
+        };
+        assert_eq!(tight.check_group("$group", 2000).unwrap_err().code(), 292);
+        let opted = MemLimits {
+            allow_disk_use: true,
+            ..tight
+        };
+        assert!(opted.check_group("$group", 2000).is_ok());
+        assert!(opted.check_sort(1 << 29).is_ok());
+        assert_eq!(
+            opted
+                .check_group("$group", (1 << 30) + 1)
+                .unwrap_err()
+                .code(),
+            146
+        );
+        assert_eq!(opted.check_sort((1 << 30) + 1).unwrap_err().code(), 146);
     }
 }
