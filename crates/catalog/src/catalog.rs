@@ -193,7 +193,7 @@ impl Catalog {
             return Ok(false);
         };
         // Wait for in-flight writers of this collection before the trees go away. The trees
-        // go first, so that a drop frees space even on a full disk; the catalog entry of a
+        // go first, so that a drop succeeds even on a full disk; the catalog entry of a
         // collection whose tree is gone is deleted at the next start if this batch fails.
         let _w = c.lock_writes();
         for i in c.indexes().iter() {

@@ -181,7 +181,7 @@ impl Engine {
             .max_journaling_size(MAX_JOURNAL)
             // Each table keeps its own descriptor, closed with the table: with fjall's
             // shared descriptor cache, the files of a dropped collection stayed open (and
-            // their space taken) until evicted, so a drop could not relieve a full disk.
+            // their space taken) until the cache evicted them.
             .max_cached_files(None)
             .open()?;
         Ok(Engine {
