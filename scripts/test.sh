@@ -15,6 +15,13 @@ if ! .venv/bin/python -c 'import pymongo, pytest' >/dev/null 2>&1; then
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check pymongo pytest
 fi
+# pymongoarrow (Arrow tables from aggregate cursors) is optional: its test skips with the
+# reason when no wheel can be installed here.
+if ! .venv/bin/python -c 'import pymongoarrow' >/dev/null 2>&1; then
+  log "installing pymongoarrow into .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check pymongoarrow \
+    || echo "pymongoarrow could not be installed; its test will be skipped"
+fi
 if [ ! -x .tools/node_modules/.bin/mongosh ]; then
   log "installing mongosh into .tools"
   npm install --prefix .tools --no-audit --no-fund --loglevel=error mongosh

@@ -100,6 +100,11 @@ impl Projection {
         self.inclusion
     }
 
+    /// True when `_id` is left out of the result.
+    pub fn excludes_id(&self) -> bool {
+        self.exclude_id
+    }
+
     /// Applies the projection; expressions that fail leave their field out.
     pub fn apply(&self, doc: &Document) -> Document {
         self.try_apply(doc).unwrap_or_else(|_| doc.clone())

@@ -28,9 +28,24 @@ pub fn aggregate_view(
     let ex = store.execute(buckets, options, &plan)?;
     let counters = ex.counters.clone();
     if explain {
-        let n = ex.docs.count();
+        let started = std::time::Instant::now();
+        let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
+        let unpacked = input.len();
+        // The stages after the scan run too (their output is counted, not returned),
+        // except a pipeline that writes: explain never writes.
+        let returned = if rest.writes() {
+            None
+        } else {
+            let ctx = super::pipeline_context::CatalogContext::new(req);
+            Some(rest.run_with(input, &ctx.run_options()?)?.len())
+        };
+        let run = ExplainRun {
+            unpacked,
+            returned,
+            millis: started.elapsed().as_millis() as i64,
+        };
         return Ok(explain_reply(
-            req, coll, options, &plan, stages, n, &counters,
+            req, coll, options, &plan, stages, &run, &counters,
         ));
     }
     // With nothing left to run, measurements stream to the cursor bucket by bucket.
@@ -54,13 +69,22 @@ pub fn aggregate_view(
     )
 }
 
+/// What running a pipeline for explain produced.
+struct ExplainRun {
+    /// Measurements the bucket scan (and the stages pushed into it) produced.
+    unpacked: usize,
+    /// Documents the whole pipeline returned (`None` when it was not run to the end).
+    returned: Option<usize>,
+    millis: i64,
+}
+
 fn explain_reply(
     req: &Request,
     coll: &str,
     options: &TimeseriesOptions,
     plan: &TsPlan,
     stages: &[Document],
-    produced: usize,
+    run: &ExplainRun,
     counters: &hourglass_timeseries::ScanCounters,
 ) -> Document {
     use hourglass_timeseries::ScanCounters as C;
@@ -81,14 +105,15 @@ fn explain_reply(
         unpack.insert("metaField", mf.clone());
     }
     unpack.extend(pushed);
-    unpack.insert("nReturned", produced as i64);
+    unpack.insert("nReturned", run.unpacked as i64);
+    let query_planner = doc! {
+        "namespace": format!("{}.system.buckets.{coll}", req.db),
+        "winningPlan": winning,
+        "rejectedPlans": [],
+    };
     let mut out_stages = vec![
         Bson::Document(doc! {"$cursor": {
-            "queryPlanner": {
-                "namespace": format!("{}.system.buckets.{coll}", req.db),
-                "winningPlan": winning,
-                "rejectedPlans": [],
-            },
+            "queryPlanner": query_planner.clone(),
             "executionStats": {
                 "executionSuccess": true,
                 "nReturned": C::get(&counters.buckets_returned) as i64,
@@ -99,10 +124,29 @@ fn explain_reply(
         Bson::Document(doc! {"$_internalUnpackBucket": unpack}),
     ];
     out_stages.extend(stages[plan.consumed..].iter().cloned().map(Bson::Document));
-    doc! {
+    // Tools that read only the top-level sections (mongosh's and Compass's summaries)
+    // find the bucket access path and the whole pipeline's counts there.
+    let mut reply = doc! {
         "explainVersion": "1",
+        "queryPlanner": query_planner,
         "stages": out_stages,
-        "command": req.body.clone(),
-        "serverInfo": {"host": req.state.host.clone(), "version": super::diagnostics::COMPAT_VERSION},
+    };
+    if let Some(n) = run.returned {
+        reply.insert(
+            "executionStats",
+            doc! {
+                "executionSuccess": true,
+                "nReturned": n as i64,
+                "executionTimeMillis": run.millis,
+                "totalKeysExamined": if index { examined } else { 0 },
+                "totalDocsExamined": examined,
+            },
+        );
     }
+    reply.insert("command", req.body.clone());
+    reply.insert(
+        "serverInfo",
+        doc! {"host": req.state.host.clone(), "version": super::diagnostics::COMPAT_VERSION},
+    );
+    reply
 }

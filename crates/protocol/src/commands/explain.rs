@@ -1,8 +1,8 @@
 //! `explain`: describes how `find`, `count`, `distinct`, `update`, `delete`,
 //! `findAndModify` or `aggregate` would run on a regular collection — the chosen plan
 //! (`queryPlanner`) and, with `executionStats`/`allPlansExecution`, the counters of running
-//! its read part (writes are not performed). Time-series collections get a plain
-//! collection-scan description for now.
+//! its read part (writes are not performed). On a time-series collection the command is
+//! explained as the pipeline it runs over the buckets (`aggregate_ts`).
 
 use super::planned::{parse_hint, parsed_query, plan_read, plan_stages, regular_read, ReadOpts};
 use super::target::Target;
@@ -231,22 +231,17 @@ pub fn explain(req: &Request) -> CmdResult {
     };
     if name == "aggregate" {
         let mut body = inner.clone();
-        body.insert("explain", true);
         body.remove("cursor");
-        let sub = super::Request {
-            state: req.state.clone(),
-            conn: req.conn.clone(),
-            db,
-            body,
-            sequences: parking_lot::Mutex::new(Vec::new()),
-            interrupt: req.interrupt.clone(),
-        };
-        let mut reply = super::aggregate::aggregate(&sub)?;
-        reply.insert("command", inner);
-        reply.insert("serverInfo", server_info(req));
-        return Ok(reply);
+        return explain_aggregate(req, db, body, inner);
     }
     let shape = shape_of(&name, &inner)?;
+    if let Target::TimeSeries { .. } = Target::resolve(req, &shape.coll) {
+        // A read of a time-series view runs as a pipeline over its buckets, and is
+        // explained as one (as MongoDB explains any read of a view).
+        let mut body = doc! {"aggregate": shape.coll.clone()};
+        body.insert("pipeline", view_pipeline(&name, &shape, &inner));
+        return explain_aggregate(req, db, body, inner);
+    }
     let sort = shape.sort.map(SortSpec::parse).transpose()?;
     let (mut planner, plan) =
         query_planner(req, &shape.coll, shape.filter, sort.as_ref(), shape.hint)?;
@@ -317,6 +312,54 @@ pub fn explain(req: &Request) -> CmdResult {
     reply.insert("command", inner);
     reply.insert("serverInfo", server_info(req));
     Ok(reply)
+}
+
+/// Explains the aggregate `body` (run in `db`) and reports it as the explain of `inner`.
+fn explain_aggregate(req: &Request, db: String, mut body: Document, inner: Document) -> CmdResult {
+    body.insert("explain", true);
+    let sub = super::Request {
+        state: req.state.clone(),
+        conn: req.conn.clone(),
+        db,
+        body,
+        sequences: parking_lot::Mutex::new(Vec::new()),
+        interrupt: req.interrupt.clone(),
+    };
+    let mut reply = super::aggregate::aggregate(&sub)?;
+    reply.insert("command", inner);
+    reply.insert("serverInfo", server_info(req));
+    Ok(reply)
+}
+
+/// The pipeline a read command `name` runs as over a view: `find` as
+/// `$match`/`$sort`/`$skip`/`$limit`/`$project`, `count` ending in `$count`, `distinct` as
+/// a `$group` collecting the key's values; writes explain the read that selects their
+/// documents.
+fn view_pipeline(name: &str, shape: &ReadShape<'_>, inner: &Document) -> Vec<Document> {
+    let mut stages = vec![doc! {"$match": shape.filter.cloned().unwrap_or_default()}];
+    if let Some(s) = shape.sort.filter(|s| !s.is_empty()) {
+        stages.push(doc! {"$sort": s.clone()});
+    }
+    if let Some(k) = shape.skip.filter(|k| *k > 0) {
+        stages.push(doc! {"$skip": k});
+    }
+    if let Some(l) = shape.limit {
+        stages.push(doc! {"$limit": l});
+    }
+    if let Some(p) = shape.projection {
+        stages.push(doc! {"$project": p.clone()});
+    }
+    match name {
+        "count" => stages.push(doc! {"$count": "count"}),
+        "distinct" => {
+            let key = inner.get_str("key").unwrap_or_default();
+            stages.push(
+                doc! {"$group": {"_id": Bson::Null, "distinct": {"$addToSet": format!("${key}")}}},
+            );
+        }
+        _ => {}
+    }
+    stages
 }
 
 fn server_info(req: &Request) -> Document {

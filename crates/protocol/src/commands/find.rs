@@ -29,11 +29,12 @@ pub fn cursor_reply(
     single_batch: bool,
 ) -> CmdResult {
     let mut pending = None;
-    let (docs, more) = take_batch(
-        &mut source,
-        &mut pending,
-        Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
-    )?;
+    // `batchSize: 0` asks for a cursor and an empty first batch (MongoDB then does no
+    // work until the first getMore); drivers use it to open a cursor cheaply.
+    let (docs, more) = match batch_size.unwrap_or(DEFAULT_FIRST_BATCH) {
+        0 => (Vec::new(), true),
+        n => take_batch(&mut source, &mut pending, Some(n))?,
+    };
     let id = if more && !single_batch {
         req.state
             .cursors

@@ -673,3 +673,61 @@ async fn memory_limit_of_blocking_stages() {
     .await;
     golden(&db, group, vec![doc! {"n": 6}]).await;
 }
+
+#[tokio::test]
+async fn every_projection_form_gives_the_same_documents_on_both_kinds() {
+    let (_s, db) = setup().await;
+    let one = |id: i32| sample().into_iter().find(|d| d.get_i32("_id") == Ok(id));
+    let full4 = one(4).unwrap();
+    let cases: Vec<(Document, Document)> = vec![
+        // `{_id: 0}` alone excludes only `_id`: every measurement field stays.
+        (doc! {"_id": 0}, {
+            let mut d = full4.clone();
+            d.remove("_id");
+            d
+        }),
+        (doc! {"_id": 0, "v": 1}, doc! {"v": 5}),
+        (doc! {"v": 1}, doc! {"_id": 4, "v": 5}),
+        (
+            doc! {"v": 0, "s": 0},
+            doc! {"_id": 4, "t": at(HOUR / 2), "m": "b"},
+        ),
+        (doc! {"m": 1, "_id": 0}, doc! {"m": "b"}),
+        (
+            doc! {"_id": 0, "x": {"$add": ["$v", 1]}, "meta": "$m"},
+            doc! {"x": 6, "meta": "b"},
+        ),
+    ];
+    for (projection, expected) in cases {
+        let expected = normalize_doc(expected);
+        for coll in ["reg", "ts"] {
+            let c = db.collection::<Document>(coll);
+            let found = c
+                .find_one(doc! {"_id": 4})
+                .projection(projection.clone())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(normalize_doc(found), expected, "{coll}: find {projection}");
+            let by_meta: Vec<Document> = c
+                .find(doc! {"m": "b", "v": 5})
+                .projection(projection.clone())
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            assert_eq!(
+                by_meta.into_iter().map(normalize_doc).collect::<Vec<_>>(),
+                vec![expected.clone()],
+                "{coll}: find by meta {projection}"
+            );
+        }
+        golden(
+            &db,
+            vec![doc! {"$match": {"_id": 4}}, doc! {"$project": projection}],
+            vec![expected],
+        )
+        .await;
+    }
+}

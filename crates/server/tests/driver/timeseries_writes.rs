@@ -252,7 +252,8 @@ async fn aggregate_pushes_filters_and_columns_into_the_bucket_scan() {
     assert!(e.get_bool("vectorizedGroup").unwrap());
     assert_eq!(
         e.get_array("include").unwrap(),
-        &vec![Bson::from("t"), Bson::from("v")]
+        &vec![Bson::from("t"), Bson::from("tag"), Bson::from("v")],
+        "the fields the group and the filter read, meta included"
     );
     // A measurement range prunes by control max without decoding.
     let pipeline = vec![doc! {"$match": {"v": {"$gte": 2999}}}, doc! {"$count": "n"}];

@@ -3,6 +3,7 @@
 //! "every field".
 
 use bson::{Bson, Document};
+use hourglass_query::projection::Projection;
 use std::collections::BTreeSet;
 
 /// The fields a stage sequence reads, or `None` when it may read any field.
@@ -23,21 +24,19 @@ pub fn pipeline_fields(stages: &[Document]) -> Option<BTreeSet<String>> {
             }
             "$project" => {
                 let spec = arg.as_document()?;
-                let excludes = spec.iter().any(|(k, v)| {
-                    k != "_id"
-                        && matches!(v, Bson::Int32(0) | Bson::Int64(0) | Bson::Boolean(false))
-                        || matches!(v, Bson::Double(d) if *d == 0.0 && k != "_id")
-                });
-                if excludes {
+                // The query layer's own parse decides the mode: `{_id: 0}` alone, or any
+                // exclusion, passes every other field through.
+                let projection = Projection::parse(spec).ok()?;
+                if !projection.is_inclusion() {
                     return None;
                 }
-                if !matches!(
-                    spec.get("_id"),
-                    Some(Bson::Int32(0) | Bson::Int64(0) | Bson::Boolean(false))
-                ) {
+                if !projection.excludes_id() {
                     out.insert("_id".to_string());
                 }
-                for (k, v) in spec {
+                for (k, v) in spec
+                    .iter()
+                    .filter(|(k, _)| *k != "_id" || !projection.excludes_id())
+                {
                     out.insert(top(k));
                     expr_fields(v, &mut out)?;
                 }
@@ -133,6 +132,15 @@ mod tests {
             "the client sees whole documents"
         );
         assert!(fields(vec![doc! {"$project": {"a": 0}}]).is_none());
+        assert!(
+            fields(vec![doc! {"$project": {"_id": 0}}]).is_none(),
+            "excluding only _id keeps every other field"
+        );
+        assert!(fields(vec![doc! {"$project": {"a": {"b": 0}}}]).is_none());
+        assert_eq!(
+            fields(vec![doc! {"$project": {"_id": 0, "a.b": 1}}]).unwrap(),
+            vec!["a"]
+        );
         assert!(fields(vec![doc! {"$group": {"_id": "$$ROOT"}}]).is_none());
         assert!(fields(vec![doc! {"$lookup": {}}, doc! {"$count": "n"}]).is_none());
         assert!(fields(vec![doc! {"$match": {"$where": "1"}}, doc! {"$count": "n"}]).is_none());

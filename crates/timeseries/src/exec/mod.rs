@@ -79,22 +79,23 @@ impl TsPlan {
             .and_then(|g| VectorGroup::parse(g, options));
         if let Some(g) = group {
             let rows = RowFilter::from_filter(&filter_spec, options);
-            let mut fields = g.fields();
-            match &rows {
-                Some(r) => fields.extend(r.fields(&options.time_field)),
-                None => fields.extend(
-                    pipeline_fields(&[doc! {"$match": filter_spec.clone()}, doc! {"$count": "n"}])
-                        .into_iter()
-                        .flatten(),
-                ),
-            }
-            fields.sort();
-            fields.dedup();
+            // Everything the filter reads, meta included: a bucket whose columns the row
+            // filter cannot decide (arrays) is matched as unpacked documents.
+            let fields =
+                pipeline_fields(&[doc! {"$match": filter_spec.clone()}, doc! {"$count": "n"}]).map(
+                    |read| {
+                        let mut fields = g.fields();
+                        fields.extend(read);
+                        fields.sort();
+                        fields.dedup();
+                        fields
+                    },
+                );
             return Ok(TsPlan {
                 predicate,
                 filter_spec,
                 filter,
-                fields: Some(fields),
+                fields,
                 group: Some((g, rows)),
                 lastpoint: None,
                 rows: None,
@@ -345,7 +346,10 @@ mod tests {
         );
         assert_eq!(out.len(), 60);
         assert_eq!(plan.consumed, 2);
-        assert_eq!(plan.fields.as_deref().unwrap(), ["time", "usage_user"]);
+        assert_eq!(
+            plan.fields.as_deref().unwrap(),
+            ["tags", "time", "usage_user"]
+        );
         check_same(
             &store,
             &c,

@@ -106,17 +106,6 @@ impl RowFilter {
         self.conds.is_empty()
     }
 
-    /// Fields the filter reads (besides meta).
-    pub fn fields(&self, time_field: &str) -> Vec<String> {
-        self.conds
-            .iter()
-            .map(|c| match c {
-                Cond::Time(..) => time_field.to_string(),
-                Cond::Number(f, ..) => f.clone(),
-            })
-            .collect()
-    }
-
     /// The rows of `bucket` that pass, as a mask; `None` when a column holds values
     /// the vectorized comparison cannot decide (arrays), so the caller falls back.
     pub fn mask(&self, cols: &Cols<'_>, time_field: &str) -> Result<Option<Vec<bool>>, TsError> {

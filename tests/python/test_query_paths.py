@@ -1,0 +1,154 @@
+"""Reads of a time-series collection answer as reads of a regular collection holding the same
+documents: projections, counts, explain and cursor batches, through pymongo."""
+
+import datetime
+
+import pytest
+
+T0 = datetime.datetime(2026, 3, 1, tzinfo=datetime.timezone.utc)
+
+
+@pytest.fixture()
+def db(client):
+    name = "py_query_paths"
+    client.drop_database(name)
+    yield client[name]
+    client.drop_database(name)
+
+
+def measurements(n=60):
+    docs = []
+    for i in range(n):
+        d = {
+            "_id": i,
+            "t": T0 + datetime.timedelta(seconds=10 * i),
+            "m": {"host": f"h{i % 3}", "c": i % 4},
+            "usage": float(i % 17),
+            "nested": {"a": i, "b": {"c": i % 5}},
+        }
+        if i % 5 == 0:
+            d["arr"] = [i % 3 - 1, 5]
+        elif i % 5 == 1:
+            d["arr"] = 1
+        docs.append(d)
+    return docs
+
+
+@pytest.fixture()
+def both(db):
+    """A regular and a time-series collection with the same documents."""
+    docs = measurements()
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_many(docs)
+    db.reg.insert_many(docs)
+    return db.reg, db.ts
+
+
+def by_id(docs):
+    return sorted(docs, key=lambda d: d.get("_id", d.get("t")))
+
+
+PROJECTIONS = [
+    {"_id": 0},
+    {"_id": 0, "usage": 1},
+    {"usage": 1},
+    {"usage": 0},
+    {"nested.b.c": 1, "_id": 0},
+    {"nested.b": 0},
+    {"m.host": 1},
+    {"x": {"$add": ["$usage", 1]}, "t": 1},
+    {"_id": 0, "host": "$m.host", "usage": 1},
+]
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS, ids=str)
+def test_find_projection_gives_the_same_documents_on_both_kinds(both, projection):
+    reg, ts = both
+    for flt in ({}, {"m.host": "h1"}, {"usage": {"$gte": 3}}):
+        expected = list(reg.find(flt, projection).sort("t", 1))
+        got = list(ts.find(flt, projection).sort("t", 1))
+        # (As dicts: a measurement's fields come back in the bucket's column order.)
+        assert got == expected, (flt, projection)
+
+
+def test_excluding_only_id_keeps_every_measurement_field(both):
+    _, ts = both
+    doc = ts.find_one({"_id": 7}, {"_id": 0})
+    assert doc == {"t": (T0 + datetime.timedelta(seconds=70)).replace(tzinfo=None), "m": {"host": "h1", "c": 3},
+                   "usage": 7.0, "nested": {"a": 7, "b": {"c": 2}}}
+    with_meta_filter = ts.find_one({"m.host": "h1"}, {"_id": 0})
+    assert {"t", "m", "usage", "nested"} <= set(with_meta_filter)
+    agg = list(ts.aggregate([{"$match": {"m.host": "h2"}}, {"$project": {"_id": 0}}, {"$limit": 1}]))
+    assert {"t", "m", "usage", "nested"} <= set(agg[0])
+
+
+def test_count_with_meta_and_array_measurement_filter_agrees_with_regular(both):
+    reg, ts = both
+    flt = {"m.c": {"$gte": 2}, "arr": {"$gte": -1, "$lt": 2}}
+    expected = reg.count_documents(flt)
+    assert expected > 0
+    assert ts.count_documents(flt) == expected
+    assert len(list(ts.find(flt))) == expected
+    assert ts.database.command("count", "ts", query=flt)["n"] == expected
+
+
+def test_explain_of_find_on_timeseries_shows_the_bucket_unpack_and_real_counts(both):
+    _, ts = both
+    flt = {"m.host": "h1"}
+    n = len(list(ts.find(flt)))
+    plan = ts.find(flt).explain()
+    unpack = [s["$_internalUnpackBucket"] for s in plan["stages"] if "$_internalUnpackBucket" in s]
+    assert len(unpack) == 1
+    assert unpack[0]["nReturned"] == n
+    assert unpack[0]["bucketFilter"]["meta"] == {"$and": [{"m.host": "h1"}]}
+    assert plan["executionStats"]["nReturned"] == n
+    assert plan["queryPlanner"]["namespace"] == "py_query_paths.system.buckets.ts"
+    assert plan["command"]["find"] == "ts"
+
+
+def test_explain_of_count_and_distinct_on_timeseries_read_the_buckets(both):
+    _, ts = both
+    db = ts.database
+    flt = {"usage": {"$gte": 10}}
+    n = ts.count_documents(flt)
+    plan = db.command("explain", {"count": "ts", "query": flt}, verbosity="executionStats")
+    unpack = next(s["$_internalUnpackBucket"] for s in plan["stages"] if "$_internalUnpackBucket" in s)
+    assert unpack["nReturned"] == n
+    assert any("$count" in s for s in plan["stages"])
+    plan = db.command("explain", {"distinct": "ts", "key": "m.host", "query": {}})
+    assert any("$_internalUnpackBucket" in s for s in plan["stages"])
+    assert plan["executionStats"]["nReturned"] == 1
+
+
+@pytest.mark.parametrize("kind", ["reg", "ts"])
+def test_batch_size_zero_opens_a_cursor_with_an_empty_first_batch(both, kind):
+    db = both[0].database
+    for cmd in ({"find": kind, "batchSize": 0}, {"aggregate": kind, "pipeline": [], "cursor": {"batchSize": 0}}):
+        reply = db.command(cmd)
+        assert reply["cursor"]["firstBatch"] == []
+        assert reply["cursor"]["id"] != 0
+        more = db.command("getMore", reply["cursor"]["id"], collection=kind)
+        assert len(more["cursor"]["nextBatch"]) == 60
+        assert more["cursor"]["id"] == 0
+
+
+def test_aggregate_raw_batches_read_a_timeseries_collection(both):
+    _, ts = both
+    from bson import decode_all
+
+    docs = []
+    for batch in ts.aggregate_raw_batches([{"$match": {"m.host": "h0"}}, {"$project": {"_id": 1}}]):
+        docs.extend(decode_all(batch))
+    assert sorted(d["_id"] for d in docs) == list(range(0, 60, 3))
+
+
+def test_pymongoarrow_reads_a_timeseries_collection_into_a_table(both):
+    try:
+        from pymongoarrow.api import aggregate_arrow_all
+    except ImportError as e:
+        pytest.skip(f"pymongoarrow is not installed: {e}")
+    _, ts = both
+    table = aggregate_arrow_all(ts, [{"$match": {"m.host": "h2"}}, {"$project": {"_id": 1, "usage": 1}}])
+    assert table.num_rows == 20
+    assert sorted(table.column("_id").to_pylist()) == list(range(2, 60, 3))
+    assert sum(table.column("usage").to_pylist()) == sum(float(i % 17) for i in range(2, 60, 3))
