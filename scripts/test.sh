@@ -46,6 +46,7 @@ run_suite() {
 }
 
 export HOURGLASS_BIN="$ROOT/target/debug/hourglass"
+run_suite "module cycles" "$PYTHON" scripts/check_module_cycles.py
 run_suite "cargo test --workspace" cargo test --workspace --no-fail-fast
 run_suite "pytest tests/python" .venv/bin/python -m pytest -q tests/python
 run_suite "mongosh smoke test" tests/mongosh/run.sh

@@ -4,7 +4,6 @@
 //! and applied, not while it is synced.
 
 use crate::error::{CatalogError, Result};
-use crate::index::staging::Staging;
 use crate::index::Index;
 use crate::keystring;
 use crate::namespace::Namespace;
@@ -43,13 +42,6 @@ pub(crate) struct CollectionStorage {
 
 /// A stream of documents read from one snapshot.
 pub type DocStream = Box<dyn Iterator<Item = Result<Document>> + Send>;
-
-/// Outcome of an insert: how many were written and the per-document errors by index.
-#[derive(Debug, Default)]
-pub struct InsertOutcome {
-    pub inserted: usize,
-    pub errors: Vec<(usize, CatalogError)>,
-}
 
 impl Collection {
     pub(crate) fn new(
@@ -180,35 +172,6 @@ impl Collection {
             Some(v) => decode(&v).map(Some),
             None => Ok(None),
         }
-    }
-
-    /// Inserts `docs`, giving each without `_id` a new ObjectId (as the first field). With
-    /// `ordered`, stops at the first failing document; otherwise keeps going. Documents
-    /// before (or besides) the failures are committed in one durable batch.
-    pub fn insert(&self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
-        let mut out = InsertOutcome::default();
-        let guard = self.lock_writes();
-        let mut staging = Staging::new(self);
-        for (i, doc) in docs.into_iter().enumerate() {
-            match with_id(doc).and_then(|d| staging.insert(&d)) {
-                Ok(()) => out.inserted += 1,
-                Err(e) => {
-                    out.errors.push((i, e));
-                    if ordered {
-                        break;
-                    }
-                }
-            }
-        }
-        let commit = staging.finish().and_then(|b| Ok(self.engine.apply(b)?));
-        drop(guard);
-        if let Err(e) = commit.and_then(|t| Ok(self.engine.wait_durable(t)?)) {
-            let failed = out.inserted;
-            out.inserted = 0;
-            out.errors.insert(0, (0, e));
-            tracing::error!(inserted = failed, "insert batch failed to commit");
-        }
-        out
     }
 
     pub(crate) fn duplicate(&self, id: &Bson) -> CatalogError {

@@ -1,9 +1,9 @@
-//! Document-level writes that read before they write: update (with upsert), delete and
-//! findAndModify. Each runs under the collection's write lock against one snapshot and
+//! Document-level writes: insert, and those that read before they write: update (with
+//! upsert), delete and findAndModify. Each runs under the collection's write lock against one snapshot and
 //! commits all its changes as one atomic, durable batch.
 
 use crate::collection::{with_id, Collection};
-use crate::error::Result;
+use crate::error::{CatalogError, Result};
 use crate::index::staging::Staging;
 use crate::plan::{Hint, Query};
 use bson::{Bson, Document};
@@ -11,6 +11,13 @@ use hourglass_query::filter::Filter;
 use hourglass_query::sort::SortSpec;
 use hourglass_query::update::Update;
 use hourglass_storage::Snapshot;
+
+/// Outcome of an insert: how many were written and the per-document errors by index.
+#[derive(Debug, Default)]
+pub struct InsertOutcome {
+    pub inserted: usize,
+    pub errors: Vec<(usize, CatalogError)>,
+}
 
 /// What an update did.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -41,6 +48,35 @@ pub struct FindAndModifyOutcome {
 }
 
 impl Collection {
+    /// Inserts `docs`, giving each without `_id` a new ObjectId (as the first field). With
+    /// `ordered`, stops at the first failing document; otherwise keeps going. Documents
+    /// before (or besides) the failures are committed in one durable batch.
+    pub fn insert(&self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
+        let mut out = InsertOutcome::default();
+        let guard = self.lock_writes();
+        let mut staging = Staging::new(self);
+        for (i, doc) in docs.into_iter().enumerate() {
+            match with_id(doc).and_then(|d| staging.insert(&d)) {
+                Ok(()) => out.inserted += 1,
+                Err(e) => {
+                    out.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        let commit = staging.finish().and_then(|b| Ok(self.engine().apply(b)?));
+        drop(guard);
+        if let Err(e) = commit.and_then(|t| Ok(self.engine().wait_durable(t)?)) {
+            let failed = out.inserted;
+            out.inserted = 0;
+            out.errors.insert(0, (0, e));
+            tracing::error!(inserted = failed, "insert batch failed to commit");
+        }
+        out
+    }
+
     /// Documents matching `filter` in the snapshot (read through the planner), stopping
     /// after `limit` when given; with `sort`, in that order.
     fn matching(

@@ -7,7 +7,7 @@ pub mod connection;
 pub mod cursor;
 pub mod error;
 pub mod fuzzing;
-pub mod ops;
+pub mod operations;
 pub mod params;
 pub mod state;
 pub mod ttl;

@@ -3,7 +3,6 @@
 
 use crate::cursor::CursorRegistry;
 use crate::params::Parameters;
-use crate::ttl::TtlCounters;
 use bson::Document;
 use hourglass_catalog::Catalog;
 use hourglass_timeseries::{Limits, TimeseriesStore};
@@ -92,7 +91,7 @@ pub struct ServerState {
     pub catalog: Catalog,
     pub timeseries: TimeseriesStore,
     pub cursors: CursorRegistry,
-    pub ops: crate::ops::OpRegistry,
+    pub ops: crate::operations::OpRegistry,
     pub params: Parameters,
     pub opcounters: OpCounters,
     pub connections: ConnectionCounters,
@@ -169,4 +168,11 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// `serverStatus.metrics.ttl`.
+#[derive(Default)]
+pub struct TtlCounters {
+    pub deleted_documents: AtomicU64,
+    pub passes: AtomicU64,
 }

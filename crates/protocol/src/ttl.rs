@@ -9,18 +9,11 @@ use crate::state::ServerState;
 use hourglass_catalog::Collection;
 use hourglass_timeseries::index_spec::ttl_cutoff_millis;
 use hourglass_timeseries::options_of;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Documents deleted per batch (one commit each).
 pub const TTL_BATCH: usize = 1000;
-
-/// `serverStatus.metrics.ttl`.
-#[derive(Default)]
-pub struct TtlCounters {
-    pub deleted_documents: AtomicU64,
-    pub passes: AtomicU64,
-}
 
 /// Which expiry function a collection gets.
 enum Kind {

@@ -1,14 +1,14 @@
-//! Hourglass time-series collections: options validation, meta
-//! normalization, the bucket catalog (open buckets and MongoDB's rollover
-//! rules), the bucket document and its compressed physical format, column
-//! codecs and the collStats execution counters.
-//!
-//! A pure library: no storage, no networking, no async.
+//! Hourglass time-series collections: options validation, meta normalization, the
+//! bucket catalog (open buckets and MongoDB's rollover rules), the bucket document and
+//! its compressed physical format, column codecs, the bucket store (buckets kept in the
+//! catalog crate's collections: inserts, scans, updates and deletes, TTL), index
+//! translation, the execution of reads over bucket columns (`exec`) and the collStats
+//! counters. No networking and no async: the protocol layer calls in.
 
 #![forbid(unsafe_code)]
 
 pub mod bucket;
-pub mod catalog;
+pub mod bucket_catalog;
 pub mod column;
 pub mod error;
 pub mod exec;
@@ -22,7 +22,7 @@ pub mod store;
 pub use bucket::{
     decode_compressed, decode_compressed_owned, unpack_measurements, Bucket, DecodedBucket,
 };
-pub use catalog::{BucketCatalog, CloseReason, InsertOutcome, Limits};
+pub use bucket_catalog::{BucketCatalog, CloseReason, InsertOutcome, Limits};
 pub use column::{column_codec, decode_column, encode_column, ColumnCodec};
 pub use error::TsError;
 pub use exec::{TsExecution, TsPlan};

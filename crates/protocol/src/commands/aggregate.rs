@@ -1,9 +1,8 @@
 //! `aggregate` over regular collections: the pipeline runs document-at-a-time in the query
 //! layer; a leading `$match` is applied while scanning.
 
-use super::args::as_i64;
 use super::coll_stats::stats_document;
-use super::find::{cursor_reply, non_negative_batch_size};
+use super::find::{cursor_batch_size, cursor_reply};
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -122,19 +121,6 @@ pub fn aggregate(req: &Request) -> CmdResult {
     )
 }
 
-/// The `cursor.batchSize` of an aggregate.
-pub(super) fn cursor_batch_size(
-    req: &Request,
-    cursor_opts: Option<&Document>,
-) -> Result<Option<usize>, CommandError> {
-    match cursor_opts.and_then(|d| d.get("batchSize")) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(v) => non_negative_batch_size(Some(
-            as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
-        )),
-    }
-}
-
 /// `explain` of a pipeline over a regular collection: the plan of its leading `$match` /
 /// `$sort` as a top-level `queryPlanner` when the pipeline only filters, sorts, skips and
 /// limits, else as the `$cursor` stage in front of the remaining stages.
@@ -149,8 +135,13 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult 
     if sort.is_some() {
         used += 1;
     }
-    let (planner, _) =
-        super::explain::query_planner(req, coll, match_spec, sort.as_ref(), req.body.get("hint"))?;
+    let (planner, _) = super::query_planner::query_planner(
+        req,
+        coll,
+        match_spec,
+        sort.as_ref(),
+        req.body.get("hint"),
+    )?;
     let simple = stages.iter().all(|s| {
         s.keys()
             .next()

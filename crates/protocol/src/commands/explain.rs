@@ -4,12 +4,12 @@
 //! its read part (writes are not performed). On a time-series collection the command is
 //! explained as the pipeline it runs over the buckets (`aggregate_ts`).
 
-use super::planned::{parse_hint, parsed_query, plan_read, plan_stages, regular_read, ReadOpts};
+use super::planned::{parse_hint, plan_stages, regular_read, ReadOpts};
+use super::query_planner::query_planner;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
-use hourglass_catalog::plan::Plan;
 use hourglass_query::filter::Filter;
 use hourglass_query::sort::SortSpec;
 use std::time::Instant;
@@ -124,56 +124,6 @@ fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, Comman
         }
     }
     Ok(s)
-}
-
-/// The `queryPlanner` section for reading `spec` (sorted by `sort`) from `coll`, plus the
-/// plan when the collection is a regular one that exists.
-pub fn query_planner(
-    req: &Request,
-    coll: &str,
-    spec: Option<&Document>,
-    sort: Option<&SortSpec>,
-    hint: Option<&Bson>,
-) -> Result<(Document, Option<Plan>), CommandError> {
-    let filter = match spec {
-        Some(f) => Filter::parse(f)?,
-        None => Filter::match_all(),
-    };
-    let hint = parse_hint(hint)?;
-    let opts = ReadOpts {
-        sort,
-        hint: hint.as_ref(),
-        after: &[],
-    };
-    let (winning, plan) = match Target::resolve(req, coll) {
-        Target::Regular(Some(c)) => {
-            let plan = plan_read(&c, &filter, spec, &opts)?;
-            (plan_stages(&plan, spec, None), Some(plan))
-        }
-        Target::Regular(None) => (doc! {"stage": "EOF"}, None),
-        Target::TimeSeries { .. } | Target::Buckets { .. } => {
-            let mut d = doc! {"stage": "COLLSCAN"};
-            let parsed = parsed_query(spec);
-            if !parsed.is_empty() {
-                d.insert("filter", parsed);
-            }
-            d.insert("direction", "forward");
-            (d, None)
-        }
-    };
-    Ok((
-        doc! {
-            "namespace": format!("{}.{coll}", req.db),
-            "indexFilterSet": false,
-            "parsedQuery": parsed_query(spec),
-            "maxIndexedOrSolutionsReached": false,
-            "maxIndexedAndSolutionsReached": false,
-            "maxScansToExplodeReached": false,
-            "winningPlan": winning,
-            "rejectedPlans": Vec::<Document>::new(),
-        },
-        plan,
-    ))
 }
 
 /// Wraps `input` in the stages that sort, skip, limit and project above the access path.

@@ -1,6 +1,7 @@
 //! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
 //! `aggregate` and the listing commands.
 
+use super::args::as_i64;
 use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
@@ -58,6 +59,19 @@ pub fn non_negative_batch_size(n: Option<i64>) -> Result<Option<usize>, CommandE
             "BatchSize value must be non-negative, but received: {n}"
         ))),
         Some(n) => Ok(Some(n as usize)),
+    }
+}
+
+/// The `cursor.batchSize` of an aggregate.
+pub fn cursor_batch_size(
+    req: &Request,
+    cursor_opts: Option<&Document>,
+) -> Result<Option<usize>, CommandError> {
+    match cursor_opts.and_then(|d| d.get("batchSize")) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(v) => non_negative_batch_size(Some(
+            as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
+        )),
     }
 }
 

@@ -25,6 +25,7 @@ mod insert;
 mod parameters;
 mod pipeline_context;
 mod planned;
+mod query_planner;
 mod target;
 mod timeseries_ddl;
 mod update;

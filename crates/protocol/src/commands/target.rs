@@ -126,6 +126,6 @@ impl Target {
 
 /// Turns a document into Interrupted once the running operation is killed.
 pub fn interruptible(r: Result<Document, CommandError>) -> Result<Document, CommandError> {
-    crate::ops::check_interrupt()?;
+    crate::operations::check_interrupt()?;
     r
 }

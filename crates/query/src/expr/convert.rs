@@ -1,21 +1,12 @@
 //! Array, type-conversion and date expression operators (`$size`, `$in`,
 //! `$toInt`, `$toString`, `$type`, `$year`, ...). Dates are evaluated in UTC.
 
-use bson::Bson;
+use bson::{Bson, Document};
 
+use super::{is_nullish, tname, R};
 use crate::compare::{type_name, values_equal};
 use crate::error::QueryError;
 use crate::num::Num;
-
-type R = Result<Option<Bson>, QueryError>;
-
-fn tname(v: &Option<Bson>) -> &'static str {
-    v.as_ref().map(type_name).unwrap_or("missing")
-}
-
-fn is_nullish(v: &Option<Bson>) -> bool {
-    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
-}
 
 /// Formats a date as MongoDB's ISO-8601 string (`2020-01-02T03:04:05.678Z`).
 pub(super) fn date_to_iso(d: bson::DateTime) -> String {
@@ -66,6 +57,32 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Merges documents left to right (`$mergeObjects`).
+fn merge_objects(args: &[Option<Bson>]) -> R {
+    let mut out = Document::new();
+    for a in args {
+        match a {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => {}
+            Some(Bson::Document(d)) => {
+                for (k, v) in d {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            other => {
+                return Err(QueryError::loc(
+                    40400,
+                    format!(
+                        "$mergeObjects requires object inputs, but input {} is of type {}",
+                        other.as_ref().map(crate::error::render).unwrap_or_default(),
+                        tname(other)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(Some(Bson::Document(out)))
 }
 
 #[cfg(test)]
@@ -222,12 +239,12 @@ pub(super) fn eval_more(name: &str, args: &[Option<Bson>]) -> R {
                 ),
             )),
         },
-        "$mergeObjects" => super::ops::merge_objects(args),
+        "$mergeObjects" => merge_objects(args),
         "$type" => Ok(Some(Bson::String(tname(a0).into()))),
         "$toString" | "$toInt" | "$toLong" | "$toDouble" | "$toDecimal" | "$toDate" | "$toBool"
         | "$toObjectId" => convert(name, a0),
         _ if super::date::PART_OPS.contains(&name) => super::date::date_part(name, a0, &None),
-        _ => super::more::eval_positional(name, args),
+        _ => super::arrays::eval_positional(name, args),
     }
 }
 

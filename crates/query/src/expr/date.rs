@@ -10,7 +10,7 @@ use chrono::{
     Timelike, Utc,
 };
 
-use super::Named;
+use super::{is_nullish, tname, Named, R};
 #[cfg(test)]
 use text::format_date;
 pub(super) use text::parse_date_utc;
@@ -20,8 +20,6 @@ mod text;
 use crate::compare::type_name;
 use crate::error::QueryError;
 use crate::num::Num;
-
-type R = Result<Option<Bson>, QueryError>;
 
 /// A resolved time zone.
 #[derive(Debug, Clone, Copy)]
@@ -34,14 +32,6 @@ const UTC: Zone = Zone::Fixed(match FixedOffset::east_opt(0) {
     Some(z) => z,
     None => unreachable!(),
 });
-
-fn tname(v: &Option<Bson>) -> &'static str {
-    v.as_ref().map(type_name).unwrap_or("missing")
-}
-
-fn is_nullish(v: &Option<Bson>) -> bool {
-    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
-}
 
 /// Parses a `+hh:mm`, `+hhmm` or `+hh` offset.
 fn parse_offset(s: &str) -> Option<FixedOffset> {

@@ -5,16 +5,19 @@
 //! operator means adding its name to [`ops::arity`] and a match arm in
 //! [`ops::eval_op`].
 
+mod arrays;
 mod convert;
 mod date;
-mod more;
+mod named;
 mod ops;
 
 pub(crate) use date::{add_units, parse_zone, Unit, Zone};
 
 use bson::{Bson, Document};
 
+use crate::compare::type_name;
 use crate::error::QueryError;
+use crate::num::Num;
 
 /// A parsed aggregation expression.
 #[derive(Debug, Clone)]
@@ -385,7 +388,7 @@ fn parse_named(name: &str, arg: &Bson) -> Result<Option<E>, QueryError> {
     } else {
         date::NAMED
             .iter()
-            .chain(more::NAMED.iter())
+            .chain(named::NAMED.iter())
             .find(|(n, _, _)| *n == name)
             .copied()
     };
@@ -661,7 +664,7 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
             if date::NAMED.iter().any(|(n, _, _)| n == name) || date::PART_OPS.contains(name) {
                 date::eval_named(name, &named)
             } else {
-                more::eval_named(name, &named)
+                named::eval_named(name, &named)
             }
         }
         E::Reduce(input, init, body) => {
@@ -733,6 +736,26 @@ fn eval_var(name: &str, parts: &[String], ctx: &Ctx<'_>) -> Result<Option<Bson>,
     let mut full = vec!["v".to_string()];
     full.extend(parts.iter().cloned());
     Ok(crate::path::get_agg_path(&wrapper, &full))
+}
+
+/// An operator's result: a value, missing (`None`), or an error.
+type R = Result<Option<Bson>, QueryError>;
+
+/// The type name MongoDB prints for an operand (`missing` when absent).
+fn tname(v: &Option<Bson>) -> &'static str {
+    v.as_ref().map(type_name).unwrap_or("missing")
+}
+
+/// Null, undefined or missing: what most operators answer with null.
+fn is_nullish(v: &Option<Bson>) -> bool {
+    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
+}
+
+/// An operand that is a number exactly equal to an integer.
+fn int_of(v: &Option<Bson>) -> Option<i64> {
+    v.as_ref()
+        .and_then(Num::from_bson)
+        .and_then(Num::as_exact_i64)
 }
 
 #[cfg(test)]

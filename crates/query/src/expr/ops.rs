@@ -2,14 +2,13 @@
 //! comparison, string, array, type conversion). Each operator receives its
 //! already evaluated arguments; `None` means "missing".
 
-use bson::{Bson, Document};
+use bson::Bson;
 
+use super::{is_nullish, tname, R};
 use crate::compare::compare_optional as cmp_opt;
 use crate::compare::type_name;
 use crate::error::QueryError;
 use crate::num::Num;
-
-type R = Result<Option<Bson>, QueryError>;
 
 const OPS: &[(&str, usize, usize)] = &[
     ("$add", 0, usize::MAX),
@@ -97,14 +96,6 @@ const OPS: &[(&str, usize, usize)] = &[
 /// Looks up an operator: its static name and (min, max) argument count.
 pub(super) fn arity(name: &str) -> Option<(&'static str, usize, usize)> {
     OPS.iter().find(|(n, _, _)| *n == name).copied()
-}
-
-fn is_nullish(v: &Option<Bson>) -> bool {
-    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
-}
-
-fn tname(v: &Option<Bson>) -> &'static str {
-    v.as_ref().map(type_name).unwrap_or("missing")
 }
 
 fn first(args: &[Option<Bson>]) -> &Option<Bson> {
@@ -583,30 +574,4 @@ fn split(a: &Option<Bson>, b: &Option<Bson>) -> R {
         (Some(Bson::String(_)), _) => Err(QueryError::loc(40086, format!("$split requires a string as the second argument, found: {}", tname(b)))),
         _ => Err(QueryError::loc(40085, format!("$split requires an expression that evaluates to a string as a first argument, found: {}", tname(a)))),
     }
-}
-
-/// Merges documents left to right (`$mergeObjects`).
-pub(super) fn merge_objects(args: &[Option<Bson>]) -> R {
-    let mut out = Document::new();
-    for a in args {
-        match a {
-            None | Some(Bson::Null) | Some(Bson::Undefined) => {}
-            Some(Bson::Document(d)) => {
-                for (k, v) in d {
-                    out.insert(k.clone(), v.clone());
-                }
-            }
-            other => {
-                return Err(QueryError::loc(
-                    40400,
-                    format!(
-                        "$mergeObjects requires object inputs, but input {} is of type {}",
-                        other.as_ref().map(crate::error::render).unwrap_or_default(),
-                        tname(other)
-                    ),
-                ))
-            }
-        }
-    }
-    Ok(Some(Bson::Document(out)))
 }

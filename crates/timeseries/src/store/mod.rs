@@ -23,7 +23,7 @@ pub use scan::{BucketScan, ScanCounters};
 pub use view::BucketView;
 
 use crate::bucket::Bucket;
-use crate::catalog::{BucketCatalog, CatalogBudget, Limits};
+use crate::bucket_catalog::{BucketCatalog, CatalogBudget, Limits};
 use crate::error::TsError;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;

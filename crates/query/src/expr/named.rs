@@ -1,34 +1,15 @@
 //! More expression operators: object-form string operators (`$trim`,
 //! `$regexMatch`, `$replaceAll`, ...), `$convert`, field access
 //! (`$getField`, `$setField`), array operators (`$slice`, `$range`, `$zip`,
-//! `$sortArray`, `$indexOfArray`, `$objectToArray`, `$arrayToObject`,
-//! `$firstN`, ...); positional array and set operators live in [`arrays`].
+//! `$sortArray`, `$firstN`, ...). Positional array and set operators are in
+//! `arrays.rs`.
 
 use bson::{Bson, Document};
 
-use super::Named;
-pub(super) use arrays::eval_positional;
-
-mod arrays;
+use super::{int_of, is_nullish, tname, Named, R};
 use crate::compare::{compare_values, type_name};
 use crate::error::QueryError;
 use crate::num::Num;
-
-type R = Result<Option<Bson>, QueryError>;
-
-fn tname(v: &Option<Bson>) -> &'static str {
-    v.as_ref().map(type_name).unwrap_or("missing")
-}
-
-fn is_nullish(v: &Option<Bson>) -> bool {
-    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
-}
-
-fn int_of(v: &Option<Bson>) -> Option<i64> {
-    v.as_ref()
-        .and_then(Num::from_bson)
-        .and_then(Num::as_exact_i64)
-}
 
 /// Object-form operators: allowed and required argument names.
 pub(super) const NAMED: &[(&str, &[&str], &[&str])] = &[
