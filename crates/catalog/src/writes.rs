@@ -99,10 +99,8 @@ impl Collection {
         )?;
         match sort {
             Some(s) if !plan.provides_sort => {
-                let mut docs = self.matching_docs(snap, &plan, filter, None)?;
-                docs.sort_by(|a, b| s.compare(a, b));
-                docs.truncate(limit.unwrap_or(usize::MAX));
-                Ok(docs)
+                let docs = self.matching_docs(snap, &plan, filter, None)?;
+                Ok(s.top_k(docs, limit.unwrap_or(usize::MAX)))
             }
             _ => self.matching_docs(snap, &plan, filter, limit),
         }

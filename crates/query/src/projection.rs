@@ -110,6 +110,50 @@ impl Projection {
         self.try_apply(doc).unwrap_or_else(|_| doc.clone())
     }
 
+    /// Applies the projection to a document it may consume: values move to the result
+    /// instead of being copied when every listed path is a top-level field. Same result as
+    /// [`Projection::try_apply`].
+    pub fn try_apply_owned(&self, doc: Document) -> Result<Document, QueryError> {
+        let flat = self
+            .root
+            .fields
+            .iter()
+            .all(|(_, item)| matches!(item, Item::Include | Item::Exclude | Item::Computed(_)));
+        if self.empty || !flat {
+            return self.try_apply(&doc);
+        }
+        let computed = self
+            .root
+            .fields
+            .iter()
+            .filter_map(|(k, item)| match item {
+                Item::Computed(e) => Some(e.eval_optional(&doc).map(|v| (k, v))),
+                _ => None,
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Document::new();
+        for (k, v) in doc {
+            let keep = if k == "_id" {
+                !self.exclude_id && !matches!(self.root.get(&k), Some(Item::Computed(_)))
+            } else {
+                match self.root.get(&k) {
+                    Some(Item::Include) => self.inclusion,
+                    None => !self.inclusion,
+                    _ => false,
+                }
+            };
+            if keep {
+                out.insert(k, v);
+            }
+        }
+        for (k, v) in computed {
+            if let Some(v) = v {
+                out.insert(k.clone(), v);
+            }
+        }
+        Ok(out)
+    }
+
     /// Applies the projection, reporting expression evaluation errors.
     pub fn try_apply(&self, doc: &Document) -> Result<Document, QueryError> {
         if self.empty {
@@ -366,6 +410,39 @@ mod tests {
 
     fn proj(spec: Document, d: Document) -> Document {
         Projection::parse(&spec).unwrap().apply(&d)
+    }
+
+    #[test]
+    fn owned_application_equals_borrowed_application() {
+        let docs = [
+            doc! {"_id": 1, "b": 2, "a": {"x": 1}, "c": [1, 2, 3]},
+            doc! {"a": 5, "_id": {"k": 1}},
+            doc! {"c": "s"},
+        ];
+        let specs = [
+            doc! {"a": 1},
+            doc! {"a": 1, "_id": 0},
+            doc! {"_id": 0},
+            doc! {"_id": 1},
+            doc! {"a": 0, "c": 0},
+            doc! {"x": "$a", "b": 1},
+            doc! {"_id": "$b", "a": 1},
+            doc! {"_id": 0, "y": {"$add": ["$b", 1]}},
+            doc! {"a.x": 1},
+            doc! {"c": {"$slice": 2}},
+        ];
+        for spec in &specs {
+            let p = Projection::parse(spec).unwrap();
+            for d in &docs {
+                let borrowed = p.try_apply(d).unwrap();
+                let owned = p.try_apply_owned(d.clone()).unwrap();
+                assert_eq!(
+                    owned.iter().collect::<Vec<_>>(),
+                    borrowed.iter().collect::<Vec<_>>(),
+                    "{spec} on {d}"
+                );
+            }
+        }
     }
 
     #[test]

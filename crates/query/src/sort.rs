@@ -68,10 +68,20 @@ impl SortSpec {
 
     /// Compares two documents according to the spec.
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
-        for (path, asc) in &self.keys {
-            let ka = sort_key(a, path, *asc);
-            let kb = sort_key(b, path, *asc);
-            let ord = compare_optional(&ka, &kb);
+        self.compare_keys(&self.key_of(a), &self.key_of(b))
+    }
+
+    /// The values a document sorts by, one per key of the spec.
+    fn key_of(&self, doc: &Document) -> Vec<Option<Bson>> {
+        self.keys
+            .iter()
+            .map(|(path, asc)| sort_key(doc, path, *asc))
+            .collect()
+    }
+
+    fn compare_keys(&self, a: &[Option<Bson>], b: &[Option<Bson>]) -> Ordering {
+        for ((ka, kb), (_, asc)) in a.iter().zip(b).zip(&self.keys) {
+            let ord = compare_optional(ka, kb);
             let ord = if *asc { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
                 return ord;
@@ -80,11 +90,47 @@ impl SortSpec {
         Ordering::Equal
     }
 
-    /// Sorts documents in place (stable).
+    /// Sorts documents in place (stable). Each document's sort key is extracted once,
+    /// not at every comparison.
     pub fn sort(&self, docs: &mut [Document]) {
-        if !self.is_empty() {
-            docs.sort_by(|a, b| self.compare(a, b));
+        if self.is_empty() || docs.len() < 2 {
+            return;
         }
+        let mut keyed: Vec<(Vec<Option<Bson>>, Document)> = docs
+            .iter_mut()
+            .map(|d| (self.key_of(d), std::mem::take(d)))
+            .collect();
+        keyed.sort_by(|a, b| self.compare_keys(&a.0, &b.0));
+        for (slot, (_, d)) in docs.iter_mut().zip(keyed) {
+            *slot = d;
+        }
+    }
+
+    /// The first `k` documents of `docs` in sort order, as [`SortSpec::sort`] followed by a
+    /// truncation would give them (ties keep their input order), without sorting the rest.
+    pub fn top_k(&self, docs: Vec<Document>, k: usize) -> Vec<Document> {
+        if k >= docs.len() {
+            let mut docs = docs;
+            self.sort(&mut docs);
+            return docs;
+        }
+        if k == 0 {
+            return Vec::new();
+        }
+        let mut keyed: Vec<(Vec<Option<Bson>>, usize, Document)> = docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (self.key_of(&d), i, d))
+            .collect();
+        // The input position breaks ties, so the selection agrees with a stable sort.
+        let order = |a: &(Vec<Option<Bson>>, usize, Document),
+                     b: &(Vec<Option<Bson>>, usize, Document)| {
+            self.compare_keys(&a.0, &b.0).then(a.1.cmp(&b.1))
+        };
+        keyed.select_nth_unstable_by(k - 1, order);
+        keyed.truncate(k);
+        keyed.sort_by(order);
+        keyed.into_iter().map(|(_, _, d)| d).collect()
     }
 }
 
@@ -129,6 +175,30 @@ mod tests {
     fn sorted(spec: Document, mut docs: Vec<Document>) -> Vec<i32> {
         SortSpec::parse(&spec).unwrap().sort(&mut docs);
         docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+    }
+
+    #[test]
+    fn top_k_equals_a_stable_sort_then_truncation() {
+        let spec = SortSpec::parse(&doc! {"a": -1, "b": 1}).unwrap();
+        let docs: Vec<Document> = (0..200)
+            .map(|i| match i % 4 {
+                0 => doc! {"_id": i, "a": (i * 7) % 5},
+                1 => doc! {"_id": i, "a": [(i % 3), 9 - (i % 9)], "b": i % 2},
+                2 => doc! {"_id": i, "b": "x"},
+                _ => doc! {"_id": i, "a": (i % 5) as f64, "b": i % 3},
+            })
+            .collect();
+        let mut all = docs.clone();
+        spec.sort(&mut all);
+        for k in [0, 1, 7, 50, 199, 200, 500] {
+            let top = spec.top_k(docs.clone(), k);
+            let ids = |v: &[Document]| {
+                v.iter()
+                    .map(|d| d.get_i32("_id").unwrap())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(ids(&top), ids(&all[..k.min(all.len())]), "k = {k}");
+        }
     }
 
     #[test]

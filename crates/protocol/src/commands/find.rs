@@ -85,8 +85,9 @@ pub fn shape(
 ) -> Result<DocSource, CommandError> {
     let mut source = source;
     if let Some(sort) = sort.filter(|s| !s.is_empty()) {
-        let mut docs = source.collect::<Result<Vec<_>, _>>()?;
-        docs.sort_by(|a, b| sort.compare(a, b));
+        let docs = source.collect::<Result<Vec<_>, _>>()?;
+        // With a limit only the first skip + limit documents in order are ever returned.
+        let docs = sort.top_k(docs, limit.map_or(usize::MAX, |l| l.saturating_add(skip)));
         source = Box::new(docs.into_iter().map(Ok));
     }
     let source: DocSource = Box::new(source.skip(skip));

@@ -257,9 +257,8 @@ impl Pipeline {
             // A $sort followed by a $limit only keeps the top documents (MongoDB's
             // top-k sort), so only those count against the sort memory limit.
             if let (Stage::Sort(spec), Some(Stage::Limit(k))) = (stage, self.stages.get(i + 1)) {
-                spec.sort(&mut docs);
-                let k = usize::try_from(*k).unwrap_or(usize::MAX);
-                let used: u64 = docs.iter().take(k).map(mem::doc_size).sum();
+                docs = spec.top_k(docs, usize::try_from(*k).unwrap_or(usize::MAX));
+                let used: u64 = docs.iter().map(mem::doc_size).sum();
                 opts.limits.check_sort(used)?;
                 continue;
             }
@@ -496,7 +495,7 @@ fn flatten_add_fields(
 fn stream_one(stage: &Stage, doc: Document) -> Result<Option<Document>, QueryError> {
     Ok(match stage {
         Stage::Match(f) => f.matches(&doc).then_some(doc),
-        Stage::Project(p) => Some(p.try_apply(&doc)?),
+        Stage::Project(p) => Some(p.try_apply_owned(doc)?),
         Stage::AddFields(fields) => {
             let mut values = Vec::with_capacity(fields.len());
             for (_, e) in fields {
