@@ -721,6 +721,18 @@ impl DecodedBucket {
     }
 
     /// `{version: 1, min, max}`.
+    /// A field's control `min` and `max`, read from the raw header without decoding the
+    /// rest of it.
+    pub fn control_bounds(&self, field: &str) -> Option<(Bson, Bson)> {
+        let header = bson::RawDocument::from_bytes(self.buf.get(self.header.clone())?).ok()?;
+        let control = header.get_document("control").ok()?;
+        let bound = |which: &str| -> Option<Bson> {
+            let raw = control.get_document(which).ok()?.get(field).ok()??;
+            Bson::try_from(raw.to_raw_bson()).ok()
+        };
+        Some((bound("min")?, bound("max")?))
+    }
+
     pub fn control_document(&self) -> &Document {
         self.control
             .get_or_init(|| match self.header_field("control") {

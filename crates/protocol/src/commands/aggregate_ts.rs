@@ -21,7 +21,9 @@ pub fn aggregate_view(
     explain: bool,
     cursor_opts: Option<&Document>,
 ) -> CmdResult {
-    let plan = TsPlan::new(stages, options)?;
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let mut plan = TsPlan::new(stages, options)?;
+    plan.limits = ctx.run_options()?.limits;
     let rest = Pipeline::parse(&stages[plan.consumed..])?;
     let store = &req.state.timeseries;
     let ex = store.execute(buckets, options, &plan)?;
@@ -35,7 +37,6 @@ pub fn aggregate_view(
         let returned = if rest.writes() {
             None
         } else {
-            let ctx = super::pipeline_context::CatalogContext::new(req);
             Some(rest.run_with(input, &ctx.run_options()?)?.len())
         };
         let run = ExplainRun {
@@ -50,7 +51,6 @@ pub fn aggregate_view(
     // With nothing left to run, measurements stream to the cursor bucket by bucket.
     let output: crate::cursor::DocSource = if stages.len() > plan.consumed {
         let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
-        let ctx = super::pipeline_context::CatalogContext::new(req);
         Box::new(
             rest.run_with(input, &ctx.run_options()?)?
                 .into_iter()

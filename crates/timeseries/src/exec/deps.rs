@@ -54,7 +54,7 @@ fn top(path: &str) -> String {
 
 /// Field references of an expression (`"$a.b"` reads `a`); `$$ROOT`/`$$CURRENT` read
 /// everything.
-fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
+pub(super) fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
     match v {
         Bson::String(s) => {
             if let Some(var) = s.strip_prefix("$$") {

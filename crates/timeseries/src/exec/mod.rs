@@ -5,11 +5,13 @@
 //! ([`vgroup`]) without building a document per measurement.
 
 mod col;
+mod columnar;
 mod deps;
 mod lastpoint;
 mod rows;
 mod vgroup;
 
+pub use columnar::ColumnarProject;
 pub use deps::pipeline_fields;
 pub use lastpoint::LastPoint;
 pub use rows::RowFilter;
@@ -21,6 +23,7 @@ use bson::{doc, Bson, Document};
 use col::Cols;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
+use hourglass_query::pipeline::mem::MemLimits;
 use hourglass_query::QueryError;
 use std::sync::Arc;
 
@@ -37,6 +40,10 @@ pub struct TsPlan {
     lastpoint: Option<LastPoint>,
     /// The filter's vectorizable form, used to unpack only matching rows.
     rows: Option<RowFilter>,
+    /// A projection (and sort, skip, limit) run over columns, building documents last.
+    columnar: Option<ColumnarProject>,
+    /// Memory limits of the stages run here (the pipeline's).
+    pub limits: MemLimits,
     /// How many leading stages the plan runs; the caller runs the rest.
     pub consumed: usize,
 }
@@ -54,6 +61,8 @@ impl TsPlan {
                 group: None,
                 lastpoint: Some(lp),
                 rows: None,
+                columnar: None,
+                limits: MemLimits::default(),
                 consumed: 2,
             });
         }
@@ -99,6 +108,8 @@ impl TsPlan {
                 group: Some((g, rows)),
                 lastpoint: None,
                 rows: None,
+                columnar: None,
+                limits: MemLimits::default(),
                 consumed: consumed + 1,
             });
         }
@@ -106,6 +117,7 @@ impl TsPlan {
         all.extend(rest.iter().cloned());
         let fields = pipeline_fields(&all).map(|f| f.into_iter().collect());
         let rows = RowFilter::from_filter(&filter_spec, options);
+        let columnar = ColumnarProject::parse(rest, options);
         Ok(TsPlan {
             predicate,
             filter_spec,
@@ -114,7 +126,9 @@ impl TsPlan {
             group: None,
             lastpoint: None,
             rows,
-            consumed,
+            consumed: consumed + columnar.as_ref().map_or(0, |c| c.stages),
+            columnar,
+            limits: MemLimits::default(),
         })
     }
 
@@ -135,6 +149,8 @@ impl TsPlan {
             group: None,
             lastpoint: None,
             rows: RowFilter::from_filter(filter_spec, options),
+            columnar: None,
+            limits: MemLimits::default(),
             consumed: 1,
         })
     }
@@ -157,6 +173,7 @@ impl TsPlan {
             "vectorizedGroup": self.group.is_some(),
             "lastPoint": self.lastpoint.is_some(),
             "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r)| r.is_some()),
+            "lateMaterialization": self.columnar.is_some(),
             "stagesPushedDown": self.consumed as i64,
         };
         if let Some(c) = counters {
@@ -211,21 +228,7 @@ impl TimeseriesStore {
                 hourglass_query::interrupt::check()?;
                 let view = view?;
                 let cols = Cols::new(&view);
-                let mask = match rows {
-                    Some(r) => r.mask(&cols, &options.time_field)?,
-                    None => None,
-                };
-                let mask = match (mask, rows.is_some() && plan.filter.is_match_all()) {
-                    (Some(m), _) => Some(m),
-                    (None, true) => None,
-                    (None, false) if plan.filter.is_match_all() => None,
-                    (None, false) => Some(
-                        view.unpack(&options, wanted.as_deref())?
-                            .iter()
-                            .map(|d| plan.filter.matches(d))
-                            .collect(),
-                    ),
-                };
+                let mask = row_mask(plan, rows.as_ref(), &cols, &options, wanted.as_deref())?;
                 run.feed(&cols, mask.as_deref())?;
             }
             let out = run.finish();
@@ -234,21 +237,53 @@ impl TimeseriesStore {
                 counters,
             });
         }
+        if let Some(c) = &plan.columnar {
+            let mut run = c.start(plan.limits);
+            let wanted: Option<Vec<&str>> = fields
+                .as_ref()
+                .map(|f| f.iter().map(String::as_str).collect());
+            for view in scan {
+                hourglass_query::interrupt::check()?;
+                if run.is_done() {
+                    break;
+                }
+                let view = view?;
+                let cols = Cols::new(&view);
+                let mask = row_mask(plan, plan.rows.as_ref(), &cols, &options, wanted.as_deref())?;
+                run.feed(&cols, &options, mask.as_deref())?;
+            }
+            let out = run.finish()?;
+            return Ok(TsExecution {
+                docs: Box::new(out.into_iter().map(Ok)),
+                counters,
+            });
+        }
         let filter = plan.filter.clone();
-        let rows = plan.rows.clone().filter(|r| !r.is_empty());
+        let rows = plan.rows.clone();
         let docs = scan.flat_map(move |view| -> Vec<Result<Document, StoreError>> {
             let wanted: Option<Vec<&str>> = fields
                 .as_ref()
                 .map(|f| f.iter().map(String::as_str).collect());
-            let unpack = |v: BucketView| -> Result<Vec<Document>, StoreError> {
-                let mask = match &rows {
-                    Some(r) => r.mask(&Cols::new(&v), &options.time_field)?,
-                    None => None,
+            // The documents of a bucket, and whether the row filter already decided them.
+            let unpack = |v: BucketView| -> Result<(Vec<Document>, bool), StoreError> {
+                let (mask, decided) = match &rows {
+                    // Only meta conditions: the scan passed the whole bucket.
+                    Some(r) if r.is_empty() => (None, true),
+                    Some(r) => {
+                        let mask = r.mask(&Cols::new(&v), &options.time_field)?;
+                        let decided = mask.is_some();
+                        (mask, decided)
+                    }
+                    None => (None, false),
                 };
-                Ok(v.unpack_rows(&options, wanted.as_deref(), mask.as_deref())?)
+                Ok((
+                    v.unpack_rows(&options, wanted.as_deref(), mask.as_deref())?,
+                    decided,
+                ))
             };
             match view.and_then(unpack) {
-                Ok(docs) => docs
+                Ok((docs, true)) => docs.into_iter().map(Ok).collect(),
+                Ok((docs, false)) => docs
                     .into_iter()
                     .filter(|d| filter.matches(d))
                     .map(Ok)
@@ -261,6 +296,32 @@ impl TimeseriesStore {
             counters,
         })
     }
+}
+
+/// The rows of a bucket that pass the plan's filter (`None`: all of them): decided on the
+/// columns when the row filter can, else by matching unpacked documents.
+fn row_mask(
+    plan: &TsPlan,
+    rows: Option<&RowFilter>,
+    cols: &Cols<'_>,
+    options: &TimeseriesOptions,
+    wanted: Option<&[&str]>,
+) -> Result<Option<Vec<bool>>, StoreError> {
+    if let Some(r) = rows {
+        if let Some(mask) = r.mask(cols, &options.time_field)? {
+            return Ok(Some(mask));
+        }
+    }
+    if plan.filter.is_match_all() {
+        return Ok(None);
+    }
+    Ok(Some(
+        cols.view
+            .unpack(options, wanted)?
+            .iter()
+            .map(|d| plan.filter.matches(d))
+            .collect(),
+    ))
 }
 
 #[cfg(test)]
@@ -432,5 +493,110 @@ mod tests {
             ],
         );
         assert_eq!(plan.fields.as_deref().unwrap(), ["tags"]);
+    }
+
+    #[test]
+    fn late_materialized_projection_equals_the_document_path_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let o = TimeseriesOptions::parse(&doc! {"timeField": "time", "metaField": "tags"}).unwrap();
+        let (c, _) = cat
+            .create(
+                "db",
+                "system.buckets.cpu",
+                doc! {"timeseries": o.to_document()},
+            )
+            .unwrap();
+        let store = TimeseriesStore::default();
+        let mut docs = Vec::new();
+        for i in 0..3000i64 {
+            let host = i % 7;
+            let mut d = doc! {
+                "_id": i,
+                "time": bson::DateTime::from_millis(T0 + (i / 7) * 10_000),
+                "tags": {"hostname": format!("host_{host}"), "rack": host % 3},
+                "u": ((i * 7919) % 1000) as f64 / 10.0,
+            };
+            match i % 11 {
+                0 => {}
+                1 => {
+                    d.insert("v", vec![Bson::Int64(i % 4), Bson::Int64(3)]);
+                }
+                2 => {
+                    d.insert("v", "text");
+                }
+                _ => {
+                    d.insert("v", i % 5);
+                }
+            }
+            docs.push(d);
+        }
+        // Half the measurements in stored (compressed) buckets, half in open ones.
+        let open = docs.split_off(1500);
+        store.insert(&c, &o, docs, true).unwrap();
+        store.close_all().unwrap();
+        store.insert(&c, &o, open, true).unwrap();
+        let m = doc! {"$match": {"u": {"$gt": 50.0}}};
+        let cases: Vec<Vec<Document>> = vec![
+            vec![
+                doc! {"$project": {"_id": 0, "time": 1, "host": "$tags.hostname", "u": 1}},
+                doc! {"$sort": {"time": 1, "host": 1}},
+            ],
+            vec![
+                doc! {"$project": {"u": 1, "v": 1}},
+                doc! {"$sort": {"u": -1}},
+                doc! {"$skip": 3},
+                doc! {"$limit": 40},
+            ],
+            // v mixes numbers, strings, arrays and missing: MongoDB's comparison decides.
+            vec![
+                doc! {"$project": {"v": 1, "time": 1}},
+                doc! {"$sort": {"v": 1, "time": -1}},
+                doc! {"$limit": 25},
+            ],
+            vec![
+                doc! {"$project": {"tags": 1, "r": {"$multiply": ["$tags.rack", 10]}}},
+                doc! {"$limit": 10},
+            ],
+            vec![
+                doc! {"$project": {"x": "$v", "t": "$time"}},
+                doc! {"$sort": {"x": -1, "t": 1}},
+            ],
+            vec![
+                doc! {"$project": {"_id": 1, "u": 1}},
+                doc! {"$sort": {"u": 1}},
+                doc! {"$limit": 5},
+                doc! {"$count": "n"},
+            ],
+        ];
+        for rest in cases {
+            let mut stages = vec![m.clone()];
+            stages.extend(rest);
+            let plan = TsPlan::new(&stages, &o).unwrap();
+            assert!(plan.columnar.is_some(), "{stages:?}");
+            let ex = store.execute(&c, &o, &plan).unwrap();
+            let input: Vec<Document> = ex.docs.collect::<Result<_, _>>().unwrap();
+            let fast = Pipeline::parse(&stages[plan.consumed..])
+                .unwrap()
+                .run(input)
+                .unwrap();
+            let all: Vec<Document> = store
+                .measurements(&c, &o, &BucketPredicate::all(), None)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let slow = Pipeline::parse(&stages).unwrap().run(all).unwrap();
+            let fields = |v: &[Document]| {
+                v.iter()
+                    .map(|d| {
+                        d.iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(fields(&fast), fields(&slow), "{stages:?}");
+            assert!(!fast.is_empty());
+        }
     }
 }

@@ -7,7 +7,7 @@
 use super::col::{Col, Cols};
 use crate::column::{NumericValues, TypedColumn};
 use crate::options::TimeseriesOptions;
-use crate::store::conjuncts;
+use crate::store::{conjuncts, only_meta_paths};
 use crate::TsError;
 use bson::{Bson, Document};
 use hourglass_query::num::Num;
@@ -52,7 +52,9 @@ enum Cond {
     Number(String, Op, Num),
 }
 
-/// A vectorizable row filter.
+/// A vectorizable row filter. It exists only when it decides the whole filter: every
+/// conjunct is either one of its conditions or on the meta field alone, so rows its mask
+/// passes in buckets the scan's meta predicate passes need no further check.
 #[derive(Debug, Clone, Default)]
 pub struct RowFilter {
     conds: Vec<Cond>,
@@ -63,8 +65,9 @@ impl RowFilter {
     pub fn from_filter(filter: &Document, options: &TimeseriesOptions) -> Option<RowFilter> {
         let mut conds = Vec::new();
         for (k, v) in conjuncts(filter) {
+            // Decided per bucket, exactly, by the scan's meta predicate.
             if let Some(mf) = options.meta_field.as_deref() {
-                if k == mf || k.strip_prefix(mf).is_some_and(|r| r.starts_with('.')) {
+                if only_meta_paths(k, v, mf) {
                     continue;
                 }
             }

@@ -18,6 +18,7 @@ mod scan;
 mod view;
 
 pub use modify::{DeleteOutcome, TsUpdate};
+pub(crate) use predicate::only_meta_paths;
 pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
 pub use scan::{BucketScan, ScanCounters};
 pub use view::BucketView;

@@ -117,7 +117,7 @@ fn is_meta_path(path: &str, meta_field: &str) -> bool {
 }
 
 /// Whether every field path a filter expression touches lies in the meta field.
-fn only_meta_paths(k: &str, v: &Bson, meta_field: &str) -> bool {
+pub(crate) fn only_meta_paths(k: &str, v: &Bson, meta_field: &str) -> bool {
     match k {
         "$or" | "$nor" | "$and" => match v {
             Bson::Array(items) => items.iter().all(|i| match i {
@@ -237,10 +237,17 @@ impl BucketPredicate {
     /// Whether control min/max (documents of per-field minimums and maximums) rule
     /// the bucket out for a range condition on a measurement field.
     pub fn refuted_by_control(&self, min: &Document, max: &Document) -> bool {
+        self.refuted_by_bounds(|f| Some((min.get(f)?.clone(), max.get(f)?.clone())))
+    }
+
+    /// [`BucketPredicate::refuted_by_control`] with `bounds(field)` giving a field's
+    /// control (min, max), so a stored bucket reads only the fields the ranges name.
+    pub fn refuted_by_bounds(&self, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) -> bool {
         self.ranges.iter().any(|r| {
-            let (Some(lo), Some(hi)) = (min.get(&r.field), max.get(&r.field)) else {
+            let Some((lo, hi)) = bounds(&r.field) else {
                 return false;
             };
+            let (lo, hi) = (&lo, &hi);
             // Only same-bracket scalars compare meaningfully; arrays and objects could
             // match element-wise, so they never refute.
             if !(same_bracket(lo, &r.value) && same_bracket(hi, &r.value))

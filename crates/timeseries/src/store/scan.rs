@@ -90,8 +90,7 @@ fn stored_may_match(
         return false;
     }
     if p.has_ranges() {
-        let (min, max) = v.control_min_max();
-        return !p.refuted_by_control(min, max);
+        return !p.refuted_by_bounds(|f| v.control_bounds(f));
     }
     true
 }

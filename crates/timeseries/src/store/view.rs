@@ -44,18 +44,11 @@ impl BucketView {
         }
     }
 
-    /// Control `min` and `max` documents.
-    pub fn control_min_max(&self) -> (&Document, &Document) {
+    /// A field's control `min` and `max` (read from the stored header alone).
+    pub fn control_bounds(&self, field: &str) -> Option<(Bson, Bson)> {
         match self {
-            BucketView::Stored(b) => {
-                let c = b.control_document();
-                let get = |k| match c.get(k) {
-                    Some(Bson::Document(d)) => d,
-                    _ => empty(),
-                };
-                (get("min"), get("max"))
-            }
-            BucketView::Open(b) => (&b.min, &b.max),
+            BucketView::Stored(b) => b.control_bounds(field),
+            BucketView::Open(b) => Some((b.min.get(field)?.clone(), b.max.get(field)?.clone())),
         }
     }
 
@@ -124,9 +117,4 @@ impl BucketView {
             BucketView::Open(b) => Ok((**b).clone()),
         }
     }
-}
-
-fn empty() -> &'static Document {
-    static EMPTY: std::sync::OnceLock<Document> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(Document::new)
 }

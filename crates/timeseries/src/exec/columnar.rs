@@ -1,0 +1,393 @@
+//! Late materialization of a projection over bucket columns: a `$project` that includes
+//! top-level fields and computes fields that are field references or read only the meta
+//! field, then an optional `$sort` on the projected fields and `$skip`/`$limit`. Rows are
+//! gathered as column values (a meta-only expression is evaluated once per bucket),
+//! ordered by Arrow's lexicographic sort kernel when every sort key holds one type, and a
+//! document is built only for each row returned. Output equals the document path's:
+//! included fields in the measurement's unpack order, computed fields after them in the
+//! specification's order, ties of the sort in scan order.
+
+use super::col::Cols;
+use crate::options::TimeseriesOptions;
+use crate::store::{BucketView, StoreError};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array};
+use arrow_ord::sort::{lexsort_to_indices, SortColumn};
+use arrow_schema::SortOptions;
+use bson::{Bson, Document};
+use hourglass_query::expr::Expr;
+use hourglass_query::pipeline::mem::{approx_size, MemLimits};
+use hourglass_query::projection::Projection;
+use hourglass_query::sort::SortSpec;
+use hourglass_query::QueryError;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Where an output field's value comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// A top-level field of the measurement (the time field, the meta field or a
+    /// measurement column), taken as it is.
+    Field(String),
+    /// An expression reading only the meta field (or nothing): one value per bucket.
+    PerBucket(Expr),
+}
+
+/// The pushed-down `$project` [+ `$sort`] [+ `$skip`] [+ `$limit`].
+#[derive(Debug, Clone)]
+pub struct ColumnarProject {
+    /// Output fields: (name, source, computed). Included fields come first.
+    outputs: Vec<(String, Source, bool)>,
+    sort: Option<(SortSpec, Vec<(usize, bool)>)>,
+    skip: usize,
+    limit: Option<usize>,
+    /// How many stages this runs.
+    pub stages: usize,
+}
+
+fn count_arg(v: &Bson) -> Option<usize> {
+    let n = hourglass_query::num::Num::from_bson(v)?.as_exact_i64()?;
+    usize::try_from(n).ok()
+}
+
+impl ColumnarProject {
+    /// The pushed-down form of the leading stages of `rest`, or `None` when they do not
+    /// start with a projection of the supported shape.
+    pub fn parse(rest: &[Document], options: &TimeseriesOptions) -> Option<ColumnarProject> {
+        let spec = rest.first()?.get_document("$project").ok()?;
+        let projection = Projection::parse(spec).ok()?;
+        if !projection.is_inclusion() {
+            return None;
+        }
+        let meta = options.meta_field.as_deref();
+        let mut outputs = Vec::new();
+        let mut computed = Vec::new();
+        for (k, v) in spec {
+            if k.contains('.') {
+                return None;
+            }
+            let is_flag = matches!(
+                v,
+                Bson::Boolean(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)
+            );
+            if k == "_id" {
+                if is_flag {
+                    continue;
+                }
+                return None;
+            }
+            if is_flag {
+                outputs.push((k.clone(), Source::Field(k.clone()), false));
+                continue;
+            }
+            let source = match v {
+                Bson::String(s) if s.starts_with('$') && !s.starts_with("$$") => {
+                    let path = &s[1..];
+                    match path.split_once('.') {
+                        None if Some(path) != meta => Source::Field(path.to_string()),
+                        _ if path.split('.').next() == meta => {
+                            Source::PerBucket(Expr::parse(v).ok()?)
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => {
+                    let mut read = BTreeSet::new();
+                    super::deps::expr_fields(v, &mut read)?;
+                    if read.iter().any(|f| Some(f.as_str()) != meta) {
+                        return None;
+                    }
+                    Source::PerBucket(Expr::parse(v).ok()?)
+                }
+            };
+            computed.push((k.clone(), source, true));
+        }
+        if !projection.excludes_id() {
+            outputs.push(("_id".to_string(), Source::Field("_id".to_string()), false));
+        }
+        outputs.extend(computed);
+        let mut plan = ColumnarProject {
+            outputs,
+            sort: None,
+            skip: 0,
+            limit: None,
+            stages: 1,
+        };
+        let mut next = rest.get(1);
+        if let Some(spec) = next.and_then(|s| s.get_document("$sort").ok()) {
+            let parsed = SortSpec::parse(spec).ok()?;
+            let mut keys = Vec::new();
+            for (path, asc) in parsed.keys() {
+                let slot = plan.outputs.iter().position(|(n, ..)| n == path)?;
+                keys.push((slot, *asc));
+            }
+            plan.sort = Some((parsed, keys));
+            plan.stages += 1;
+            next = rest.get(plan.stages);
+        }
+        if let Some(n) = next.and_then(|s| s.get("$skip")).and_then(count_arg) {
+            plan.skip = n;
+            plan.stages += 1;
+            next = rest.get(plan.stages);
+        }
+        if let Some(n) = next.and_then(|s| s.get("$limit")).and_then(count_arg) {
+            if n > 0 {
+                plan.limit = Some(n);
+                plan.stages += 1;
+            }
+        }
+        Some(plan)
+    }
+
+    /// Starts a run.
+    pub fn start(&self, limits: MemLimits) -> ColumnarRun<'_> {
+        ColumnarRun {
+            plan: self,
+            limits,
+            values: vec![Vec::new(); self.outputs.len()],
+            bucket_of_row: Vec::new(),
+            orders: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Rows gathered before the scan may stop (no sort: `skip + limit`).
+    fn enough(&self) -> Option<usize> {
+        match (&self.sort, self.limit) {
+            (None, Some(l)) => Some(self.skip.saturating_add(l)),
+            _ => None,
+        }
+    }
+}
+
+/// The values gathered so far, column by column.
+pub struct ColumnarRun<'a> {
+    plan: &'a ColumnarProject,
+    limits: MemLimits,
+    values: Vec<Vec<Option<Bson>>>,
+    bucket_of_row: Vec<u32>,
+    /// Per bucket: the output slots in the order a document of that bucket lists them.
+    orders: Vec<Arc<Vec<usize>>>,
+    bytes: u64,
+}
+
+impl ColumnarRun<'_> {
+    /// True when no more rows are needed.
+    pub fn is_done(&self) -> bool {
+        self.plan
+            .enough()
+            .is_some_and(|n| self.bucket_of_row.len() >= n)
+    }
+
+    /// Gathers the rows of one bucket selected by `mask` (every row when `None`).
+    pub fn feed(
+        &mut self,
+        cols: &Cols<'_>,
+        options: &TimeseriesOptions,
+        mask: Option<&[bool]>,
+    ) -> Result<(), StoreError> {
+        let view: &BucketView = cols.view;
+        let meta_field = options.meta_field.as_deref();
+        let meta_doc = match (meta_field, view.meta()) {
+            (Some(mf), Some(m)) => bson::doc! {mf: m.clone()},
+            _ => Document::new(),
+        };
+        let order = self.bucket_order(view, options);
+        self.orders.push(Arc::new(order));
+        let bucket = u32::try_from(self.orders.len() - 1).unwrap_or(u32::MAX);
+        let rows: Vec<usize> = (0..view.count())
+            .filter(|i| mask.is_none_or(|m| m.get(*i).copied().unwrap_or(false)))
+            .collect();
+        let rows = match self.plan.enough() {
+            Some(n) => &rows[..rows.len().min(n.saturating_sub(self.bucket_of_row.len()))],
+            None => &rows[..],
+        };
+        for (slot, (_, source, _)) in self.plan.outputs.iter().enumerate() {
+            let out = &mut self.values[slot];
+            match source {
+                Source::Field(f) if Some(f.as_str()) == meta_field => {
+                    let m = view.meta().cloned();
+                    out.extend(rows.iter().map(|_| m.clone()));
+                }
+                Source::Field(f) => {
+                    let col = cols.get(f)?;
+                    out.extend(rows.iter().map(|&i| col.get(i)));
+                }
+                Source::PerBucket(e) => {
+                    let v = e.eval_optional(&meta_doc)?;
+                    out.extend(rows.iter().map(|_| v.clone()));
+                }
+            }
+            if self.plan.sort.is_some() {
+                self.bytes += out
+                    .iter()
+                    .rev()
+                    .take(rows.len())
+                    .map(|v| v.as_ref().map_or(8, approx_size))
+                    .sum::<u64>();
+            }
+        }
+        self.bucket_of_row
+            .extend(std::iter::repeat_n(bucket, rows.len()));
+        if self.plan.sort.is_some() {
+            self.limits.check_sort(self.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The output slots in the order the document path lists them for a measurement of
+    /// `view`: included fields in unpack order (time, meta, then the bucket's columns),
+    /// then computed fields.
+    fn bucket_order(&self, view: &BucketView, options: &TimeseriesOptions) -> Vec<usize> {
+        let mut unpack: Vec<&str> = vec![options.time_field.as_str()];
+        unpack.extend(options.meta_field.as_deref());
+        unpack.extend(
+            view.field_names()
+                .into_iter()
+                .filter(|f| *f != options.time_field),
+        );
+        let included = |name: &str| {
+            self.plan
+                .outputs
+                .iter()
+                .position(|(n, _, computed)| !computed && n == name)
+        };
+        let mut order: Vec<usize> = unpack.into_iter().filter_map(included).collect();
+        order.extend(
+            self.plan
+                .outputs
+                .iter()
+                .enumerate()
+                .filter(|(_, (.., computed))| *computed)
+                .map(|(i, _)| i),
+        );
+        order
+    }
+
+    /// The documents, ordered, skipped and limited.
+    pub fn finish(mut self) -> Result<Vec<Document>, QueryError> {
+        let n = self.bucket_of_row.len();
+        let plan = self.plan;
+        let rows: Vec<usize> = match &plan.sort {
+            None => (0..n).collect(),
+            Some((spec, keys)) => match self.sort_columns(keys) {
+                Some(columns) => {
+                    let fetch = plan.limit.map(|l| l.saturating_add(plan.skip).min(n));
+                    lexsort_to_indices(&columns, fetch)
+                        .map_err(|e| QueryError::Foreign(1, "InternalError", e.to_string()))?
+                        .values()
+                        .iter()
+                        .map(|&i| i as usize)
+                        .collect()
+                }
+                // Keys of mixed types (or arrays): MongoDB's comparison on documents.
+                None => {
+                    let docs = (0..n).map(|r| self.build(r)).collect();
+                    let k = plan
+                        .limit
+                        .map_or(usize::MAX, |l| l.saturating_add(plan.skip));
+                    let docs = spec.top_k(docs, k);
+                    return Ok(self.window(docs));
+                }
+            },
+        };
+        let docs = rows.into_iter().map(|r| self.build(r)).collect();
+        Ok(self.window(docs))
+    }
+
+    fn window(&self, docs: Vec<Document>) -> Vec<Document> {
+        let docs = docs.into_iter().skip(self.plan.skip);
+        match self.plan.limit {
+            Some(l) => docs.take(l).collect(),
+            None => docs.collect(),
+        }
+    }
+
+    /// Row `r` as a document (its values move out).
+    fn build(&mut self, r: usize) -> Document {
+        let mut d = Document::new();
+        let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
+        let Some(order) = self.orders.get(bucket).cloned() else {
+            return d;
+        };
+        for &slot in order.iter() {
+            if let Some(v) = self.values.get_mut(slot).and_then(|c| c.get_mut(r)?.take()) {
+                if let Some((name, ..)) = self.plan.outputs.get(slot) {
+                    d.insert(name.clone(), v);
+                }
+            }
+        }
+        d
+    }
+
+    /// Arrow sort columns for the keys, when each key's values are of one type that
+    /// Arrow orders as MongoDB does; the row number last, so ties keep scan order.
+    fn sort_columns(&self, keys: &[(usize, bool)]) -> Option<Vec<SortColumn>> {
+        let mut columns = Vec::with_capacity(keys.len() + 1);
+        for &(slot, asc) in keys {
+            let values = self.values.get(slot)?;
+            columns.push(SortColumn {
+                values: typed_array(values)?,
+                // Missing and null sort before every value ascending, after it descending.
+                options: Some(SortOptions {
+                    descending: !asc,
+                    nulls_first: asc,
+                }),
+            });
+        }
+        let n = u32::try_from(self.bucket_of_row.len()).ok()?;
+        columns.push(SortColumn {
+            values: Arc::new(UInt32Array::from_iter_values(0..n)),
+            options: None,
+        });
+        Some(columns)
+    }
+}
+
+/// One Arrow array for a column of values of one kind (numbers, strings or dates, with
+/// nulls for missing and null); `None` for anything else.
+fn typed_array(values: &[Option<Bson>]) -> Option<ArrayRef> {
+    let present = || {
+        values
+            .iter()
+            .filter_map(|v| v.as_ref().filter(|v| !matches!(v, Bson::Null)))
+    };
+    fn value(v: &Option<Bson>) -> Option<&Bson> {
+        v.as_ref().filter(|v| !matches!(v, Bson::Null))
+    }
+    if present().all(|v| matches!(v, Bson::DateTime(_))) {
+        return Some(Arc::new(Int64Array::from_iter(values.iter().map(
+            |v| match value(v) {
+                Some(Bson::DateTime(d)) => Some(d.timestamp_millis()),
+                _ => None,
+            },
+        ))));
+    }
+    if present().all(|v| matches!(v, Bson::String(_))) {
+        return Some(Arc::new(StringArray::from_iter(values.iter().map(
+            |v| match value(v) {
+                Some(Bson::String(s)) => Some(s.as_str()),
+                _ => None,
+            },
+        ))));
+    }
+    // Numbers compare by value across types; doubles hold every value exactly only up to
+    // 2^53, and MongoDB orders NaN before every number (Arrow after).
+    const EXACT: i64 = 1 << 53;
+    let exact_double = |v: &Bson| match v {
+        Bson::Double(d) => !d.is_nan(),
+        Bson::Int32(_) => true,
+        Bson::Int64(i) => (-EXACT..=EXACT).contains(i),
+        _ => false,
+    };
+    if present().all(exact_double) {
+        return Some(Arc::new(Float64Array::from_iter(values.iter().map(
+            |v| match value(v) {
+                Some(Bson::Double(d)) => Some(*d),
+                Some(Bson::Int32(i)) => Some(f64::from(*i)),
+                Some(Bson::Int64(i)) => Some(*i as f64),
+                _ => None,
+            },
+        ))));
+    }
+    None
+}
