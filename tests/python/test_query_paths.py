@@ -152,3 +152,14 @@ def test_pymongoarrow_reads_a_timeseries_collection_into_a_table(both):
     assert table.num_rows == 20
     assert sorted(table.column("_id").to_pylist()) == list(range(2, 60, 3))
     assert sum(table.column("usage").to_pylist()) == sum(float(i % 17) for i in range(2, 60, 3))
+
+
+def test_measurements_before_1970_in_stored_buckets_are_found_by_time(db):
+    db.create_collection("old", timeseries={"timeField": "t", "metaField": "m"})
+    early = datetime.datetime(1969, 12, 31, 22, 50, 7, tzinfo=datetime.timezone.utc)
+    late = datetime.datetime(2020, 12, 31, tzinfo=datetime.timezone.utc)
+    # The later measurement closes the 1969 bucket, which is then stored.
+    db.old.insert_many([{"_id": 1, "t": early, "m": 1, "v": 1}, {"_id": 2, "t": late, "m": 1, "v": 2}])
+    for flt in ({"t": early}, {"t": {"$lte": early}}, {"t": {"$lt": datetime.datetime(1970, 1, 1)}}):
+        assert [d["_id"] for d in db.old.find(flt)] == [1], flt
+        assert db.old.count_documents(flt) == 1, flt

@@ -96,7 +96,8 @@ pub fn shape(
         None => source,
     };
     Ok(match projection {
-        Some(p) => Box::new(source.map(move |r| r.map(|d| p.apply(&d)))),
+        // An expression that fails fails the query, as in MongoDB (no field is left out).
+        Some(p) => Box::new(source.map(move |r| r.and_then(|d| Ok(p.try_apply_owned(d)?)))),
         None => source,
     })
 }

@@ -79,6 +79,12 @@ impl ColumnarProject {
                 outputs.push((k.clone(), Source::Field(k.clone()), false));
                 continue;
             }
+            // A sub-projection (`{a: {b: 1}}`), not an expression.
+            if let Bson::Document(d) = v {
+                if !d.keys().next().is_some_and(|op| op.starts_with('$')) {
+                    return None;
+                }
+            }
             let source = match v {
                 Bson::String(s) if s.starts_with('$') && !s.starts_with("$$") => {
                     let path = &s[1..];

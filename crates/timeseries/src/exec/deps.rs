@@ -71,6 +71,13 @@ pub(super) fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
             if d.contains_key("$literal") {
                 return Some(());
             }
+            // Field names given as plain strings, read from `$$CURRENT` by default.
+            if ["$getField", "$setField", "$unsetField"]
+                .iter()
+                .any(|op| d.contains_key(*op))
+            {
+                return None;
+            }
             d.values().try_for_each(|x| expr_fields(x, out))
         }
         Bson::Array(a) => a.iter().try_for_each(|x| expr_fields(x, out)),
@@ -142,6 +149,10 @@ mod tests {
             vec!["a"]
         );
         assert!(fields(vec![doc! {"$group": {"_id": "$$ROOT"}}]).is_none());
+        assert!(
+            fields(vec![doc! {"$project": {"x": {"$getField": "b"}}}]).is_none(),
+            "$getField names its field without a $"
+        );
         assert!(fields(vec![doc! {"$lookup": {}}, doc! {"$count": "n"}]).is_none());
         assert!(fields(vec![doc! {"$match": {"$where": "1"}}, doc! {"$count": "n"}]).is_none());
     }

@@ -132,6 +132,13 @@ fn key_inputs(
             if d.contains_key("$literal") {
                 return true;
             }
+            // These name fields without a `$`: the document path reads them.
+            if ["$getField", "$setField", "$unsetField"]
+                .iter()
+                .any(|op| d.contains_key(*op))
+            {
+                return false;
+            }
             d.values().all(|x| key_inputs(x, o, bins, fields, meta))
         }
         Bson::Array(a) => a.iter().all(|x| key_inputs(x, o, bins, fields, meta)),

@@ -280,7 +280,7 @@ impl TimeseriesStore {
             measurements += b.count() as u64;
         }
         let snap = engine.snapshot();
-        let end = closed_time_key(cutoff_ms.div_euclid(1000).saturating_add(1));
+        let end = closed_time_key(cutoff_ms.div_euclid(1000).saturating_add(1).max(1));
         for entry in snap.range(buckets.tree(), &[CLOSED], Some(&end), false) {
             if n as usize >= limit {
                 break;

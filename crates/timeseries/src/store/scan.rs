@@ -251,8 +251,10 @@ fn stored_views(
         }
         None => {
             let start = closed_time_key(lo.div_euclid(1000));
+            // Buckets before 1970 all carry the `_id` time 0 (it is unsigned), so an
+            // upper bound before 1970 still reads those keys.
             let end = match hi.div_euclid(1000).checked_add(1) {
-                Some(h) if h <= i64::from(u32::MAX) => closed_time_key(h),
+                Some(h) if h <= i64::from(u32::MAX) => closed_time_key(h.max(1)),
                 _ => vec![CLOSED + 1],
             };
             Box::new(
