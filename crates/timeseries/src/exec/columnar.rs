@@ -192,6 +192,18 @@ impl ColumnarRun<'_> {
         mask: Option<&[bool]>,
     ) -> Result<(), StoreError> {
         let view: &BucketView = cols.view;
+        let rows: Vec<usize> = (0..view.count())
+            .filter(|i| mask.is_none_or(|m| m.get(*i).copied().unwrap_or(false)))
+            .collect();
+        let rows = match self.plan.enough() {
+            Some(n) => &rows[..rows.len().min(n.saturating_sub(self.bucket_of_row.len()))],
+            None => &rows[..],
+        };
+        // Expressions run only for measurements that reach the projection (an error on a
+        // bucket none of whose rows pass must not fail the query).
+        if rows.is_empty() {
+            return Ok(());
+        }
         let meta_field = options.meta_field.as_deref();
         let meta_doc = match (meta_field, view.meta()) {
             (Some(mf), Some(m)) => bson::doc! {mf: m.clone()},
@@ -200,13 +212,6 @@ impl ColumnarRun<'_> {
         let order = self.bucket_order(view, options);
         self.orders.push(Arc::new(order));
         let bucket = u32::try_from(self.orders.len() - 1).unwrap_or(u32::MAX);
-        let rows: Vec<usize> = (0..view.count())
-            .filter(|i| mask.is_none_or(|m| m.get(*i).copied().unwrap_or(false)))
-            .collect();
-        let rows = match self.plan.enough() {
-            Some(n) => &rows[..rows.len().min(n.saturating_sub(self.bucket_of_row.len()))],
-            None => &rows[..],
-        };
         for (slot, (_, source, _)) in self.plan.outputs.iter().enumerate() {
             let out = &mut self.values[slot];
             match source {
