@@ -334,35 +334,13 @@ mod tests {
 
     const T0: i64 = 1_451_606_400_000;
 
-    /// Runs `stages` through the plan and through the plain document path; both must
-    /// give the same documents (in any order).
-    fn check_same(
-        store: &TimeseriesStore,
-        c: &Arc<Collection>,
-        o: &TimeseriesOptions,
-        stages: Vec<Document>,
-    ) -> (Vec<Document>, TsPlan) {
-        let plan = TsPlan::new(&stages, o).unwrap();
-        let ex = store.execute(c, o, &plan).unwrap();
-        let input: Vec<Document> = ex.docs.collect::<Result<_, _>>().unwrap();
-        let mut fast = Pipeline::parse(&stages[plan.consumed..])
-            .unwrap()
-            .run(input)
-            .unwrap();
-        let all: Vec<Document> = store
-            .measurements(c, o, &BucketPredicate::all(), None)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        let mut slow = Pipeline::parse(&stages).unwrap().run(all).unwrap();
-        fast.sort_by(compare_documents);
-        slow.sort_by(compare_documents);
-        assert_eq!(fast, slow, "pipeline {stages:?}");
-        (fast, plan)
-    }
-
-    #[test]
-    fn vectorized_group_and_pruned_scan_equal_the_document_path() {
+    /// A time-series collection `cpu` (timeField `time`, metaField `tags`) and its store.
+    fn cpu() -> (
+        tempfile::TempDir,
+        Arc<Collection>,
+        TimeseriesOptions,
+        TimeseriesStore,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
         let o = TimeseriesOptions::parse(&doc! {"timeField": "time", "metaField": "tags"}).unwrap();
@@ -373,7 +351,50 @@ mod tests {
                 doc! {"timeseries": o.to_document()},
             )
             .unwrap();
-        let store = TimeseriesStore::default();
+        (dir, c, o, TimeseriesStore::default())
+    }
+
+    /// `stages` through the plan, and through the plain document path.
+    fn both_paths(
+        store: &TimeseriesStore,
+        c: &Arc<Collection>,
+        o: &TimeseriesOptions,
+        stages: &[Document],
+    ) -> (Vec<Document>, Vec<Document>, TsPlan) {
+        let plan = TsPlan::new(stages, o).unwrap();
+        let ex = store.execute(c, o, &plan).unwrap();
+        let input: Vec<Document> = ex.docs.collect::<Result<_, _>>().unwrap();
+        let fast = Pipeline::parse(&stages[plan.consumed..])
+            .unwrap()
+            .run(input)
+            .unwrap();
+        let all: Vec<Document> = store
+            .measurements(c, o, &BucketPredicate::all(), None)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let slow = Pipeline::parse(stages).unwrap().run(all).unwrap();
+        (fast, slow, plan)
+    }
+
+    /// Runs `stages` through the plan and through the plain document path; both must
+    /// give the same documents (in any order).
+    fn check_same(
+        store: &TimeseriesStore,
+        c: &Arc<Collection>,
+        o: &TimeseriesOptions,
+        stages: Vec<Document>,
+    ) -> (Vec<Document>, TsPlan) {
+        let (mut fast, mut slow, plan) = both_paths(store, c, o, &stages);
+        fast.sort_by(compare_documents);
+        slow.sort_by(compare_documents);
+        assert_eq!(fast, slow, "pipeline {stages:?}");
+        (fast, plan)
+    }
+
+    #[test]
+    fn vectorized_group_and_pruned_scan_equal_the_document_path() {
+        let (_dir, c, o, store) = cpu();
         let mut docs = Vec::new();
         for i in 0..6000i64 {
             let host = i % 5;
@@ -497,17 +518,7 @@ mod tests {
 
     #[test]
     fn late_materialized_projection_equals_the_document_path_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
-        let o = TimeseriesOptions::parse(&doc! {"timeField": "time", "metaField": "tags"}).unwrap();
-        let (c, _) = cat
-            .create(
-                "db",
-                "system.buckets.cpu",
-                doc! {"timeseries": o.to_document()},
-            )
-            .unwrap();
-        let store = TimeseriesStore::default();
+        let (_dir, c, o, store) = cpu();
         let mut docs = Vec::new();
         for i in 0..3000i64 {
             let host = i % 7;
@@ -572,20 +583,8 @@ mod tests {
         for rest in cases {
             let mut stages = vec![m.clone()];
             stages.extend(rest);
-            let plan = TsPlan::new(&stages, &o).unwrap();
+            let (fast, slow, plan) = both_paths(&store, &c, &o, &stages);
             assert!(plan.columnar.is_some(), "{stages:?}");
-            let ex = store.execute(&c, &o, &plan).unwrap();
-            let input: Vec<Document> = ex.docs.collect::<Result<_, _>>().unwrap();
-            let fast = Pipeline::parse(&stages[plan.consumed..])
-                .unwrap()
-                .run(input)
-                .unwrap();
-            let all: Vec<Document> = store
-                .measurements(&c, &o, &BucketPredicate::all(), None)
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
-            let slow = Pipeline::parse(&stages).unwrap().run(all).unwrap();
             let fields = |v: &[Document]| {
                 v.iter()
                     .map(|d| {
