@@ -163,3 +163,24 @@ def test_measurements_before_1970_in_stored_buckets_are_found_by_time(db):
     for flt in ({"t": early}, {"t": {"$lte": early}}, {"t": {"$lt": datetime.datetime(1970, 1, 1)}}):
         assert [d["_id"] for d in db.old.find(flt)] == [1], flt
         assert db.old.count_documents(flt) == 1, flt
+
+
+def test_max_time_ms_stops_multi_updates_and_deletes_before_anything_changes(db):
+    db.reg.insert_many([{"_id": i, "a": i, "s": "x" * 50} for i in range(30000)])
+    db.create_collection("tsw", timeseries={"timeField": "t", "metaField": "m"})
+    db.tsw.insert_many([{"t": T0 + datetime.timedelta(seconds=i), "m": i % 20, "a": i} for i in range(30000)])
+    slow = {"$expr": {"$gt": [{"$strLenCP": {"$concat": ["$s", "$s", "$s"]}}, 1]}}
+    replies = [
+        db.command("update", "reg", updates=[{"q": slow, "u": {"$inc": {"a": 1}}, "multi": True}], maxTimeMS=1),
+        db.command("delete", "reg", deletes=[{"q": slow, "limit": 0}], maxTimeMS=1),
+        db.command("update", "tsw", updates=[{"q": {"a": {"$gte": 0}}, "u": {"$inc": {"a": 1}}, "multi": True}],
+                   maxTimeMS=1),
+        db.command("delete", "tsw", deletes=[{"q": {"a": {"$gte": 0}}, "limit": 0}], maxTimeMS=1),
+    ]
+    for reply in replies:
+        assert reply["n"] == 0, reply
+        assert [(e["index"], e["code"], e["codeName"]) for e in reply["writeErrors"]] == [(0, 50, "MaxTimeMSExpired")]
+    assert db.reg.count_documents({}) == 30000
+    assert db.reg.find_one({"_id": 7})["a"] == 7
+    assert db.tsw.count_documents({}) == 30000
+    assert db.tsw.count_documents({"a": 30000}) == 0

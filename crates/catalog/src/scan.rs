@@ -125,6 +125,9 @@ impl Collection {
     ) -> Result<Vec<bson::Document>> {
         let mut out = Vec::new();
         for doc in self.execute_in(snap, plan, Arc::new(ScanStats::default())) {
+            // Writes read their documents here: maxTimeMS and killOp stop them before
+            // anything is written.
+            hourglass_query::interrupt::check()?;
             let doc = doc?;
             if filter.matches(&doc) {
                 out.push(doc);

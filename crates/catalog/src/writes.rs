@@ -159,6 +159,7 @@ impl Collection {
         )?;
         let mut out = UpdateOutcome::default();
         for old in docs {
+            hourglass_query::interrupt::check()?;
             out.matched += 1;
             let mut new = old.clone();
             if update.apply_matched(&mut new, false, Some(filter))? && new != old {
@@ -194,6 +195,7 @@ impl Collection {
         let mut st = Staging::new(self);
         let docs = self.matching(&st.snap, filter, None, hint, limit_one.then_some(1))?;
         for d in &docs {
+            hourglass_query::interrupt::check()?;
             st.remove(d)?;
         }
         let ticket = self.engine().apply(st.finish()?)?;

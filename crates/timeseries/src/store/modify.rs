@@ -95,6 +95,7 @@ impl TimeseriesStore {
         let mut deleted = 0u64;
         let mut rewrites = Vec::new();
         for view in scan_locked(&mut s, buckets, options, &predicate)? {
+            hourglass_query::interrupt::check()?;
             let view = view?;
             if predicate.meta_only && !limit_one {
                 deleted += view.count() as u64;
@@ -160,6 +161,7 @@ impl TimeseriesStore {
         let mut rewrites = Vec::new();
         let mut reinsert = Vec::new();
         for view in scan_locked(&mut s, buckets, options, &predicate)? {
+            hourglass_query::interrupt::check()?;
             let view = view?;
             if meta_in_place {
                 let Some(mf) = options.meta_field.as_deref() else {
@@ -318,6 +320,7 @@ impl TimeseriesStore {
         let mut views: Vec<BucketView> = Vec::new();
         let mut best: Option<(usize, usize, Document)> = None;
         'scan: for view in scan_locked(&mut s, buckets, options, &predicate)? {
+            hourglass_query::interrupt::check()?;
             let view = view?;
             for (row, d) in view.unpack(options, None)?.into_iter().enumerate() {
                 if !fam.filter.matches(&d) {
