@@ -1,6 +1,6 @@
 //! Document-level writes: insert, and those that read before they write: update (with
-//! upsert), delete and findAndModify. Each runs under the collection's write lock against one snapshot and
-//! commits all its changes as one atomic, durable batch.
+//! upsert), delete and findAndModify. Each runs under the collection's write lock against
+//! one snapshot and commits all its changes as one atomic, durable batch.
 
 use crate::collection::{with_id, Collection};
 use crate::error::{CatalogError, Result};

@@ -217,13 +217,14 @@ impl TimeseriesStore {
         }
         let scan = self.scan(buckets, options, &plan.predicate)?;
         let counters = scan.counters.clone();
-        let fields = plan.fields.clone();
         let options = options.clone();
+        // The fields a bucket is unpacked with when its rows must be matched as documents.
+        let wanted: Option<Vec<&str>> = plan
+            .fields
+            .as_ref()
+            .map(|f| f.iter().map(String::as_str).collect());
         if let Some((group, rows)) = &plan.group {
             let mut run = group.start();
-            let wanted: Option<Vec<&str>> = fields
-                .as_ref()
-                .map(|f| f.iter().map(String::as_str).collect());
             for view in scan {
                 hourglass_query::interrupt::check()?;
                 let view = view?;
@@ -239,9 +240,6 @@ impl TimeseriesStore {
         }
         if let Some(c) = &plan.columnar {
             let mut run = c.start(plan.limits);
-            let wanted: Option<Vec<&str>> = fields
-                .as_ref()
-                .map(|f| f.iter().map(String::as_str).collect());
             for view in scan {
                 hourglass_query::interrupt::check()?;
                 if run.is_done() {
@@ -258,6 +256,7 @@ impl TimeseriesStore {
                 counters,
             });
         }
+        let fields = plan.fields.clone();
         let filter = plan.filter.clone();
         let rows = plan.rows.clone();
         let docs = scan.flat_map(move |view| -> Vec<Result<Document, StoreError>> {
