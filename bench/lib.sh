@@ -103,13 +103,14 @@ influx_stop() {
 HG_PID=""
 HG_URI=""
 
-# hg_start DBPATH: target/release/hourglass on a free port; waits until it listens.
-# Sets HG_PID and HG_URI.
+# hg_start DBPATH [ARGS...]: target/release/hourglass on a free port (with ARGS);
+# waits until it listens. Sets HG_PID and HG_URI.
 hg_start() {
     local dbpath="$1" port
+    shift
     port=$(free_port)
     mkdir -p "$dbpath"
-    "$ROOT/target/release/hourglass" --dbpath "$dbpath" --port "$port" --bind_ip 127.0.0.1 --quiet \
+    "$ROOT/target/release/hourglass" --dbpath "$dbpath" --port "$port" --bind_ip 127.0.0.1 --quiet "$@" \
         >"$dbpath.log" 2>&1 &
     HG_PID=$!
     HG_URI="mongodb://127.0.0.1:$port/?directConnection=true"

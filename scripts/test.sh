@@ -22,6 +22,18 @@ if ! .venv/bin/python -c 'import pymongoarrow' >/dev/null 2>&1; then
   .venv/bin/pip install --quiet --disable-pip-version-check pymongoarrow \
     || echo "pymongoarrow could not be installed; its test will be skipped"
 fi
+# Clients of the HTTP listener's tests (InfluxDB 1.x and 2.x, requests, prometheus-client's
+# exposition parser, cramjam for snappy): a test whose package cannot be installed skips with
+# the reason. (Those tests install the real Prometheus from Debian themselves.)
+for pkg_mod in influxdb:influxdb influxdb-client:influxdb_client requests:requests \
+               prometheus-client:prometheus_client cramjam:cramjam; do
+  pkg="${pkg_mod%%:*}" mod="${pkg_mod#*:}"
+  if ! .venv/bin/python -c "import $mod" >/dev/null 2>&1; then
+    log "installing $pkg into .venv"
+    .venv/bin/pip install --quiet --disable-pip-version-check "$pkg" \
+      || echo "$pkg could not be installed; the tests that need it will be skipped"
+  fi
+done
 if [ ! -x .tools/node_modules/.bin/mongosh ]; then
   log "installing mongosh into .tools"
   npm install --prefix .tools --no-audit --no-fund --loglevel=error mongosh

@@ -30,12 +30,14 @@ def _binary() -> Path:
 
 
 @contextlib.contextmanager
-def running_server(*extra_args):
-    """Runs one hourglass server on a temporary dbpath and a free port; yields
-    (process, port, log path) and stops it (SIGTERM, then SIGKILL after 20 s) at the end."""
+def running_server(*extra_args, dbpath=None):
+    """Runs one hourglass server on a temporary dbpath (or on `dbpath`, which is kept) and a
+    free port; yields (process, port, log path) and stops it (SIGTERM, then SIGKILL after
+    20 s) at the end."""
     tmp = tempfile.TemporaryDirectory(prefix="hourglass-pytest-")
-    dbpath = Path(tmp.name) / "db"
-    dbpath.mkdir()
+    if dbpath is None:
+        dbpath = Path(tmp.name) / "db"
+        dbpath.mkdir()
     log_path = Path(tmp.name) / "server.out"
     log = open(log_path, "wb")
     port = _free_port()
@@ -96,3 +98,13 @@ def db(client, request):
     client.drop_database(name)
     yield client[name]
     client.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def http_server():
+    """A server with the HTTP listener on (InfluxDB writes, Prometheus remote write,
+    /metrics), shared by the HTTP test files; yields an http_helpers.HttpServer."""
+    from http_helpers import http_running_server
+
+    with http_running_server() as srv:
+        yield srv

@@ -8,17 +8,22 @@ use crate::namespace::{validate_collection_name, validate_db_name, Namespace};
 use bson::Document;
 use hourglass_storage::{Engine, Tree};
 use parking_lot::{Mutex, RwLock};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const META_TREE: &str = "catalog";
+/// Databases declared empty (InfluxDB's `CREATE DATABASE`): MongoDB has no empty
+/// databases, so they are kept apart from the collections; one key per name.
+const DATABASES_TREE: &str = "databases";
 
 /// All collections of the server.
 pub struct Catalog {
     engine: Engine,
     meta: Tree,
     colls: RwLock<BTreeMap<Namespace, Arc<Collection>>>,
+    declared: Tree,
+    declared_names: RwLock<BTreeSet<String>>,
     next_id: AtomicU64,
     ddl: Mutex<()>,
 }
@@ -79,16 +84,24 @@ impl Catalog {
             .collect();
         engine.commit(unfinished_drops)?;
         for name in engine.tree_names() {
-            if name != META_TREE && !live.contains(&name) {
+            if name != META_TREE && name != DATABASES_TREE && !live.contains(&name) {
                 tracing::info!(tree = %name, "dropping orphaned tree");
                 let t = engine.tree(&name)?;
                 engine.drop_tree(t)?;
             }
         }
+        let declared = engine.tree(DATABASES_TREE)?;
+        let mut declared_names = BTreeSet::new();
+        for entry in engine.snapshot().scan_prefix(&declared, b"") {
+            let (key, _) = entry?;
+            declared_names.insert(String::from_utf8_lossy(&key).into_owned());
+        }
         Ok(Catalog {
             engine,
             meta,
             colls: RwLock::new(colls),
+            declared,
+            declared_names: RwLock::new(declared_names),
             next_id: AtomicU64::new(max_id + 1),
             ddl: Mutex::new(()),
         })
@@ -208,10 +221,41 @@ impl Catalog {
         Ok(true)
     }
 
-    /// Drops every collection of `db`.
+    /// Records `db` as existing while it has no collection (durable on return).
+    pub fn declare_database(&self, db: &str) -> Result<()> {
+        validate_db_name(db)?;
+        let _ddl = self.ddl.lock();
+        if self.declared_names.read().contains(db) {
+            return Ok(());
+        }
+        let mut b = self.engine.batch();
+        b.put(&self.declared, db.as_bytes(), b"");
+        self.engine.commit(b)?;
+        self.declared_names.write().insert(db.to_string());
+        Ok(())
+    }
+
+    /// Whether `db` holds a collection or was declared.
+    pub fn database_exists(&self, db: &str) -> bool {
+        self.declared_names.read().contains(db) || self.colls.read().keys().any(|ns| ns.db == db)
+    }
+
+    /// Databases that hold a collection or were declared, in name order.
+    pub fn database_names(&self) -> Vec<String> {
+        let mut names = self.declared_names.read().clone();
+        names.extend(self.colls.read().keys().map(|ns| ns.db.clone()));
+        names.into_iter().collect()
+    }
+
+    /// Drops every collection of `db` (and its declaration).
     pub fn drop_database(&self, db: &str) -> Result<()> {
         validate_db_name(db)?;
         let _ddl = self.ddl.lock();
+        if self.declared_names.write().remove(db) {
+            let mut b = self.engine.batch();
+            b.delete(&self.declared, db.as_bytes());
+            self.engine.commit(b)?;
+        }
         let names: Vec<Namespace> = self
             .colls
             .read()

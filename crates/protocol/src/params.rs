@@ -39,6 +39,13 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
             "internalDocumentSourceGroupMaxMemoryBytes",
             Bson::Int64(100 * 1024 * 1024),
         ),
+        // The HTTP writes (InfluxDB line protocol, Prometheus remote write): whether a
+        // write to an unknown database creates it (else 404, as InfluxDB answers), the
+        // granularity of the time-series collections they create, and the largest body
+        // (InfluxDB's `max-body-size`).
+        ("httpAutoCreateDatabase", Bson::Boolean(false)),
+        ("httpIngestGranularity", Bson::String("seconds".into())),
+        ("httpMaxBodyBytes", Bson::Int64(25_000_000)),
     ])
 }
 
@@ -125,6 +132,13 @@ impl Parameters {
                 Bson::Int32(i) => Ok(Bson::Boolean(*i != 0)),
                 _ => Err(bad("expected a boolean")),
             },
+            Bson::String(_) => match value {
+                Bson::String(v) if name != "httpIngestGranularity" => Ok(Bson::String(v.clone())),
+                Bson::String(v) if ["seconds", "minutes", "hours"].contains(&v.as_str()) => {
+                    Ok(Bson::String(v.clone()))
+                }
+                _ => Err(bad("expected one of \"seconds\", \"minutes\", \"hours\"")),
+            },
             _ => Ok(value.clone()),
         }
     }
@@ -153,6 +167,22 @@ impl Parameters {
             Some(Bson::Int32(i)) => i64::from(i),
             Some(Bson::Int64(i)) => i,
             _ => default,
+        }
+    }
+
+    /// The parameter as a boolean, or `default`.
+    pub fn get_bool(&self, name: &str, default: bool) -> bool {
+        match self.get(name) {
+            Some(Bson::Boolean(b)) => b,
+            _ => default,
+        }
+    }
+
+    /// The parameter as a string, or `default`.
+    pub fn get_string(&self, name: &str, default: &str) -> String {
+        match self.get(name) {
+            Some(Bson::String(s)) => s,
+            _ => default.to_string(),
         }
     }
 

@@ -87,6 +87,21 @@ pub struct CmdLine {
     pub parsed: Document,
 }
 
+/// Seconds each command took, by command name (the table's names only, so the label set
+/// stays bounded), for `/metrics`.
+pub type CommandLatency = prometheus_client::metrics::family::Family<
+    [(&'static str, &'static str); 1],
+    prometheus_client::metrics::histogram::Histogram,
+    fn() -> prometheus_client::metrics::histogram::Histogram,
+>;
+
+fn latency_histogram() -> prometheus_client::metrics::histogram::Histogram {
+    // 50 us to ~52 s.
+    prometheus_client::metrics::histogram::Histogram::new(
+        prometheus_client::metrics::histogram::exponential_buckets(0.00005, 4.0, 11),
+    )
+}
+
 pub struct ServerState {
     pub catalog: Catalog,
     pub timeseries: TimeseriesStore,
@@ -101,6 +116,7 @@ pub struct ServerState {
     pub host: String,
     pub ttl: TtlCounters,
     pub in_flight: InFlightBudget,
+    pub command_latency: CommandLatency,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -160,6 +176,7 @@ impl ServerState {
             host: hostname(),
             ttl: TtlCounters::default(),
             in_flight,
+            command_latency: CommandLatency::new_with_constructor(latency_histogram),
         }
     }
 }

@@ -36,6 +36,11 @@ struct Args {
     /// Comma-separated addresses to listen on.
     #[arg(long = "bind_ip", default_value = "127.0.0.1")]
     bind_ip: String,
+    /// Port of the HTTP listener (InfluxDB line protocol, Prometheus remote write,
+    /// /metrics); off when not given. Until the server has authentication it listens
+    /// only on the loopback addresses of --bind_ip (127.0.0.1 when there are none).
+    #[arg(long = "httpPort")]
+    http_port: Option<u16>,
     /// Server parameter as name=value (repeatable).
     #[arg(long = "setParameter", value_name = "NAME=VALUE")]
     set_parameter: Vec<String>,
@@ -63,8 +68,12 @@ impl Args {
             system_log.insert("destination", "file");
             system_log.insert("path", p.display().to_string());
         }
+        let mut net = doc! {"bindIp": &self.bind_ip, "port": i32::from(self.port), "maxIncomingConnections": self.max_conns};
+        if let Some(p) = self.http_port {
+            net.insert("http", doc! {"port": i32::from(p)});
+        }
         doc! {
-            "net": {"bindIp": &self.bind_ip, "port": i32::from(self.port), "maxIncomingConnections": self.max_conns},
+            "net": net,
             "storage": {"dbPath": self.dbpath.display().to_string()},
             "setParameter": params.clone(),
             "systemLog": system_log,
@@ -165,7 +174,20 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
         tracing::info!(address = %addr, "Waiting for connections");
         listeners.push(l);
     }
+    let http = match args.http_port {
+        Some(port) => Some(bind_http(&args.bind_ip, port).await?),
+        None => None,
+    };
     let (stop_tx, stop_rx) = watch::channel(false);
+    let mut http_tasks = JoinSet::new();
+    for l in http.into_iter().flatten() {
+        let (state, stop) = (state.clone(), stop_rx.clone());
+        http_tasks.spawn(async move {
+            if let Err(e) = hourglass_http::serve(l, state, stop).await {
+                tracing::error!(error = %e, "HTTP listener failed");
+            }
+        });
+    }
     let reaper = tokio::spawn(reap_cursors(state.clone(), stop_rx.clone()));
     let ttl = tokio::spawn(ttl_monitor(state.clone(), stop_rx.clone()));
     let mut conns = JoinSet::new();
@@ -188,9 +210,45 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
     {
         tracing::warn!("some requests did not finish within 15 s");
     }
+    let http_drain = async { while http_tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(15), http_drain)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some HTTP requests did not finish within 15 s");
+    }
     reaper.abort();
     ttl.abort();
     Ok(())
+}
+
+/// The HTTP listeners: on the loopback addresses of `bind_ip` only, since the HTTP API
+/// has no authentication yet (127.0.0.1 when `bind_ip` names none).
+async fn bind_http(bind_ip: &str, port: u16) -> anyhow::Result<Vec<TcpListener>> {
+    let mut ips: Vec<std::net::IpAddr> = Vec::new();
+    for ip in bind_ip.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match ip.parse::<std::net::IpAddr>() {
+            Ok(a) if a.is_loopback() => ips.push(a),
+            Ok(a) if a.is_unspecified() => ips.push(std::net::Ipv4Addr::LOCALHOST.into()),
+            _ => {
+                tracing::warn!(address = %ip, "the HTTP listener has no authentication yet: not listening on {ip}")
+            }
+        }
+    }
+    if ips.is_empty() {
+        ips.push(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    ips.dedup();
+    let mut out = Vec::new();
+    for ip in ips {
+        let addr = std::net::SocketAddr::new(ip, port);
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen for HTTP on {addr}"))?;
+        tracing::info!(address = %addr, "Waiting for HTTP requests");
+        out.push(l);
+    }
+    Ok(out)
 }
 
 /// Owns the per-connection tasks so shutdown can wait for them.

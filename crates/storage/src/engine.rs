@@ -339,6 +339,11 @@ impl Engine {
     pub fn sync_count(&self) -> u64 {
         self.group.sync_count()
     }
+
+    /// Seconds each journal sync took.
+    pub fn sync_latency(&self) -> &prometheus_client::metrics::histogram::Histogram {
+        self.group.latency()
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! covers many acknowledged writes.
 
 use parking_lot::{Condvar, Mutex};
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 
 #[derive(Default)]
 struct State {
@@ -19,11 +20,24 @@ struct State {
 }
 
 /// Coordinates durable syncs among concurrent committers.
-#[derive(Default)]
 pub struct GroupCommit {
     state: Mutex<State>,
     done: Condvar,
     syncs: std::sync::atomic::AtomicU64,
+    /// Seconds each sync took (its count is the number of syncs).
+    latency: Histogram,
+}
+
+impl Default for GroupCommit {
+    fn default() -> Self {
+        GroupCommit {
+            state: Mutex::default(),
+            done: Condvar::new(),
+            syncs: Default::default(),
+            // 10 us to ~2.6 s.
+            latency: Histogram::new(exponential_buckets(0.00001, 4.0, 10)),
+        }
+    }
 }
 
 impl GroupCommit {
@@ -48,7 +62,9 @@ impl GroupCommit {
             st.syncing = true;
             let target = st.applied;
             drop(st);
+            let started = std::time::Instant::now();
             let result = sync();
+            self.latency.observe(started.elapsed().as_secs_f64());
             self.syncs
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             st = self.state.lock();
@@ -59,6 +75,11 @@ impl GroupCommit {
             self.done.notify_all();
             result?;
         }
+    }
+
+    /// How long the syncs took.
+    pub fn latency(&self) -> &Histogram {
+        &self.latency
     }
 
     /// How many syncs were run so far (for statistics and tests).

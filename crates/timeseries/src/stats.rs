@@ -53,6 +53,31 @@ impl BucketStats {
         self.num_measurements_group_committed += measurements as u64;
     }
 
+    /// The counters of several collections added up, under `to_document`'s names
+    /// (`avgNumMeasurementsPerCommit` recomputed from the sums).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a BucketStats>) -> Document {
+        let mut totals = Document::new();
+        for stats in all {
+            for (k, v) in stats.to_document() {
+                if k == "avgNumMeasurementsPerCommit" {
+                    continue;
+                }
+                let add = match v {
+                    Bson::Int64(i) => i,
+                    _ => continue,
+                };
+                let cur = totals.get_i64(&k).unwrap_or(0);
+                totals.insert(k, cur.saturating_add(add));
+            }
+        }
+        let commits = totals.get_i64("numCommits").unwrap_or(0);
+        if commits > 0 {
+            let measurements = totals.get_i64("numMeasurementsCommitted").unwrap_or(0);
+            totals.insert("avgNumMeasurementsPerCommit", measurements / commits);
+        }
+        totals
+    }
+
     /// The counters in collStats order (values as int64);
     /// `avgNumMeasurementsPerCommit` only when `numCommits > 0`.
     pub fn to_document(&self) -> Document {

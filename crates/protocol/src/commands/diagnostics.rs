@@ -146,23 +146,7 @@ fn bucket_catalog_section(store: &hourglass_timeseries::TimeseriesStore) -> Opti
         "numArchivedBuckets": 0i64,
         "memoryUsage": summary.memory_usage as i64,
     };
-    let mut totals = Document::new();
-    for stats in &summary.stats {
-        for (k, v) in stats.to_document() {
-            let add = match v {
-                Bson::Int32(i) => i64::from(i),
-                Bson::Int64(i) => i,
-                _ => continue,
-            };
-            let cur = totals.get_i64(&k).unwrap_or(0);
-            totals.insert(k, cur + add);
-        }
-    }
-    let commits = totals.get_i64("numCommits").unwrap_or(0);
-    if commits > 0 {
-        let measurements = totals.get_i64("numMeasurementsCommitted").unwrap_or(0);
-        totals.insert("avgNumMeasurementsPerCommit", measurements / commits);
-    }
+    let totals = hourglass_timeseries::BucketStats::sum(summary.stats.iter().map(|(_, s)| s));
     out.extend(totals);
     Some(out)
 }

@@ -283,7 +283,13 @@ pub fn dispatch(req: &Request) -> Document {
         &req.body,
         req.interrupt.clone(),
     );
-    match (command.handler)(req) {
+    let started = std::time::Instant::now();
+    let result = (command.handler)(req);
+    req.state
+        .command_latency
+        .get_or_create(&[("command", command.name)])
+        .observe(started.elapsed().as_secs_f64());
+    match result {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);

@@ -513,7 +513,10 @@ impl TimeseriesStore {
             out.open_buckets += open;
             out.memory_usage += s.catalog.memory_usage() as u64;
             out.collections += 1;
-            out.stats.push(s.catalog.stats().clone());
+            let ns = s.buckets.namespace();
+            let coll = ns.coll.strip_prefix("system.buckets.").unwrap_or(&ns.coll);
+            let view = format!("{}.{coll}", ns.db);
+            out.stats.push((view, s.catalog.stats().clone()));
         }
         out
     }
@@ -590,8 +593,8 @@ pub struct CatalogSummary {
     pub collections: u64,
     pub open_buckets: u64,
     pub memory_usage: u64,
-    /// Each collection's counters.
-    pub stats: Vec<BucketStats>,
+    /// Each collection's counters, by the namespace of its view (`db.coll`).
+    pub stats: Vec<(String, BucketStats)>,
 }
 
 /// Measurements streamed from a time-series collection.

@@ -1,0 +1,403 @@
+//! InfluxDB line-protocol writes: 1.x `/write` and 2.x `/api/v2/write` (the rest of
+//! InfluxDB's API that clients use is in [`crate::influx_admin`]).
+//!
+//! Each measurement becomes the time-series collection `<db>.<measurement>` (time field
+//! `time`, meta field `tags`); see [`crate::line_protocol`] for the syntax and
+//! `docs/design.md` "HTTP writes" for the document each line becomes. Answers and errors
+//! have InfluxDB's shapes: 204 on success; 400 naming the first malformed line, after
+//! writing the good lines of the same body; 404 for an unknown database; 413 over the
+//! body limit; 5xx only when a retry may succeed.
+
+use crate::body::{self, BodyError};
+use crate::ingest::{self, IngestError};
+use crate::line_protocol::{self, FieldValue, Point};
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bson::{Bson, Document};
+use hourglass_protocol::ServerState;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The InfluxDB version clients are told (the 1.x API they speak).
+pub(crate) const INFLUX_VERSION: &str = "1.8.10";
+
+type Params = Query<HashMap<String, String>>;
+
+/// Which API a request came through: errors take that API's shape.
+#[derive(Clone, Copy)]
+pub(crate) enum Api {
+    V1,
+    V2,
+}
+
+pub(crate) struct InfluxError {
+    api: Api,
+    status: StatusCode,
+    message: String,
+}
+
+impl InfluxError {
+    pub(crate) fn new(api: Api, status: StatusCode, message: impl Into<String>) -> InfluxError {
+        InfluxError {
+            api,
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn from_ingest(api: Api, e: IngestError) -> InfluxError {
+        let status = match &e {
+            IngestError::DatabaseNotFound(_) => StatusCode::NOT_FOUND,
+            IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
+            IngestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            IngestError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let message = match (api, &e) {
+            (Api::V2, IngestError::DatabaseNotFound(db)) => format!("bucket \"{db}\" not found"),
+            _ => e.to_string(),
+        };
+        InfluxError::new(api, status, message)
+    }
+
+    fn from_body(api: Api, e: BodyError) -> InfluxError {
+        let status = match e {
+            BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyError::Encoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            BodyError::Read(_) | BodyError::Decode(_) => StatusCode::BAD_REQUEST,
+        };
+        InfluxError::new(api, status, e.to_string())
+    }
+}
+
+impl IntoResponse for InfluxError {
+    fn into_response(self) -> Response {
+        let body = match self.api {
+            Api::V1 => json!({"error": self.message}),
+            Api::V2 => {
+                let code = match self.status {
+                    StatusCode::NOT_FOUND => "not found",
+                    StatusCode::PAYLOAD_TOO_LARGE => "request too large",
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported media type",
+                    StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+                    s if s.is_server_error() => "internal error",
+                    _ => "invalid",
+                };
+                json!({"code": code, "message": self.message})
+            }
+        };
+        let mut r = (self.status, Json(body)).into_response();
+        if let Ok(v) = HeaderValue::from_str(&self.message.replace(['\r', '\n'], " ")) {
+            r.headers_mut().insert("X-Influxdb-Error", v);
+        }
+        with_version(r)
+    }
+}
+
+pub(crate) fn with_version(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        "X-Influxdb-Version",
+        HeaderValue::from_static(INFLUX_VERSION),
+    );
+    h.insert("X-Influxdb-Build", HeaderValue::from_static("OSS"));
+    r
+}
+
+pub(crate) fn no_content() -> Response {
+    with_version(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Nanoseconds per unit of a write's `precision` (1.x names `n u ms s m h`, 2.x names
+/// `ns us ms s`; both accepted on both APIs).
+fn precision_ns(api: Api, p: Option<&str>) -> Result<i64, InfluxError> {
+    Ok(match p.unwrap_or("") {
+        "" | "n" | "ns" => 1,
+        "u" | "us" | "µ" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        other => {
+            return Err(InfluxError::new(
+                api,
+                StatusCode::BAD_REQUEST,
+                format!("invalid precision \"{other}\" (use ns, us, ms or s)"),
+            ))
+        }
+    })
+}
+
+/// `POST /write?db=&rp=&precision=`.
+pub async fn write_v1(
+    State(state): State<Arc<ServerState>>,
+    Query(q): Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let api = Api::V1;
+    let db = q.get("db").cloned().unwrap_or_default();
+    if db.is_empty() {
+        return InfluxError::new(api, StatusCode::BAD_REQUEST, "database is required")
+            .into_response();
+    }
+    if let Some(rp) = q.get("rp").filter(|rp| !rp.is_empty() && *rp != "autogen") {
+        return InfluxError::new(
+            api,
+            StatusCode::NOT_FOUND,
+            format!("retention policy not found: {rp}"),
+        )
+        .into_response();
+    }
+    write(
+        state,
+        api,
+        db,
+        q.get("precision").map(String::as_str),
+        headers,
+        body,
+    )
+    .await
+}
+
+/// `POST /api/v2/write?org=&bucket=&precision=`. The bucket is the database (`db/rp`
+/// names the database before the slash). Hourglass has no organizations: `org` names
+/// none and is not checked.
+pub async fn write_v2(
+    State(state): State<Arc<ServerState>>,
+    Query(q): Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let api = Api::V2;
+    let bucket = q.get("bucket").cloned().unwrap_or_default();
+    let db = match bucket.split_once('/') {
+        Some((db, rp)) if rp.is_empty() || rp == "autogen" => db.to_string(),
+        Some((_, rp)) => {
+            return InfluxError::new(
+                api,
+                StatusCode::NOT_FOUND,
+                format!("retention policy not found: {rp}"),
+            )
+            .into_response()
+        }
+        None => bucket,
+    };
+    if db.is_empty() {
+        return InfluxError::new(api, StatusCode::BAD_REQUEST, "bucket is required")
+            .into_response();
+    }
+    write(
+        state,
+        api,
+        db,
+        q.get("precision").map(String::as_str),
+        headers,
+        body,
+    )
+    .await
+}
+
+async fn write(
+    state: Arc<ServerState>,
+    api: Api,
+    db: String,
+    precision: Option<&str>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        let unit = precision_ns(api, precision)?;
+        if let Err(e) = ingest::check_database(&state, &db) {
+            return Err(InfluxError::from_ingest(api, e));
+        }
+        let limit = body::limit(&state);
+        let raw = body::read(body, limit)
+            .await
+            .map_err(|e| InfluxError::from_body(api, e))?;
+        let lines =
+            body::decode_gzip(&headers, raw, limit).map_err(|e| InfluxError::from_body(api, e))?;
+        let state = state.clone();
+        tokio::task::spawn_blocking(move || write_lines(&state, &db, &lines, unit))
+            .await
+            .map_err(|e| InfluxError::new(api, StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+            .map_err(|e| InfluxError::from_ingest(api, e))
+    }
+    .await;
+    match result {
+        Ok(report) if report.errors.is_empty() => no_content(),
+        Ok(report) => {
+            InfluxError::new(api, StatusCode::BAD_REQUEST, report.message()).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// What a write did with the lines of its body.
+struct WriteReport {
+    written: usize,
+    /// (line number, message), in line order.
+    errors: Vec<(usize, String)>,
+}
+
+impl WriteReport {
+    /// InfluxDB's message: the first bad line, and how many were dropped when others
+    /// were written.
+    fn message(&self) -> String {
+        let first = self.errors.first().map(|(_, m)| m.as_str()).unwrap_or("");
+        if self.written > 0 {
+            format!("partial write: {first} dropped={}", self.errors.len())
+        } else {
+            first.to_string()
+        }
+    }
+}
+
+/// Parses the body and writes each measurement's points to its collection.
+fn write_lines(
+    state: &Arc<ServerState>,
+    db: &str,
+    body: &[u8],
+    unit_ns: i64,
+) -> Result<WriteReport, IngestError> {
+    let (points, parse_errors) = line_protocol::parse(body);
+    let mut errors: Vec<(usize, String)> = parse_errors
+        .into_iter()
+        .map(|e| (e.line, e.to_string()))
+        .collect();
+    // Points by measurement, in the order each measurement first appears.
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: HashMap<String, Vec<(usize, Point)>> = HashMap::new();
+    for (line, p) in points {
+        if !groups.contains_key(&p.measurement) {
+            order.push(p.measurement.clone());
+        }
+        groups
+            .entry(p.measurement.clone())
+            .or_default()
+            .push((line, p));
+    }
+    let now_ms = bson::DateTime::now().timestamp_millis();
+    let mut written = 0;
+    for measurement in order {
+        let group = groups.remove(&measurement).unwrap_or_default();
+        let dest = match ingest::destination(state, db, &measurement, "tags") {
+            Ok(d) => d,
+            Err(IngestError::Invalid(reason)) => {
+                errors.extend(
+                    group
+                        .iter()
+                        .map(|(line, _)| (*line, point_error(*line, &reason))),
+                );
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let time_field = dest.options.time_field.clone();
+        let meta_field = dest
+            .options
+            .meta_field
+            .clone()
+            .unwrap_or_else(|| "tags".into());
+        let mut docs = Vec::with_capacity(group.len());
+        let mut lines = Vec::with_capacity(group.len());
+        for (line, p) in group {
+            match to_document(p, unit_ns, now_ms, &time_field, &meta_field) {
+                Ok(d) => {
+                    docs.push(d);
+                    lines.push(line);
+                }
+                Err(reason) => errors.push((line, point_error(line, &reason))),
+            }
+        }
+        if docs.is_empty() {
+            continue;
+        }
+        let out = ingest::insert(state, &dest, docs)?;
+        written += out.written;
+        for (i, reason) in out.rejected {
+            let line = lines.get(i).copied().unwrap_or(0);
+            errors.push((line, point_error(line, &reason)));
+        }
+    }
+    errors.sort_by_key(|(line, _)| *line);
+    Ok(WriteReport { written, errors })
+}
+
+fn point_error(line: usize, reason: &str) -> String {
+    format!("unable to write point (line {line}): {reason}")
+}
+
+/// The measurement document of one point: the time, the tags under the meta field
+/// (sorted by key, absent when there are none), the fields, and `ns` with the
+/// nanoseconds below the millisecond when there are any.
+fn to_document(
+    p: Point,
+    unit_ns: i64,
+    now_ms: i64,
+    time_field: &str,
+    meta_field: &str,
+) -> Result<Document, String> {
+    let (ms, sub_ms_ns) = match p.timestamp {
+        None => (now_ms, 0),
+        Some(t) => {
+            let ns = t.checked_mul(unit_ns).ok_or("time outside range")?;
+            (ns.div_euclid(1_000_000), ns.rem_euclid(1_000_000))
+        }
+    };
+    if p.tags.iter().any(|(k, _)| k == time_field) {
+        return Err(format!(
+            "invalid tag key \"{time_field}\": it names the point's time"
+        ));
+    }
+    let mut d = Document::new();
+    d.insert(time_field, bson::DateTime::from_millis(ms));
+    if !p.tags.is_empty() {
+        let mut tags = p.tags;
+        // Sorted, and of a repeated key the last value, so that one series has one meta.
+        tags.reverse();
+        tags.sort_by(|a, b| a.0.cmp(&b.0));
+        tags.dedup_by(|a, b| a.0 == b.0);
+        let meta: Document = tags
+            .into_iter()
+            .map(|(k, v)| (k, Bson::String(v)))
+            .collect();
+        d.insert(meta_field, meta);
+    }
+    for (key, value) in p.fields {
+        if key == time_field || key == meta_field || (key == "ns" && sub_ms_ns != 0) {
+            return Err(format!(
+                "invalid field name \"{key}\": it holds the point's {}",
+                if key == meta_field { "tags" } else { "time" }
+            ));
+        }
+        d.insert(key, field_bson(value));
+    }
+    if sub_ms_ns != 0 {
+        d.insert("ns", sub_ms_ns as i32);
+    }
+    Ok(d)
+}
+
+fn field_bson(v: FieldValue) -> Bson {
+    match v {
+        FieldValue::Float(f) => Bson::Double(f),
+        FieldValue::Int(i) => Bson::Int64(i),
+        FieldValue::UInt(u) => match i64::try_from(u) {
+            Ok(i) => Bson::Int64(i),
+            Err(_) => Bson::Decimal128(decimal128_of(u)),
+        },
+        FieldValue::Str(s) => Bson::String(s),
+        FieldValue::Bool(b) => Bson::Boolean(b),
+    }
+}
+
+/// An unsigned integer as an exact Decimal128 (IEEE 754-2008 BID: sign 0, biased
+/// exponent 6176 for 10^0, the integer as the 113-bit coefficient).
+fn decimal128_of(u: u64) -> bson::Decimal128 {
+    let bits = (6176u128 << 113) | u128::from(u);
+    bson::Decimal128::from_bytes(bits.to_le_bytes())
+}

@@ -1,0 +1,378 @@
+//! InfluxDB line protocol: `measurement[,tag=value...] field=value[,field=value...] [time]`.
+//!
+//! Escaping follows InfluxDB: a backslash escapes the characters special to the part it
+//! is in (measurement: comma, space; tag keys and values, field keys: comma, equals sign,
+//! space; string field values: double quote) and a backslash itself; before any other
+//! character it is a literal backslash. Lines that start with `#` are comments; blank
+//! lines are skipped; a string field value may span lines. A malformed line is reported
+//! with its number (1-based) and the lines around it are still parsed, so the caller can
+//! write the good ones as InfluxDB does.
+
+/// One field value, typed as line protocol writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldValue {
+    Float(f64),
+    /// `12i`
+    Int(i64),
+    /// `12u`
+    UInt(u64),
+    Str(String),
+    Bool(bool),
+}
+
+/// One parsed line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub measurement: String,
+    /// In the order written (the caller sorts them).
+    pub tags: Vec<(String, String)>,
+    /// In the order written; a repeated key appears twice (the caller keeps the last).
+    pub fields: Vec<(String, FieldValue)>,
+    /// As written, in the request's precision.
+    pub timestamp: Option<i64>,
+}
+
+/// A malformed line: its number, its text (cut to 200 bytes) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    pub line: usize,
+    pub text: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unable to parse '{}' (line {}): {}",
+            self.text, self.line, self.reason
+        )
+    }
+}
+
+/// Every point of `body` with its line number, and every malformed line.
+pub fn parse(body: &[u8]) -> (Vec<(usize, Point)>, Vec<LineError>) {
+    let mut p = Parser {
+        b: body,
+        pos: 0,
+        line: 1,
+    };
+    let mut points = Vec::new();
+    let mut errors = Vec::new();
+    while p.pos < p.b.len() {
+        p.skip_blanks();
+        let (start, line) = (p.pos, p.line);
+        match p.peek() {
+            None => break,
+            Some(b'\n') => {
+                p.newline();
+                continue;
+            }
+            Some(b'#') => {
+                p.skip_line();
+                continue;
+            }
+            _ => {}
+        }
+        match p.point() {
+            Ok(point) => points.push((line, point)),
+            Err(reason) => {
+                p.pos = start;
+                p.line = line;
+                p.skip_line();
+                let end = p.pos.min(start + 200);
+                let text = String::from_utf8_lossy(&body[start..end])
+                    .trim_end()
+                    .to_string();
+                errors.push(LineError {
+                    line,
+                    text,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+    }
+    (points, errors)
+}
+
+type Reason = &'static str;
+
+struct Parser<'a> {
+    b: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+/// Where an unescaped token ends.
+#[derive(Clone, Copy)]
+enum Part {
+    Measurement,
+    TagKey,
+    TagValue,
+    FieldKey,
+}
+
+impl Part {
+    fn ends_at(self, c: u8) -> bool {
+        match self {
+            Part::Measurement => c == b',' || c == b' ' || c == b'\n',
+            Part::TagKey | Part::FieldKey => c == b'=' || c == b',' || c == b' ' || c == b'\n',
+            Part::TagValue => c == b',' || c == b' ' || c == b'\n' || c == b'=',
+        }
+    }
+
+    fn escapable(self, c: u8) -> bool {
+        match self {
+            Part::Measurement => c == b',' || c == b' ' || c == b'\\',
+            _ => c == b',' || c == b'=' || c == b' ' || c == b'\\',
+        }
+    }
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn newline(&mut self) {
+        self.pos += 1;
+        self.line += 1;
+    }
+
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    /// Skips to the start of the next line.
+    fn skip_line(&mut self) {
+        while let Some(c) = self.peek() {
+            if c == b'\n' {
+                self.newline();
+                return;
+            }
+            self.pos += 1;
+        }
+    }
+
+    fn point(&mut self) -> Result<Point, Reason> {
+        let measurement = self.token(Part::Measurement)?;
+        if measurement.is_empty() {
+            return Err("missing measurement");
+        }
+        let mut tags = Vec::new();
+        while self.peek() == Some(b',') {
+            self.pos += 1;
+            let key = self.token(Part::TagKey)?;
+            if key.is_empty() {
+                return Err("missing tag key");
+            }
+            if self.peek() != Some(b'=') {
+                return Err("missing tag value");
+            }
+            self.pos += 1;
+            let value = self.token(Part::TagValue)?;
+            if value.is_empty() {
+                return Err("missing tag value");
+            }
+            if self.peek() == Some(b'=') {
+                return Err("invalid tag format");
+            }
+            tags.push((key, value));
+        }
+        if self.peek() != Some(b' ') {
+            return Err("missing fields");
+        }
+        self.skip_spaces();
+        let mut fields = Vec::new();
+        loop {
+            let key = self.token(Part::FieldKey)?;
+            if key.is_empty() {
+                return Err("missing field key");
+            }
+            if self.peek() != Some(b'=') {
+                return Err(if fields.is_empty() {
+                    "missing fields"
+                } else {
+                    "missing field value"
+                });
+            }
+            self.pos += 1;
+            fields.push((key, self.field_value()?));
+            if self.peek() == Some(b',') {
+                self.pos += 1;
+                continue;
+            }
+            break;
+        }
+        self.skip_spaces();
+        let timestamp = match self.peek() {
+            None | Some(b'\n') => None,
+            _ => Some(self.timestamp()?),
+        };
+        self.skip_spaces();
+        match self.peek() {
+            None => {}
+            Some(b'\n') => self.newline(),
+            Some(_) => return Err("invalid timestamp"),
+        }
+        Ok(Point {
+            measurement,
+            tags,
+            fields,
+            timestamp,
+        })
+    }
+
+    fn skip_spaces(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    /// An unescaped name or tag value.
+    fn token(&mut self, part: Part) -> Result<String, Reason> {
+        let mut out = Vec::new();
+        while let Some(c) = self.peek() {
+            if part.ends_at(c) {
+                break;
+            }
+            if c == b'\\' {
+                if let Some(n) = self.b.get(self.pos + 1).copied() {
+                    if part.escapable(n) {
+                        out.push(n);
+                        self.pos += 2;
+                        continue;
+                    }
+                }
+            }
+            out.push(c);
+            self.pos += 1;
+        }
+        String::from_utf8(out).map_err(|_| "invalid UTF-8")
+    }
+
+    fn field_value(&mut self) -> Result<FieldValue, Reason> {
+        if self.peek() == Some(b'"') {
+            return self.string_value();
+        }
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if c == b',' || c == b' ' || c == b'\n' {
+                break;
+            }
+            self.pos += 1;
+        }
+        let raw = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| "invalid UTF-8")?;
+        scalar(raw)
+    }
+
+    /// A double-quoted string; `\"` and `\\` are escapes, other backslashes are literal.
+    fn string_value(&mut self) -> Result<FieldValue, Reason> {
+        self.pos += 1;
+        let mut out = Vec::new();
+        loop {
+            match self.peek() {
+                None => return Err("unbalanced quotes"),
+                Some(b'"') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\\') if matches!(self.b.get(self.pos + 1), Some(b'"' | b'\\')) => {
+                    out.push(self.b[self.pos + 1]);
+                    self.pos += 2;
+                }
+                Some(c) => {
+                    if c == b'\n' {
+                        self.line += 1;
+                    }
+                    out.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        match self.peek() {
+            None | Some(b',' | b' ' | b'\n' | b'\r') => {}
+            Some(_) => return Err("invalid field format"),
+        }
+        String::from_utf8(out)
+            .map(FieldValue::Str)
+            .map_err(|_| "invalid UTF-8")
+    }
+
+    fn timestamp(&mut self) -> Result<i64, Reason> {
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
+                break;
+            }
+            self.pos += 1;
+        }
+        let raw = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| "bad timestamp")?;
+        if raw.is_empty()
+            || !raw
+                .trim_start_matches('-')
+                .bytes()
+                .all(|c| c.is_ascii_digit())
+        {
+            return Err("bad timestamp");
+        }
+        raw.parse::<i64>().map_err(|_| "bad timestamp")
+    }
+}
+
+/// A numeric or boolean field value.
+fn scalar(raw: &str) -> Result<FieldValue, Reason> {
+    match raw {
+        "" => return Err("missing field value"),
+        "t" | "T" | "true" | "True" | "TRUE" => return Ok(FieldValue::Bool(true)),
+        "f" | "F" | "false" | "False" | "FALSE" => return Ok(FieldValue::Bool(false)),
+        _ => {}
+    }
+    if let Some(digits) = raw.strip_suffix('i') {
+        if !is_integer(digits, true) {
+            return Err("invalid integer");
+        }
+        return digits
+            .parse::<i64>()
+            .map(FieldValue::Int)
+            .map_err(|_| "integer out of range");
+    }
+    if let Some(digits) = raw.strip_suffix('u') {
+        if !is_integer(digits, false) {
+            return Err("invalid unsigned integer");
+        }
+        return digits
+            .parse::<u64>()
+            .map(FieldValue::UInt)
+            .map_err(|_| "unsigned integer out of range");
+    }
+    // Rust also reads "inf", "NaN" and "infinity"; line protocol has no such floats.
+    let body = raw.strip_prefix(['-', '+']).unwrap_or(raw);
+    if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        || !body
+            .bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'-' | b'+'))
+    {
+        return Err("invalid number");
+    }
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(FieldValue::Float(v)),
+        Ok(_) => Err("number out of range"),
+        Err(_) => Err("invalid number"),
+    }
+}
+
+fn is_integer(s: &str, signed: bool) -> bool {
+    let digits = if signed {
+        s.strip_prefix('-').unwrap_or(s)
+    } else {
+        s
+    };
+    !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+}
+
+#[cfg(test)]
+#[path = "line_protocol_test.rs"]
+mod tests;

@@ -1,0 +1,212 @@
+use super::*;
+use proptest::prelude::*;
+
+fn one(line: &str) -> Point {
+    let (points, errors) = parse(line.as_bytes());
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(points.len(), 1);
+    points.into_iter().next().unwrap().1
+}
+
+fn error_of(body: &str) -> LineError {
+    let (_, errors) = parse(body.as_bytes());
+    errors.into_iter().next().expect("an error")
+}
+
+#[test]
+fn every_field_type_is_read_with_its_type() {
+    let p = one("cpu,host=a f=1.5,i=-3i,u=7u,s=\"x\",b=t,B=FALSE,e=1e3,n=2 1600000000000000000");
+    assert_eq!(p.measurement, "cpu");
+    assert_eq!(p.tags, vec![("host".into(), "a".into())]);
+    let v: Vec<FieldValue> = p.fields.into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        v,
+        vec![
+            FieldValue::Float(1.5),
+            FieldValue::Int(-3),
+            FieldValue::UInt(7),
+            FieldValue::Str("x".into()),
+            FieldValue::Bool(true),
+            FieldValue::Bool(false),
+            FieldValue::Float(1000.0),
+            FieldValue::Float(2.0),
+        ]
+    );
+    assert_eq!(p.timestamp, Some(1_600_000_000_000_000_000));
+}
+
+#[test]
+fn escapes_are_undone_in_each_part() {
+    let p = one(r#"my\ meas\,ure,t\ k\=y=v\,a\ l\=ue f\,i\=e\ ld="a \"q\" \\ b\n" -5"#);
+    assert_eq!(p.measurement, "my meas,ure");
+    assert_eq!(p.tags, vec![("t k=y".into(), "v,a l=ue".into())]);
+    assert_eq!(
+        p.fields,
+        vec![("f,i=e ld".into(), FieldValue::Str(r#"a "q" \ b\n"#.into()))]
+    );
+    assert_eq!(p.timestamp, Some(-5));
+}
+
+#[test]
+fn a_backslash_before_an_ordinary_character_stays() {
+    let p = one(r"m\x,t=a\b f=1");
+    assert_eq!(p.measurement, r"m\x");
+    assert_eq!(p.tags[0].1, r"a\b");
+}
+
+#[test]
+fn comments_blank_lines_and_crlf_are_skipped() {
+    let (points, errors) = parse(b"# comment\n\n   \r\ncpu f=1 10\r\n  cpu f=2\n");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0].0, 4);
+    assert_eq!(points[0].1.timestamp, Some(10));
+    assert_eq!(points[1].0, 5);
+    assert_eq!(points[1].1.timestamp, None);
+}
+
+#[test]
+fn a_string_field_may_span_lines_and_line_numbers_follow() {
+    let (points, errors) = parse(b"m s=\"a\nb\" 1\nbad\nm f=1 2\n");
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0].1.fields[0].1, FieldValue::Str("a\nb".into()));
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].line, 3);
+    assert_eq!(points[1].0, 4);
+}
+
+#[test]
+fn malformed_lines_are_reported_and_the_rest_parsed() {
+    let body = "cpu f=1 1\ncpu\ncpu,host= f=1\ncpu f=\ncpu f=1 12x\ncpu f=\"open\ncpu f=2 2\n";
+    let (points, errors) = parse(body.as_bytes());
+    // A malformed line ends at its newline, even inside an unclosed string.
+    let good: Vec<usize> = points.iter().map(|(line, _)| *line).collect();
+    assert_eq!(good, vec![1, 7]);
+    let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+    assert_eq!(lines, vec![2, 3, 4, 5, 6]);
+    assert_eq!(errors[0].reason, "missing fields");
+    assert_eq!(errors[1].reason, "missing tag value");
+    assert_eq!(errors[2].reason, "missing field value");
+    assert_eq!(errors[3].reason, "bad timestamp");
+    assert_eq!(errors[4].reason, "unbalanced quotes");
+    assert_eq!(
+        errors[0].to_string(),
+        "unable to parse 'cpu' (line 2): missing fields"
+    );
+}
+
+#[test]
+fn numbers_line_protocol_does_not_have_are_refused() {
+    for bad in [
+        "inf",
+        "NaN",
+        "-infinity",
+        "1x",
+        "9223372036854775808i",
+        "-1u",
+        "0x10",
+        "1.2.3",
+    ] {
+        let e = error_of(&format!("m f={bad}"));
+        assert!(!e.reason.is_empty(), "{bad}");
+    }
+    assert_eq!(
+        one("m f=18446744073709551615u").fields[0].1,
+        FieldValue::UInt(u64::MAX)
+    );
+    assert_eq!(
+        one("m f=-9223372036854775808i").fields[0].1,
+        FieldValue::Int(i64::MIN)
+    );
+}
+
+/// Writes a point as InfluxDB's client libraries do.
+fn serialize(p: &Point) -> String {
+    fn esc(s: &str, specials: &[char]) -> String {
+        let mut out = String::new();
+        for c in s.chars() {
+            if c == '\\' || specials.contains(&c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+    let mut line = esc(&p.measurement, &[',', ' ']);
+    for (k, v) in &p.tags {
+        line += &format!(",{}={}", esc(k, &[',', '=', ' ']), esc(v, &[',', '=', ' ']));
+    }
+    line.push(' ');
+    let fields: Vec<String> = p
+        .fields
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                FieldValue::Float(f) => format!("{f:?}"),
+                FieldValue::Int(i) => format!("{i}i"),
+                FieldValue::UInt(u) => format!("{u}u"),
+                FieldValue::Str(s) => format!("\"{}\"", esc(s, &['"'])),
+                FieldValue::Bool(b) => b.to_string(),
+            };
+            format!("{}={v}", esc(k, &[',', '=', ' ']))
+        })
+        .collect();
+    line += &fields.join(",");
+    if let Some(t) = p.timestamp {
+        line += &format!(" {t}");
+    }
+    line
+}
+
+fn name() -> impl Strategy<Value = String> {
+    // Any printable text without newlines, including every special character; a leading
+    // '#' would make the line a comment and leading blanks are skipped.
+    "[^\n\r\t#][^\n\r\t]{0,12}".prop_filter("not blank", |s| !s.starts_with(' '))
+}
+
+fn field_value() -> impl Strategy<Value = FieldValue> {
+    prop_oneof![
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(FieldValue::Float),
+        any::<i64>().prop_map(FieldValue::Int),
+        any::<u64>().prop_map(FieldValue::UInt),
+        "[^\r]{0,20}".prop_map(FieldValue::Str),
+        any::<bool>().prop_map(FieldValue::Bool),
+    ]
+}
+
+fn point() -> impl Strategy<Value = Point> {
+    (
+        name(),
+        proptest::collection::vec((name(), name()), 0..4),
+        proptest::collection::vec((name(), field_value()), 1..5),
+        proptest::option::of(any::<i64>()),
+    )
+        .prop_map(|(measurement, tags, fields, timestamp)| Point {
+            measurement,
+            tags,
+            fields,
+            timestamp,
+        })
+}
+
+proptest! {
+    #[test]
+    fn parser_never_panics_on_any_bytes(body in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let (points, errors) = parse(&body);
+        prop_assert!(points.len() + errors.len() <= body.len());
+    }
+
+    #[test]
+    fn what_a_serializer_writes_parses_back_to_the_same_points(
+        points in proptest::collection::vec(point(), 1..6)
+    ) {
+        let body: Vec<String> = points.iter().map(serialize).collect();
+        let body = body.join("\n");
+        let (parsed, errors) = parse(body.as_bytes());
+        prop_assert!(errors.is_empty(), "{:?}\n{}", errors, body);
+        let parsed: Vec<Point> = parsed.into_iter().map(|(_, p)| p).collect();
+        prop_assert_eq!(parsed, points);
+    }
+}

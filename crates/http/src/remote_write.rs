@@ -1,0 +1,255 @@
+//! Prometheus remote write 1.0: `POST /api/v1/write[?db=]`, a snappy-compressed protobuf
+//! `prometheus.WriteRequest`.
+//!
+//! Samples go to the time-series collection `<db>.samples` (`db` defaults to
+//! `prometheus`), created on first write with `timeField: "time"` and
+//! `metaField: "labels"`: one document `{time, labels: {__name__, ...}, value}` per
+//! sample, the value bit for bit (NaN and the staleness marker included). Metric
+//! metadata (type, help, unit) is upserted into the regular collection `<db>.metadata`,
+//! one document per metric family (`_id` is the family name).
+//!
+//! Status codes follow the spec so that Prometheus retries only what may succeed later:
+//! 204 written; 400 for a body that cannot be decoded or holds what Hourglass does not
+//! store (native histograms, exemplars), which Prometheus drops; 415 for remote write 2.0;
+//! 503 on a full disk and 500 on a storage failure, which Prometheus retries.
+
+use crate::body::{self, BodyError};
+use crate::ingest::{self, IngestError};
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bson::{doc, Bson, Document};
+use hourglass_protocol::ServerState;
+use prost::Message;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `prometheus.WriteRequest` (remote-write 1.0; field numbers from Prometheus'
+/// `prompb/remote.proto` and `prompb/types.proto`).
+#[derive(Clone, PartialEq, Message)]
+pub struct WriteRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub timeseries: Vec<TimeSeries>,
+    #[prost(message, repeated, tag = "3")]
+    pub metadata: Vec<MetricMetadata>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct TimeSeries {
+    #[prost(message, repeated, tag = "1")]
+    pub labels: Vec<Label>,
+    #[prost(message, repeated, tag = "2")]
+    pub samples: Vec<Sample>,
+    /// Exemplars and native histograms are messages; they are kept undecoded since
+    /// only whether any were sent matters (they are refused).
+    #[prost(bytes = "vec", repeated, tag = "3")]
+    pub exemplars: Vec<Vec<u8>>,
+    #[prost(bytes = "vec", repeated, tag = "4")]
+    pub histograms: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct Label {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub value: String,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct Sample {
+    #[prost(double, tag = "1")]
+    pub value: f64,
+    /// Milliseconds since the epoch.
+    #[prost(int64, tag = "2")]
+    pub timestamp: i64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct MetricMetadata {
+    #[prost(int32, tag = "1")]
+    pub r#type: i32,
+    #[prost(string, tag = "2")]
+    pub metric_family_name: String,
+    #[prost(string, tag = "4")]
+    pub help: String,
+    #[prost(string, tag = "5")]
+    pub unit: String,
+}
+
+/// `MetricMetadata.MetricType` by number.
+const METRIC_TYPES: [&str; 8] = [
+    "unknown",
+    "counter",
+    "gauge",
+    "histogram",
+    "gaugehistogram",
+    "summary",
+    "info",
+    "stateset",
+];
+
+fn reply(status: StatusCode, message: String) -> Response {
+    if status.is_server_error() {
+        tracing::warn!(status = %status, error = %message, "remote write failed");
+    }
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        message,
+    )
+        .into_response()
+}
+
+fn ingest_status(e: &IngestError) -> StatusCode {
+    match e {
+        IngestError::DatabaseNotFound(_) | IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
+        IngestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        IngestError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+pub async fn write(
+    State(state): State<Arc<ServerState>>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.contains("io.prometheus.write.v2") {
+        return reply(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "remote write 2.0 is not supported; send prometheus.WriteRequest (remote write 1.0)"
+                .into(),
+        );
+    }
+    match body::content_encoding(&headers).as_deref() {
+        None | Some("snappy") => {}
+        Some(other) => {
+            return reply(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                "unsupported Content-Encoding {other}: remote write bodies are snappy-compressed"
+            ),
+            )
+        }
+    }
+    let db = q
+        .get("db")
+        .filter(|d| !d.is_empty())
+        .cloned()
+        .unwrap_or_else(|| "prometheus".into());
+    let limit = body::limit(&state);
+    let decoded = match body::read(body, limit).await {
+        Ok(raw) => body::decode_snappy(&raw, limit),
+        Err(e) => Err(e),
+    };
+    let request = match decoded {
+        Ok(bytes) => WriteRequest::decode(&bytes[..]).map_err(|e| e.to_string()),
+        Err(BodyError::TooLarge(n)) => {
+            return reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body is over the {n} byte limit"),
+            )
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    let request = match request {
+        Ok(r) => r,
+        Err(e) => {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                format!("cannot decode the write request: {e}"),
+            )
+        }
+    };
+    if request
+        .timeseries
+        .iter()
+        .any(|ts| !ts.histograms.is_empty() || !ts.exemplars.is_empty())
+    {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "native histograms and exemplars are not supported: turn off send_native_histograms and send_exemplars"
+                .into(),
+        );
+    }
+    let outcome = tokio::task::spawn_blocking(move || store(&state, &db, request)).await;
+    match outcome {
+        Ok(Ok(rejected)) if rejected.is_empty() => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(rejected)) => reply(
+            StatusCode::BAD_REQUEST,
+            format!("{} samples refused; first: {}", rejected.len(), rejected[0]),
+        ),
+        Ok(Err(e)) => reply(ingest_status(&e), e.to_string()),
+        Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// Writes the samples and the metadata; returns why each refused sample was refused.
+fn store(
+    state: &Arc<ServerState>,
+    db: &str,
+    request: WriteRequest,
+) -> Result<Vec<String>, IngestError> {
+    let mut rejected = Vec::new();
+    let samples: usize = request.timeseries.iter().map(|t| t.samples.len()).sum();
+    if samples > 0 {
+        let dest = ingest::destination(state, db, "samples", "labels")?;
+        let time_field = dest.options.time_field.clone();
+        let meta_field = dest
+            .options
+            .meta_field
+            .clone()
+            .unwrap_or_else(|| "labels".into());
+        let mut docs = Vec::with_capacity(samples);
+        for ts in request.timeseries {
+            let mut labels = ts.labels;
+            labels.sort_by(|a, b| a.name.cmp(&b.name));
+            let labels: Document = labels
+                .into_iter()
+                .map(|l| (l.name, Bson::String(l.value)))
+                .collect();
+            for s in ts.samples {
+                docs.push(doc! {
+                    &time_field: bson::DateTime::from_millis(s.timestamp),
+                    &meta_field: labels.clone(),
+                    "value": s.value,
+                });
+            }
+        }
+        let out = ingest::insert(state, &dest, docs)?;
+        rejected.extend(out.rejected.into_iter().map(|(_, e)| e));
+    }
+    if !request.metadata.is_empty() {
+        let updates: Vec<Document> = request
+            .metadata
+            .into_iter()
+            .map(|m| {
+                let kind = usize::try_from(m.r#type)
+                    .ok()
+                    .and_then(|i| METRIC_TYPES.get(i))
+                    .copied()
+                    .unwrap_or("unknown");
+                doc! {
+                    "q": {"_id": &m.metric_family_name},
+                    "u": {"_id": &m.metric_family_name, "type": kind, "help": m.help, "unit": m.unit},
+                    "upsert": true,
+                }
+            })
+            .collect();
+        let reply = ingest::run_command(
+            state,
+            db,
+            doc! {"update": "metadata", "updates": updates, "ordered": false},
+        )?;
+        if let Ok(errors) = reply.get_array("writeErrors") {
+            rejected.extend(errors.iter().map(|e| format!("metadata: {e}")));
+        }
+    }
+    Ok(rejected)
+}
