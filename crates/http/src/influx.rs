@@ -272,13 +272,13 @@ fn write_lines(
     let mut order: Vec<String> = Vec::new();
     let mut groups: HashMap<String, Vec<(usize, Point)>> = HashMap::new();
     for (line, p) in points {
-        if !groups.contains_key(&p.measurement) {
-            order.push(p.measurement.clone());
+        match groups.get_mut(p.measurement.as_ref()) {
+            Some(g) => g.push((line, p)),
+            None => {
+                order.push(p.measurement.to_string());
+                groups.insert(p.measurement.to_string(), vec![(line, p)]);
+            }
         }
-        groups
-            .entry(p.measurement.clone())
-            .or_default()
-            .push((line, p));
     }
     let now_ms = bson::DateTime::now().timestamp_millis();
     let mut written = 0;
@@ -363,7 +363,7 @@ fn to_document(
         tags.dedup_by(|a, b| a.0 == b.0);
         let meta: Document = tags
             .into_iter()
-            .map(|(k, v)| (k, Bson::String(v)))
+            .map(|(k, v)| (k.into_owned(), Bson::String(v.into_owned())))
             .collect();
         d.insert(meta_field, meta);
     }
@@ -374,7 +374,7 @@ fn to_document(
                 if key == meta_field { "tags" } else { "time" }
             ));
         }
-        d.insert(key, field_bson(value));
+        d.insert(key.into_owned(), field_bson(value));
     }
     if sub_ms_ns != 0 {
         d.insert("ns", sub_ms_ns as i32);
@@ -390,7 +390,7 @@ fn field_bson(v: FieldValue) -> Bson {
             Ok(i) => Bson::Int64(i),
             Err(_) => Bson::Decimal128(decimal128_of(u)),
         },
-        FieldValue::Str(s) => Bson::String(s),
+        FieldValue::Str(s) => Bson::String(s.into_owned()),
         FieldValue::Bool(b) => Bson::Boolean(b),
     }
 }

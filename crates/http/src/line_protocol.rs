@@ -8,26 +8,28 @@
 //! with its number (1-based) and the lines around it are still parsed, so the caller can
 //! write the good ones as InfluxDB does.
 
+use std::borrow::Cow;
+
 /// One field value, typed as line protocol writes it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum FieldValue {
+pub enum FieldValue<'a> {
     Float(f64),
     /// `12i`
     Int(i64),
     /// `12u`
     UInt(u64),
-    Str(String),
+    Str(Cow<'a, str>),
     Bool(bool),
 }
 
-/// One parsed line.
+/// One parsed line; names and strings borrow from the body unless they had escapes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
-    pub measurement: String,
+pub struct Point<'a> {
+    pub measurement: Cow<'a, str>,
     /// In the order written (the caller sorts them).
-    pub tags: Vec<(String, String)>,
+    pub tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
     /// In the order written; a repeated key appears twice (the caller keeps the last).
-    pub fields: Vec<(String, FieldValue)>,
+    pub fields: Vec<(Cow<'a, str>, FieldValue<'a>)>,
     /// As written, in the request's precision.
     pub timestamp: Option<i64>,
 }
@@ -51,7 +53,7 @@ impl std::fmt::Display for LineError {
 }
 
 /// Every point of `body` with its line number, and every malformed line.
-pub fn parse(body: &[u8]) -> (Vec<(usize, Point)>, Vec<LineError>) {
+pub fn parse(body: &[u8]) -> (Vec<(usize, Point<'_>)>, Vec<LineError>) {
     let mut p = Parser {
         b: body,
         pos: 0,
@@ -129,7 +131,7 @@ impl Part {
     }
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
@@ -156,7 +158,7 @@ impl Parser<'_> {
         }
     }
 
-    fn point(&mut self) -> Result<Point, Reason> {
+    fn point(&mut self) -> Result<Point<'a>, Reason> {
         let measurement = self.token(Part::Measurement)?;
         if measurement.is_empty() {
             return Err("missing measurement");
@@ -231,29 +233,42 @@ impl Parser<'_> {
         }
     }
 
-    /// An unescaped name or tag value.
-    fn token(&mut self, part: Part) -> Result<String, Reason> {
-        let mut out = Vec::new();
+    /// An unescaped name or tag value (borrowed when it had no escapes).
+    fn token(&mut self, part: Part) -> Result<Cow<'a, str>, Reason> {
+        let b: &'a [u8] = self.b;
+        let start = self.pos;
+        let mut owned: Option<Vec<u8>> = None;
         while let Some(c) = self.peek() {
             if part.ends_at(c) {
                 break;
             }
             if c == b'\\' {
-                if let Some(n) = self.b.get(self.pos + 1).copied() {
+                if let Some(n) = b.get(self.pos + 1).copied() {
                     if part.escapable(n) {
-                        out.push(n);
+                        owned
+                            .get_or_insert_with(|| b[start..self.pos].to_vec())
+                            .push(n);
                         self.pos += 2;
                         continue;
                     }
                 }
             }
-            out.push(c);
+            if let Some(o) = owned.as_mut() {
+                o.push(c);
+            }
             self.pos += 1;
         }
-        String::from_utf8(out).map_err(|_| "invalid UTF-8")
+        match owned {
+            None => std::str::from_utf8(&b[start..self.pos])
+                .map(Cow::Borrowed)
+                .map_err(|_| "invalid UTF-8"),
+            Some(o) => String::from_utf8(o)
+                .map(Cow::Owned)
+                .map_err(|_| "invalid UTF-8"),
+        }
     }
 
-    fn field_value(&mut self) -> Result<FieldValue, Reason> {
+    fn field_value(&mut self) -> Result<FieldValue<'a>, Reason> {
         if self.peek() == Some(b'"') {
             return self.string_value();
         }
@@ -269,36 +284,46 @@ impl Parser<'_> {
     }
 
     /// A double-quoted string; `\"` and `\\` are escapes, other backslashes are literal.
-    fn string_value(&mut self) -> Result<FieldValue, Reason> {
+    fn string_value(&mut self) -> Result<FieldValue<'a>, Reason> {
+        let b: &'a [u8] = self.b;
         self.pos += 1;
-        let mut out = Vec::new();
-        loop {
+        let start = self.pos;
+        let mut owned: Option<Vec<u8>> = None;
+        let end = loop {
             match self.peek() {
                 None => return Err("unbalanced quotes"),
                 Some(b'"') => {
                     self.pos += 1;
-                    break;
+                    break self.pos - 1;
                 }
-                Some(b'\\') if matches!(self.b.get(self.pos + 1), Some(b'"' | b'\\')) => {
-                    out.push(self.b[self.pos + 1]);
+                Some(b'\\') if matches!(b.get(self.pos + 1), Some(b'"' | b'\\')) => {
+                    owned
+                        .get_or_insert_with(|| b[start..self.pos].to_vec())
+                        .push(b[self.pos + 1]);
                     self.pos += 2;
                 }
                 Some(c) => {
                     if c == b'\n' {
                         self.line += 1;
                     }
-                    out.push(c);
+                    if let Some(o) = owned.as_mut() {
+                        o.push(c);
+                    }
                     self.pos += 1;
                 }
             }
-        }
+        };
         match self.peek() {
             None | Some(b',' | b' ' | b'\n' | b'\r') => {}
             Some(_) => return Err("invalid field format"),
         }
-        String::from_utf8(out)
-            .map(FieldValue::Str)
-            .map_err(|_| "invalid UTF-8")
+        let s = match owned {
+            None => {
+                Cow::Borrowed(std::str::from_utf8(&b[start..end]).map_err(|_| "invalid UTF-8")?)
+            }
+            Some(o) => Cow::Owned(String::from_utf8(o).map_err(|_| "invalid UTF-8")?),
+        };
+        Ok(FieldValue::Str(s))
     }
 
     fn timestamp(&mut self) -> Result<i64, Reason> {
@@ -323,7 +348,7 @@ impl Parser<'_> {
 }
 
 /// A numeric or boolean field value.
-fn scalar(raw: &str) -> Result<FieldValue, Reason> {
+fn scalar(raw: &str) -> Result<FieldValue<'static>, Reason> {
     match raw {
         "" => return Err("missing field value"),
         "t" | "T" | "true" | "True" | "TRUE" => return Ok(FieldValue::Bool(true)),

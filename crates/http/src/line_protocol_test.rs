@@ -1,7 +1,7 @@
 use super::*;
 use proptest::prelude::*;
 
-fn one(line: &str) -> Point {
+fn one(line: &str) -> Point<'_> {
     let (points, errors) = parse(line.as_bytes());
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(points.len(), 1);
@@ -164,19 +164,19 @@ fn name() -> impl Strategy<Value = String> {
     "[^\n\r\t#][^\n\r\t]{0,12}".prop_filter("not blank", |s| !s.starts_with(' '))
 }
 
-fn field_value() -> impl Strategy<Value = FieldValue> {
+fn field_value() -> impl Strategy<Value = FieldValue<'static>> {
     prop_oneof![
         any::<f64>()
             .prop_filter("finite", |f| f.is_finite())
             .prop_map(FieldValue::Float),
         any::<i64>().prop_map(FieldValue::Int),
         any::<u64>().prop_map(FieldValue::UInt),
-        "[^\r]{0,20}".prop_map(FieldValue::Str),
+        "[^\r]{0,20}".prop_map(|s| FieldValue::Str(s.into())),
         any::<bool>().prop_map(FieldValue::Bool),
     ]
 }
 
-fn point() -> impl Strategy<Value = Point> {
+fn point() -> impl Strategy<Value = Point<'static>> {
     (
         name(),
         proptest::collection::vec((name(), name()), 0..4),
@@ -184,9 +184,12 @@ fn point() -> impl Strategy<Value = Point> {
         proptest::option::of(any::<i64>()),
     )
         .prop_map(|(measurement, tags, fields, timestamp)| Point {
-            measurement,
-            tags,
-            fields,
+            measurement: measurement.into(),
+            tags: tags
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            fields: fields.into_iter().map(|(k, v)| (k.into(), v)).collect(),
             timestamp,
         })
 }

@@ -31,7 +31,21 @@ pub fn aggregate(req: &Request) -> CmdResult {
         Some((_, Bson::Int32(1))) | Some((_, Bson::Int64(1))) | Some((_, Bson::Double(_))) => None,
         _ => Some(req.collection()?),
     };
-    let stages = req.documents("pipeline")?;
+    let mut stages = req.documents("pipeline")?;
+    // A view reads its source with the view's pipeline in front; the cursor stays the
+    // view's.
+    let source = match &coll {
+        Some(c) => match super::views::resolve(req, c)? {
+            Some(view) => {
+                let mut all = view.pipeline;
+                all.append(&mut stages);
+                stages = all;
+                Some(view.source)
+            }
+            None => Some(c.clone()),
+        },
+        None => None,
+    };
     // A leading $collStats produces the input; the rest runs as usual.
     let coll_stats = stages
         .first()
@@ -69,7 +83,8 @@ pub fn aggregate(req: &Request) -> CmdResult {
         .leading_match()
         .cloned()
         .unwrap_or_else(Filter::match_all);
-    let target = Target::resolve(req, &coll);
+    let source = source.unwrap_or_else(|| coll.clone());
+    let target = Target::resolve(req, &source);
     if let (Target::TimeSeries { buckets, options }, None, false) =
         (&target, &coll_stats, index_stats)
     {
@@ -85,7 +100,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     }
     if explain && coll_stats.is_none() {
         if let Target::Regular(_) = &target {
-            return explain_regular(req, &coll, &stages);
+            return explain_regular(req, &source, &stages);
         }
     }
     if explain {
@@ -142,10 +157,12 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult 
         sort.as_ref(),
         req.body.get("hint"),
     )?;
-    let simple = stages.iter().all(|s| {
-        s.keys()
-            .next()
-            .is_some_and(|k| ["$match", "$sort", "$limit", "$skip"].contains(&k.as_str()))
+    // Only the leading `$match` is in the plan: a later one (a view's pipeline followed
+    // by the query's filter) is shown as a stage.
+    let simple = stages.iter().enumerate().all(|(i, s)| {
+        s.keys().next().is_some_and(|k| {
+            ["$sort", "$limit", "$skip"].contains(&k.as_str()) || (k == "$match" && i == 0)
+        })
     });
     if simple {
         return Ok(doc! {

@@ -100,6 +100,19 @@ impl Request {
     }
 
     /// Rejects fields other than the command name, `allowed` and the generic ones.
+    /// Another command in this request's database, connection and operation (its
+    /// deadline and kill flag), as a view read runs its aggregate.
+    pub fn sub_request(&self, body: Document) -> Request {
+        Request {
+            state: self.state.clone(),
+            conn: self.conn.clone(),
+            db: self.db.clone(),
+            body,
+            sequences: Default::default(),
+            interrupt: self.interrupt.clone(),
+        }
+    }
+
     pub fn check_fields(&self, allowed: &[&str]) -> Result<(), CommandError> {
         let name = self.command_name().to_string();
         let sequences = self.sequences.lock();

@@ -1,7 +1,8 @@
 //! `collMod`: for time-series collections, `timeseries.granularity` (only coarser),
 //! `timeseries.bucketMaxSpanSeconds`/`bucketRoundingSeconds` (only larger, together) and
 //! `expireAfterSeconds` (a number, or "off"). For regular collections, `index` changes
-//! one index's `expireAfterSeconds` and/or `hidden`.
+//! one index's `expireAfterSeconds` and/or `hidden`. For views, `viewOn` and `pipeline`
+//! (in `views.rs`).
 
 use super::target::Target;
 use super::Request;
@@ -12,6 +13,11 @@ use hourglass_catalog::IndexSelector;
 use hourglass_timeseries::{validate_expire_after_seconds, Granularity};
 
 pub fn coll_mod(req: &Request) -> CmdResult {
+    if let Ok(coll) = req.collection() {
+        if super::views::is_view(req, &coll)? {
+            return super::views::modify_view(req, &coll);
+        }
+    }
     req.check_fields(&[
         "timeseries",
         "expireAfterSeconds",

@@ -42,6 +42,16 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
 
 pub fn create(req: &Request) -> CmdResult {
     let coll = req.collection()?;
+    if req.body.contains_key("viewOn") {
+        return super::views::create_view(req, &coll);
+    }
+    if super::views::is_view(req, &coll)? {
+        return Err(CommandError::new(
+            48,
+            "NamespaceExists",
+            format!("Namespace {}.{coll} already exists", req.db),
+        ));
+    }
     if req.body.contains_key("timeseries") {
         return create_timeseries(req, &coll);
     }
@@ -88,6 +98,9 @@ pub fn create(req: &Request) -> CmdResult {
 
 pub fn drop(req: &Request) -> CmdResult {
     let coll = req.collection()?;
+    if super::views::is_view(req, &coll)? {
+        return super::views::drop_view(req, &coll);
+    }
     let ns = format!("{}.{coll}", req.db);
     if let Target::TimeSeries { buckets, .. } | Target::Buckets { buckets, .. } =
         Target::resolve(req, &coll)
@@ -170,6 +183,7 @@ pub fn list_collections(req: &Request) -> CmdResult {
         None => Filter::match_all(),
     };
     let name_only = req.opt_bool("nameOnly")?.unwrap_or(false);
+    let views = super::views::list_entries(req)?;
     let docs: Vec<Document> = req
         .state
         .catalog
@@ -181,6 +195,7 @@ pub fn list_collections(req: &Request) -> CmdResult {
             }
             _ => vec![describe(c)],
         })
+        .chain(views)
         .filter(|d| filter.matches(d))
         .map(|d| {
             if name_only {

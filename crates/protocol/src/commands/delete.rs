@@ -47,6 +47,7 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
 pub fn delete(req: &Request) -> CmdResult {
     req.check_fields(&["deletes", "ordered", "let"])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let stmts = req.write_statements("deletes")?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let mut n = 0u64;

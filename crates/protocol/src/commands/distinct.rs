@@ -10,7 +10,7 @@ use hourglass_query::compare::{compare_values, values_equal};
 use hourglass_query::filter::Filter;
 
 /// Values at dotted `path` in `doc`, descending through arrays of documents.
-fn values_at(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
+pub(super) fn values_at(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
     match (path.split_first(), value) {
         (None, Bson::Array(items)) => out.extend(items.iter().cloned()),
         (None, v) => out.push(v.clone()),
@@ -45,6 +45,9 @@ pub fn distinct(req: &Request) -> CmdResult {
         Some(v) => return Err(req.wrong_type("key", v, "string")),
         None => return Err(CommandError::missing_field("distinct.key")),
     };
+    if super::views::is_view(req, &coll)? {
+        return super::views::distinct(req, &coll, &key);
+    }
     let filter = match req.opt_document("query")? {
         Some(f) => Filter::parse(f)?,
         None => Filter::match_all(),

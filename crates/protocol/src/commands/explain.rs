@@ -185,9 +185,13 @@ pub fn explain(req: &Request) -> CmdResult {
         return explain_aggregate(req, db, body, inner);
     }
     let shape = shape_of(&name, &inner)?;
-    if let Target::TimeSeries { .. } = Target::resolve(req, &shape.coll) {
-        // A read of a time-series view runs as a pipeline over its buckets, and is
-        // explained as one (as MongoDB explains any read of a view).
+    let on_view = super::views::is_view(req, &shape.coll)?;
+    if on_view && !["find", "count", "distinct"].contains(&name.as_str()) {
+        super::views::refuse_on_view(req, &shape.coll)?;
+    }
+    if on_view || matches!(Target::resolve(req, &shape.coll), Target::TimeSeries { .. }) {
+        // A read of a view (a time-series collection is one over its buckets) runs as a
+        // pipeline, and is explained as one, as MongoDB explains any read of a view.
         let mut body = doc! {"aggregate": shape.coll.clone()};
         body.insert("pipeline", view_pipeline(&name, &shape, &inner));
         return explain_aggregate(req, db, body, inner);

@@ -131,6 +131,9 @@ pub fn find(req: &Request) -> CmdResult {
     ])?;
     OpCounters::add(&req.state.opcounters.query, 1);
     let coll = req.collection()?;
+    if super::views::is_view(req, &coll)? {
+        return super::views::find(req, &coll);
+    }
     let filter = match req.opt_document("filter")? {
         Some(f) => Filter::parse(f)?,
         None => Filter::match_all(),

@@ -27,6 +27,7 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         "let",
     ])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let filter = match req.opt_document("query")? {
         Some(q) => Filter::parse(q)?,
         None => Filter::match_all(),

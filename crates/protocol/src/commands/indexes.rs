@@ -41,6 +41,7 @@ pub fn create_indexes(req: &Request) -> CmdResult {
         "isTimeseriesNamespace",
     ])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let specs = match req.body.get("indexes") {
         Some(Bson::Array(a)) => a.clone(),
         Some(v) => return Err(req.wrong_type("indexes", v, "array")),
@@ -106,6 +107,7 @@ pub fn create_indexes(req: &Request) -> CmdResult {
 pub fn drop_indexes(req: &Request) -> CmdResult {
     req.check_fields(&["index"])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let which = match req.body.get("index") {
         Some(Bson::String(s)) if s == "*" => DropIndexes::All,
         Some(Bson::String(s)) => DropIndexes::Names(vec![s.clone()]),
@@ -153,6 +155,7 @@ pub fn drop_indexes(req: &Request) -> CmdResult {
 pub fn list_indexes(req: &Request) -> CmdResult {
     req.check_fields(&["cursor", "includeBuildUUIDs", "includeIndexBuildInfo"])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let indexes = match Target::resolve(req, &coll) {
         Target::Regular(Some(c)) => index_documents(&c),
         // Time-series collections have no _id index in listIndexes, as in MongoDB.
@@ -176,6 +179,7 @@ pub fn validate(req: &Request) -> CmdResult {
         "fixMultikey",
     ])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let c = match Target::resolve(req, &coll) {
         Target::Regular(Some(c)) => c,
         // Buckets are stored in the time-series layout, not as one document per `_id`.

@@ -25,6 +25,7 @@ pub fn write_error(index: usize, e: &CatalogError) -> Document {
 pub fn insert(req: &Request) -> CmdResult {
     req.check_fields(&["documents", "ordered"])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let statements = req.insert_documents()?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let n = statements.len() as u64;

@@ -29,6 +29,7 @@ mod query_planner;
 mod target;
 mod timeseries_ddl;
 mod update;
+mod views;
 
 pub use args::Request;
 

@@ -28,6 +28,11 @@ pub enum Target {
     },
 }
 
+/// Whether `coll` names a collection of any kind (regular, time-series, buckets).
+pub fn namespace_exists(req: &Request, coll: &str) -> bool {
+    !matches!(Target::resolve(req, coll), Target::Regular(None))
+}
+
 impl Target {
     pub fn resolve(req: &Request, coll: &str) -> Target {
         let catalog = &req.state.catalog;

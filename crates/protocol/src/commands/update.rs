@@ -135,6 +135,7 @@ fn run_statement(
 pub fn update(req: &Request) -> CmdResult {
     req.check_fields(&["updates", "ordered", "let"])?;
     let coll = req.collection()?;
+    super::views::refuse_on_view(req, &coll)?;
     let stmts = req.write_statements("updates")?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let (mut n, mut modified) = (0u64, 0u64);

@@ -1,0 +1,379 @@
+//! Non-materialized views, as MongoDB 7.0 has them: `create` with `viewOn` and
+//! `pipeline` stores `{_id: "<db>.<view>", viewOn, pipeline}` in the regular collection
+//! `<db>.system.views`. A read of a view (`aggregate`, `find`, `count`, `distinct`) runs
+//! as an aggregate over the view's source with the view's pipeline in front (views on
+//! views resolve to the first collection, at most 20 deep: 165); its cursor belongs to
+//! the view's namespace. Writes and index commands on a view answer 166
+//! `CommandNotSupportedOnView`; `drop` deletes the definition, `collMod` replaces it.
+
+use super::args::GENERIC_FIELDS;
+use super::Request;
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Bson, Document};
+use hourglass_query::compare::{compare_values, values_equal};
+use hourglass_query::pipeline::Pipeline;
+
+pub const VIEWS: &str = "system.views";
+/// MongoDB's `ViewGraph::kMaxViewDepth`.
+const MAX_DEPTH: usize = 20;
+
+/// A view resolved down to a collection.
+pub struct ResolvedView {
+    /// The collection (or time-series collection) under the views.
+    pub source: String,
+    /// Every view's pipeline, innermost view first.
+    pub pipeline: Vec<Document>,
+}
+
+/// The stored definition of view `coll`, if it is one.
+fn definition(req: &Request, coll: &str) -> Result<Option<Document>, CommandError> {
+    let Some(views) = req.state.catalog.get(&req.db, VIEWS) else {
+        return Ok(None);
+    };
+    Ok(views.get(&Bson::String(format!("{}.{coll}", req.db)))?)
+}
+
+pub fn is_view(req: &Request, coll: &str) -> Result<bool, CommandError> {
+    Ok(definition(req, coll)?.is_some())
+}
+
+fn depth_error() -> CommandError {
+    CommandError::new(
+        165,
+        "ViewDepthLimitExceeded",
+        format!("View depth too deep or view cycle detected. Maximum depth is {MAX_DEPTH}"),
+    )
+}
+
+/// `coll` resolved through its chain of views; `None` when it is not a view.
+pub fn resolve(req: &Request, coll: &str) -> Result<Option<ResolvedView>, CommandError> {
+    let mut name = coll.to_string();
+    let mut pipeline: Vec<Document> = Vec::new();
+    let mut depth = 0;
+    while let Some(d) = definition(req, &name)? {
+        depth += 1;
+        if depth > MAX_DEPTH {
+            return Err(depth_error());
+        }
+        let mut stages = stored_pipeline(&d);
+        stages.append(&mut pipeline);
+        pipeline = stages;
+        name = d.get_str("viewOn").unwrap_or_default().to_string();
+    }
+    Ok((depth > 0).then_some(ResolvedView {
+        source: name,
+        pipeline,
+    }))
+}
+
+fn stored_pipeline(d: &Document) -> Vec<Document> {
+    d.get_array("pipeline")
+        .map(|a| a.iter().filter_map(|s| s.as_document().cloned()).collect())
+        .unwrap_or_default()
+}
+
+/// 166 when `coll` is a view (writes and index commands).
+pub fn refuse_on_view(req: &Request, coll: &str) -> Result<(), CommandError> {
+    if is_view(req, coll)? {
+        return Err(CommandError::new(
+            166,
+            "CommandNotSupportedOnView",
+            format!("Namespace {}.{coll} is a view, not a collection", req.db),
+        ));
+    }
+    Ok(())
+}
+
+/// `viewOn` and `pipeline` of a `create` or `collMod`, validated: the pipeline parses,
+/// writes no collection, and the view would not be part of a cycle or too deep.
+fn checked_definition(req: &Request, coll: &str) -> Result<Document, CommandError> {
+    let view_on = match req.body.get("viewOn") {
+        Some(Bson::String(s)) if !s.is_empty() => s.clone(),
+        Some(Bson::String(_)) => {
+            return Err(CommandError::bad_value("'viewOn' cannot be empty"));
+        }
+        Some(v) => return Err(req.wrong_type("viewOn", v, "string")),
+        None => return Err(CommandError::invalid_options("'viewOn' is required")),
+    };
+    let pipeline = match req.body.get("pipeline") {
+        None => Vec::new(),
+        Some(_) => req.documents("pipeline")?,
+    };
+    for stage in &pipeline {
+        if let Some(name @ ("$out" | "$merge")) = stage.keys().next().map(String::as_str) {
+            return Err(CommandError::new(
+                40600,
+                "Location40600",
+                format!("{name} cannot be used in a view definition"),
+            ));
+        }
+    }
+    Pipeline::parse(&pipeline)?;
+    // The chain under the new definition must not come back to `coll`.
+    let mut name = view_on.clone();
+    let mut depth = 1;
+    loop {
+        if name == coll {
+            return Err(CommandError::new(
+                93,
+                "GraphContainsCycle",
+                format!(
+                    "View cycle detected: {}.{coll} => {}.{view_on}",
+                    req.db, req.db
+                ),
+            ));
+        }
+        let Some(d) = definition(req, &name)? else {
+            break;
+        };
+        depth += 1;
+        if depth > MAX_DEPTH {
+            return Err(depth_error());
+        }
+        name = d.get_str("viewOn").unwrap_or_default().to_string();
+    }
+    Ok(doc! {
+        "_id": format!("{}.{coll}", req.db),
+        "viewOn": view_on,
+        "pipeline": pipeline,
+    })
+}
+
+/// `create` with `viewOn`.
+pub fn create_view(req: &Request, coll: &str) -> CmdResult {
+    for k in req.body.keys().skip(1) {
+        if !["viewOn", "pipeline"].contains(&k.as_str()) && !GENERIC_FIELDS.contains(&k.as_str()) {
+            return Err(CommandError::invalid_options(format!(
+                "option '{k}' is not supported when creating a view"
+            )));
+        }
+    }
+    let exists = super::target::namespace_exists(req, coll) || is_view(req, coll)?;
+    if exists {
+        return Err(CommandError::new(
+            48,
+            "NamespaceExists",
+            format!("Namespace {}.{coll} already exists", req.db),
+        ));
+    }
+    let definition = checked_definition(req, coll)?;
+    let views = req.state.catalog.get_or_create(&req.db, VIEWS)?;
+    let out = views.insert(vec![definition], true);
+    if let Some((_, e)) = out.errors.into_iter().next() {
+        return Err(e.into());
+    }
+    Ok(Document::new())
+}
+
+/// `collMod` of a view: `viewOn` and `pipeline` together replace its definition.
+pub fn modify_view(req: &Request, coll: &str) -> CmdResult {
+    for k in req.body.keys().skip(1) {
+        if !["viewOn", "pipeline"].contains(&k.as_str()) && !GENERIC_FIELDS.contains(&k.as_str()) {
+            return Err(CommandError::invalid_options(format!(
+                "option '{k}' is not supported on a view"
+            )));
+        }
+    }
+    if !req.body.contains_key("viewOn") || !req.body.contains_key("pipeline") {
+        return Err(CommandError::invalid_options(
+            "must specify both 'viewOn' and 'pipeline' when modifying a view",
+        ));
+    }
+    let definition = checked_definition(req, coll)?;
+    let views = req.state.catalog.get_or_create(&req.db, VIEWS)?;
+    let filter = hourglass_query::filter::Filter::parse(
+        &doc! {"_id": definition.get("_id").cloned().unwrap_or(Bson::Null)},
+    )?;
+    views.delete(&filter, true)?;
+    let out = views.insert(vec![definition], true);
+    if let Some((_, e)) = out.errors.into_iter().next() {
+        return Err(e.into());
+    }
+    Ok(Document::new())
+}
+
+/// `drop` of a view: deletes its definition.
+pub fn drop_view(req: &Request, coll: &str) -> CmdResult {
+    let Some(views) = req.state.catalog.get(&req.db, VIEWS) else {
+        return Ok(Document::new());
+    };
+    let filter =
+        hourglass_query::filter::Filter::parse(&doc! {"_id": format!("{}.{coll}", req.db)})?;
+    views.delete(&filter, true)?;
+    Ok(doc! {"ns": format!("{}.{coll}", req.db)})
+}
+
+/// The `listCollections` entries of the database's views.
+pub fn list_entries(req: &Request) -> Result<Vec<Document>, CommandError> {
+    let Some(views) = req.state.catalog.get(&req.db, VIEWS) else {
+        return Ok(Vec::new());
+    };
+    let prefix = format!("{}.", req.db);
+    let mut out = Vec::new();
+    for d in views.scan() {
+        let d = d?;
+        let Some(name) = d
+            .get_str("_id")
+            .ok()
+            .and_then(|id| id.strip_prefix(&prefix))
+        else {
+            continue;
+        };
+        out.push(doc! {
+            "name": name,
+            "type": "view",
+            "options": {"viewOn": d.get_str("viewOn").unwrap_or_default(), "pipeline": stored_pipeline(&d)},
+            "info": {"readOnly": true},
+        });
+    }
+    Ok(out)
+}
+
+/// Runs `pipeline` as an aggregate on `coll` (a view) for a command of another kind;
+/// `cursor` is the aggregate's cursor document.
+fn aggregate_on(
+    req: &Request,
+    coll: &str,
+    pipeline: Vec<Document>,
+    cursor: Document,
+    extra: &[&str],
+) -> CmdResult {
+    let mut body = doc! {"aggregate": coll, "pipeline": pipeline, "cursor": cursor};
+    for k in extra {
+        if let Some(v) = req.body.get(*k) {
+            body.insert(*k, v.clone());
+        }
+    }
+    super::aggregate::aggregate(&req.sub_request(body))
+}
+
+/// Every document of an aggregate reply, its cursor drained.
+fn drain(req: &Request, reply: &Document) -> Result<Vec<Document>, CommandError> {
+    let cursor = reply
+        .get_document("cursor")
+        .map_err(|e| CommandError::bad_value(e.to_string()))?;
+    let mut docs: Vec<Document> = cursor
+        .get_array("firstBatch")
+        .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+        .unwrap_or_default();
+    let mut id = cursor.get_i64("id").unwrap_or(0);
+    while id != 0 {
+        match req.state.cursors.get_more(id, None, &req.interrupt) {
+            Some(Ok((_, more, open))) => {
+                docs.extend(more);
+                if !open {
+                    id = 0;
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => id = 0,
+        }
+    }
+    Ok(docs)
+}
+
+/// Find options MongoDB does not pass on to a view's aggregate.
+const FIND_ONLY: &[&str] = &[
+    "tailable",
+    "awaitData",
+    "oplogReplay",
+    "noCursorTimeout",
+    "returnKey",
+    "showRecordId",
+    "min",
+    "max",
+];
+
+/// `find` on a view: `$match`, `$sort`, `$skip`, `$limit` and `$project` after the
+/// view's pipeline.
+pub fn find(req: &Request, coll: &str) -> CmdResult {
+    for k in FIND_ONLY {
+        if req
+            .body
+            .get(*k)
+            .is_some_and(|v| !matches!(v, Bson::Boolean(false)))
+        {
+            return Err(CommandError::invalid_options(format!(
+                "'{k}' is not supported on a view"
+            )));
+        }
+    }
+    let mut pipeline = Vec::new();
+    if let Some(f) = req.opt_document("filter")?.filter(|f| !f.is_empty()) {
+        pipeline.push(doc! {"$match": f.clone()});
+    }
+    if let Some(s) = req.opt_document("sort")?.filter(|s| !s.is_empty()) {
+        pipeline.push(doc! {"$sort": s.clone()});
+    }
+    if let Some(n) = req.opt_i64("skip")?.filter(|n| *n != 0) {
+        if n < 0 {
+            return Err(CommandError::bad_value("skip value must be non-negative"));
+        }
+        pipeline.push(doc! {"$skip": n});
+    }
+    let limit = req.opt_i64("limit")?.unwrap_or(0);
+    let single_batch = req.opt_bool("singleBatch")?.unwrap_or(false) || limit < 0;
+    if limit != 0 {
+        pipeline.push(doc! {"$limit": limit.abs()});
+    }
+    if let Some(p) = req.opt_document("projection")?.filter(|p| !p.is_empty()) {
+        pipeline.push(doc! {"$project": p.clone()});
+    }
+    let mut cursor = Document::new();
+    if let Some(b) = req.body.get("batchSize") {
+        cursor.insert("batchSize", b.clone());
+    }
+    let mut reply = aggregate_on(
+        req,
+        coll,
+        pipeline,
+        cursor,
+        &["hint", "let", "allowDiskUse", "collation"],
+    )?;
+    if single_batch {
+        if let Ok(c) = reply.get_document_mut("cursor") {
+            let id = c.get_i64("id").unwrap_or(0);
+            req.state.cursors.kill(id);
+            c.insert("id", 0_i64);
+        }
+    }
+    Ok(reply)
+}
+
+/// `count` on a view.
+pub fn count(req: &Request, coll: &str) -> CmdResult {
+    let mut pipeline = Vec::new();
+    if let Some(q) = req.opt_document("query")?.filter(|q| !q.is_empty()) {
+        pipeline.push(doc! {"$match": q.clone()});
+    }
+    if let Some(n) = req.opt_i64("skip")?.filter(|n| *n > 0) {
+        pipeline.push(doc! {"$skip": n});
+    }
+    if let Some(n) = req.opt_i64("limit")?.filter(|n| *n != 0) {
+        pipeline.push(doc! {"$limit": n.abs()});
+    }
+    pipeline.push(doc! {"$count": "n"});
+    let reply = aggregate_on(req, coll, pipeline, Document::new(), &["hint", "collation"])?;
+    let n = drain(req, &reply)?
+        .first()
+        .and_then(|d| d.get("n").and_then(super::args::as_i64))
+        .unwrap_or(0);
+    Ok(doc! {"n": i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n))})
+}
+
+/// `distinct` on a view.
+pub fn distinct(req: &Request, coll: &str, key: &str) -> CmdResult {
+    let mut pipeline = Vec::new();
+    if let Some(q) = req.opt_document("query")?.filter(|q| !q.is_empty()) {
+        pipeline.push(doc! {"$match": q.clone()});
+    }
+    let reply = aggregate_on(req, coll, pipeline, Document::new(), &["hint", "collation"])?;
+    let path: Vec<&str> = key.split('.').collect();
+    let mut values = Vec::new();
+    for d in drain(req, &reply)? {
+        super::distinct::values_at(&Bson::Document(d), &path, &mut values);
+    }
+    values.sort_by(compare_values);
+    values.dedup_by(|a, b| values_equal(a, b));
+    Ok(doc! {"values": values})
+}
