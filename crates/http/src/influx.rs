@@ -1,5 +1,5 @@
 //! InfluxDB line-protocol writes: 1.x `/write` and 2.x `/api/v2/write` (the rest of
-//! InfluxDB's API that clients use is in [`crate::influx_admin`]).
+//! InfluxDB's API that clients use is in `influx_admin.rs`).
 //!
 //! Each measurement becomes the time-series collection `<db>.<measurement>` (time field
 //! `time`, meta field `tags`); see [`crate::line_protocol`] for the syntax and

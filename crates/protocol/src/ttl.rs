@@ -45,13 +45,11 @@ pub fn run_pass(state: &ServerState) -> u64 {
                 Kind::Regular => expire_regular(&c),
                 Kind::TimeseriesBuckets => expire_timeseries(state, &c),
             };
+            // Counted as each collection is done, so the counter follows the deletions.
+            state.ttl.deleted_documents.fetch_add(n, Ordering::Relaxed);
             deleted += n;
         }
     }
-    state
-        .ttl
-        .deleted_documents
-        .fetch_add(deleted, Ordering::Relaxed);
     state.ttl.passes.fetch_add(1, Ordering::Relaxed);
     deleted
 }

@@ -132,6 +132,34 @@ pub fn set_doc_path(doc: &mut Document, parts: &[&str], value: Bson) {
     }
 }
 
+/// The values `distinct` takes from `value` at `path`: arrays at the end unwound one
+/// level, arrays of documents on the way descended into, numeric parts as indexes.
+pub fn distinct_values(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
+    match (path.split_first(), value) {
+        (None, Bson::Array(items)) => out.extend(items.iter().cloned()),
+        (None, v) => out.push(v.clone()),
+        (Some((head, rest)), Bson::Document(d)) => {
+            if let Some(v) = d.get(*head) {
+                distinct_values(v, rest, out);
+            }
+        }
+        (Some((head, rest)), Bson::Array(items)) => {
+            if let Ok(i) = head.parse::<usize>() {
+                if let Some(v) = items.get(i) {
+                    distinct_values(v, rest, out);
+                }
+            } else {
+                for item in items {
+                    if matches!(item, Bson::Document(_)) {
+                        distinct_values(item, path, out);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +210,16 @@ mod tests {
         let mut d = doc! {"a": 1};
         set_doc_path(&mut d, &["b", "c"], Bson::Int32(2));
         assert_eq!(d, doc! {"a": 1, "b": {"c": 2}});
+    }
+
+    #[test]
+    fn distinct_values_unwinds_arrays_and_walks_arrays_of_documents() {
+        let d = Bson::Document(doc! {"a": [{"b": 1}, {"b": [2, 3]}], "c": [4, 5]});
+        let mut out = Vec::new();
+        distinct_values(&d, &["a", "b"], &mut out);
+        assert_eq!(out, vec![Bson::Int32(1), Bson::Int32(2), Bson::Int32(3)]);
+        out.clear();
+        distinct_values(&d, &["c"], &mut out);
+        assert_eq!(out.len(), 2);
     }
 }

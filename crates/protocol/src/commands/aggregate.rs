@@ -2,7 +2,7 @@
 //! layer; a leading `$match` is applied while scanning.
 
 use super::coll_stats::stats_document;
-use super::find::{cursor_batch_size, cursor_reply};
+use super::cursor_reply::{cursor_batch_size, cursor_reply};
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};

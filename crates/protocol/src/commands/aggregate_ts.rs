@@ -3,7 +3,7 @@
 //! grouping: `hourglass_timeseries::exec`); the query layer runs the remaining stages.
 //! `explain` shows what was pushed down and, after running the scan, what it examined.
 
-use super::find::{cursor_batch_size, cursor_reply};
+use super::cursor_reply::{cursor_batch_size, cursor_reply};
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};

@@ -1,7 +1,7 @@
 //! Collection DDL and listing: `create`, `drop`, `renameCollection`, `listCollections`,
 //! (`listIndexes` lives with the index commands).
 
-use super::find::single_batch_cursor;
+use super::cursor_reply::single_batch_cursor;
 use super::target::{Target, BUCKETS_PREFIX};
 use super::timeseries_ddl::{create_timeseries, describe_timeseries};
 use super::Request;

@@ -21,7 +21,7 @@ pub fn count(req: &Request) -> CmdResult {
     OpCounters::add(&req.state.opcounters.command, 1);
     let coll = req.collection()?;
     if super::views::is_view(req, &coll)? {
-        return super::views::count(req, &coll);
+        return super::view_reads::count(req, &coll);
     }
     let filter = match req.opt_document("query")? {
         Some(f) => Filter::parse(f)?,

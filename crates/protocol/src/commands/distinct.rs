@@ -8,33 +8,7 @@ use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::compare::{compare_values, values_equal};
 use hourglass_query::filter::Filter;
-
-/// Values at dotted `path` in `doc`, descending through arrays of documents.
-pub(super) fn values_at(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
-    match (path.split_first(), value) {
-        (None, Bson::Array(items)) => out.extend(items.iter().cloned()),
-        (None, v) => out.push(v.clone()),
-        (Some((head, rest)), Bson::Document(d)) => {
-            if let Some(v) = d.get(*head) {
-                values_at(v, rest, out);
-            }
-        }
-        (Some((head, rest)), Bson::Array(items)) => {
-            if let Ok(i) = head.parse::<usize>() {
-                if let Some(v) = items.get(i) {
-                    values_at(v, rest, out);
-                }
-            } else {
-                for item in items {
-                    if matches!(item, Bson::Document(_)) {
-                        values_at(item, path, out);
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
-}
+use hourglass_query::path::distinct_values;
 
 pub fn distinct(req: &Request) -> CmdResult {
     req.check_fields(&["key", "query", "collation", "hint", "readConcern"])?;
@@ -46,7 +20,7 @@ pub fn distinct(req: &Request) -> CmdResult {
         None => return Err(CommandError::missing_field("distinct.key")),
     };
     if super::views::is_view(req, &coll)? {
-        return super::views::distinct(req, &coll, &key);
+        return super::view_reads::distinct(req, &coll, &key);
     }
     let filter = match req.opt_document("query")? {
         Some(f) => Filter::parse(f)?,
@@ -66,26 +40,10 @@ pub fn distinct(req: &Request) -> CmdResult {
     for doc in docs {
         let doc: Document = doc?;
         let mut found = Vec::new();
-        values_at(&Bson::Document(doc), &path, &mut found);
+        distinct_values(&Bson::Document(doc), &path, &mut found);
         values.extend(found);
     }
     values.sort_by(compare_values);
     values.dedup_by(|a, b| values_equal(a, b));
     Ok(doc! {"values": values})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_at_unwinds_arrays_and_walks_arrays_of_documents() {
-        let d = Bson::Document(doc! {"a": [{"b": 1}, {"b": [2, 3]}], "c": [4, 5]});
-        let mut out = Vec::new();
-        values_at(&d, &["a", "b"], &mut out);
-        assert_eq!(out, vec![Bson::Int32(1), Bson::Int32(2), Bson::Int32(3)]);
-        out.clear();
-        values_at(&d, &["c"], &mut out);
-        assert_eq!(out.len(), 2);
-    }
 }

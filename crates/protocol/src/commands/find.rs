@@ -1,79 +1,17 @@
 //! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
 //! `aggregate` and the listing commands.
 
-use super::args::as_i64;
+use super::cursor_reply::{batch_size, cursor_reply, DEFAULT_FIRST_BATCH};
 use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
-use crate::cursor::{take_batch, DocSource};
+use crate::cursor::DocSource;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson};
 use hourglass_query::filter::Filter;
 use hourglass_query::projection::Projection;
 use hourglass_query::sort::SortSpec;
-
-/// Documents in a first batch when the client gives no batchSize.
-pub const DEFAULT_FIRST_BATCH: usize = 101;
-
-/// A cursor reply whose cursor is already exhausted.
-pub fn single_batch_cursor(ns: &str, docs: Vec<Document>) -> Document {
-    doc! {"cursor": {"firstBatch": docs, "id": 0_i64, "ns": ns}}
-}
-
-/// Sends the first batch of `source` and keeps a server cursor for the rest.
-pub fn cursor_reply(
-    req: &Request,
-    ns: String,
-    mut source: DocSource,
-    batch_size: Option<usize>,
-    single_batch: bool,
-) -> CmdResult {
-    let mut pending = None;
-    // `batchSize: 0` asks for a cursor and an empty first batch (MongoDB then does no
-    // work until the first getMore); drivers use it to open a cursor cheaply.
-    let (docs, more) = match batch_size.unwrap_or(DEFAULT_FIRST_BATCH) {
-        0 => (Vec::new(), true),
-        n => take_batch(&mut source, &mut pending, Some(n))?,
-    };
-    let id = if more && !single_batch {
-        req.state
-            .cursors
-            .open(ns.clone(), source, pending, req.interrupt.remaining())
-    } else {
-        0
-    };
-    Ok(doc! {"cursor": {"firstBatch": docs, "id": id, "ns": ns}})
-}
-
-/// A non-negative batch size argument.
-pub fn batch_size(req: &Request, field: &str) -> Result<Option<usize>, CommandError> {
-    non_negative_batch_size(req.opt_i64(field)?)
-}
-
-/// Checks a batch size value (`None` = not given).
-pub fn non_negative_batch_size(n: Option<i64>) -> Result<Option<usize>, CommandError> {
-    match n {
-        None => Ok(None),
-        Some(n) if n < 0 => Err(CommandError::bad_value(format!(
-            "BatchSize value must be non-negative, but received: {n}"
-        ))),
-        Some(n) => Ok(Some(n as usize)),
-    }
-}
-
-/// The `cursor.batchSize` of an aggregate.
-pub fn cursor_batch_size(
-    req: &Request,
-    cursor_opts: Option<&Document>,
-) -> Result<Option<usize>, CommandError> {
-    match cursor_opts.and_then(|d| d.get("batchSize")) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(v) => non_negative_batch_size(Some(
-            as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
-        )),
-    }
-}
 
 /// Applies sort, skip, limit and projection to a stream of documents.
 pub fn shape(
@@ -132,7 +70,7 @@ pub fn find(req: &Request) -> CmdResult {
     OpCounters::add(&req.state.opcounters.query, 1);
     let coll = req.collection()?;
     if super::views::is_view(req, &coll)? {
-        return super::views::find(req, &coll);
+        return super::view_reads::find(req, &coll);
     }
     let filter = match req.opt_document("filter")? {
         Some(f) => Filter::parse(f)?,

@@ -2,7 +2,7 @@
 //! and `validate` (index/document agreement). Time-series collections are answered
 //! separately (their index translation is another module's job).
 
-use super::find::single_batch_cursor;
+use super::cursor_reply::single_batch_cursor;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};

@@ -10,6 +10,7 @@ mod coll_stats;
 mod collections;
 mod count;
 mod current_op;
+mod cursor_reply;
 mod databases;
 mod db_stats;
 mod delete;
@@ -29,6 +30,7 @@ mod query_planner;
 mod target;
 mod timeseries_ddl;
 mod update;
+mod view_reads;
 mod views;
 
 pub use args::Request;
