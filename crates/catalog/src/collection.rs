@@ -134,6 +134,17 @@ impl Collection {
     }
 
     /// Bytes this collection uses on disk.
+    /// Compacts the collection's tree and its indexes' (MongoDB's `compact`); returns
+    /// the bytes freed. Refused on a full disk, since compaction writes new tables first.
+    pub fn compact(&self) -> Result<u64> {
+        self.engine().check_space(0)?;
+        let mut freed = self.tree().compact()?;
+        for i in self.indexes().iter() {
+            freed += i.compact()?;
+        }
+        Ok(freed)
+    }
+
     pub fn storage_size(&self) -> u64 {
         self.tree.disk_space()
     }

@@ -32,6 +32,15 @@ impl Tree {
     pub fn approximate_len(&self) -> usize {
         self.ks.approximate_len()
     }
+
+    /// Writes the tree's memtable out and compacts its tables fully (overwritten values
+    /// and tombstones dropped); returns the bytes on disk this freed.
+    pub fn compact(&self) -> Result<u64> {
+        let before = self.disk_space();
+        self.ks.rotate_memtable_and_wait()?;
+        self.ks.major_compact()?;
+        Ok(before.saturating_sub(self.disk_space()))
+    }
 }
 
 /// The storage engine handle; cheap to clone.

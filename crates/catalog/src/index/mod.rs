@@ -37,6 +37,11 @@ impl Index {
         self.tree.disk_space()
     }
 
+    /// Compacts the index's tree; returns the bytes freed.
+    pub fn compact(&self) -> Result<u64, hourglass_storage::StorageError> {
+        self.tree.compact()
+    }
+
     pub(crate) fn new(spec: IndexSpec, ident: u64, tree: Tree, multikey: bool) -> Index {
         let partial = spec.partial.as_ref().and_then(|p| Filter::parse(p).ok());
         Index {

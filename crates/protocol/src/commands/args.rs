@@ -62,6 +62,8 @@ pub const GENERIC_FIELDS: &[&str] = &[
     "$readPreference",
     "comment",
     "maxTimeMS",
+    // Checked by `dispatch` (`collection_uuid.rs`) for the commands that take it.
+    "collectionUUID",
     "apiVersion",
     "apiStrict",
     "apiDeprecationErrors",

@@ -1,7 +1,7 @@
 //! Collection DDL and listing: `create`, `drop`, `renameCollection`, `listCollections`,
 //! (`listIndexes` lives with the index commands).
 
-use super::cursor_reply::single_batch_cursor;
+use super::cursor_reply::listing_reply;
 use super::target::{Target, BUCKETS_PREFIX};
 use super::timeseries_ddl::{create_timeseries, describe_timeseries};
 use super::Request;
@@ -205,8 +205,5 @@ pub fn list_collections(req: &Request) -> CmdResult {
             }
         })
         .collect();
-    Ok(single_batch_cursor(
-        &format!("{}.$cmd.listCollections", req.db),
-        docs,
-    ))
+    listing_reply(req, format!("{}.$cmd.listCollections", req.db), docs)
 }

@@ -10,11 +10,6 @@ use bson::{doc, Bson, Document};
 /// Documents in a first batch when the client gives no batchSize.
 pub const DEFAULT_FIRST_BATCH: usize = 101;
 
-/// A cursor reply whose cursor is already exhausted.
-pub fn single_batch_cursor(ns: &str, docs: Vec<Document>) -> Document {
-    doc! {"cursor": {"firstBatch": docs, "id": 0_i64, "ns": ns}}
-}
-
 /// Sends the first batch of `source` and keeps a server cursor for the rest.
 pub fn cursor_reply(
     req: &Request,
@@ -67,4 +62,16 @@ pub fn cursor_batch_size(
             as_i64(v).ok_or_else(|| req.wrong_type("cursor.batchSize", v, "long"))?,
         )),
     }
+}
+
+/// The reply of a listing command (`listIndexes`, `listCollections`): its documents
+/// under a cursor, the first batch as large as `cursor.batchSize` asks.
+pub fn listing_reply(req: &Request, ns: String, docs: Vec<Document>) -> CmdResult {
+    let cursor = match req.body.get("cursor") {
+        Some(Bson::Document(d)) => Some(d.clone()),
+        Some(v) => return Err(req.wrong_type("cursor", v, "object")),
+        None => None,
+    };
+    let batch = cursor_batch_size(req, cursor.as_ref())?;
+    cursor_reply(req, ns, Box::new(docs.into_iter().map(Ok)), batch, false)
 }

@@ -72,6 +72,12 @@ pub fn find(req: &Request) -> CmdResult {
     if super::views::is_view(req, &coll)? {
         return super::view_reads::find(req, &coll);
     }
+    if req.opt_bool("showRecordId")? == Some(true)
+        && matches!(Target::resolve(req, &coll), Target::TimeSeries { .. })
+    {
+        // A time-series read is an aggregation over the buckets, as in MongoDB.
+        return Err(super::view_reads::show_record_id_error());
+    }
     let filter = match req.opt_document("filter")? {
         Some(f) => Filter::parse(f)?,
         None => Filter::match_all(),

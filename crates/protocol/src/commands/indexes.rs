@@ -2,7 +2,7 @@
 //! and `validate` (index/document agreement). Time-series collections are answered
 //! separately (their index translation is another module's job).
 
-use super::cursor_reply::single_batch_cursor;
+use super::cursor_reply::listing_reply;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -165,7 +165,7 @@ pub fn list_indexes(req: &Request) -> CmdResult {
         Target::Buckets { buckets, options } => super::indexes_ts::list(&buckets, &options, false)?,
         Target::Regular(None) => return Err(not_found(req, &coll)),
     };
-    Ok(single_batch_cursor(&format!("{}.{coll}", req.db), indexes))
+    listing_reply(req, format!("{}.{coll}", req.db), indexes)
 }
 
 pub fn validate(req: &Request) -> CmdResult {

@@ -7,7 +7,9 @@ mod aggregate_ts;
 pub mod args;
 mod coll_mod;
 mod coll_stats;
+mod collection_uuid;
 mod collections;
+mod compact;
 mod count;
 mod current_op;
 mod cursor_reply;
@@ -89,6 +91,11 @@ pub static COMMANDS: &[Command] = &[
         "collStats",
         coll_stats::coll_stats,
         "Returns sizes, counts and time-series bucket statistics of a collection.",
+    ),
+    cmd(
+        "compact",
+        compact::compact,
+        "Rewrites a collection's tables without the space of deleted entries.",
     ),
     cmd(
         "connectionStatus",
@@ -220,6 +227,11 @@ pub static COMMANDS: &[Command] = &[
         "Keeps logical sessions alive.",
     ),
     cmd(
+        "reIndex",
+        compact::re_index,
+        "Drops and rebuilds the indexes of a collection (deprecated).",
+    ),
+    cmd(
         "renameCollection",
         collections::rename_collection,
         "Renames a collection.",
@@ -275,7 +287,7 @@ pub fn dispatch(req: &Request) -> Document {
         "getMore" => "getmore",
         _ => "command",
     };
-    if let Err(e) = apply_max_time(req) {
+    if let Err(e) = apply_max_time(req).and_then(|()| collection_uuid::check(req, &name)) {
         return e.to_reply();
     }
     let _op = req.state.ops.begin(

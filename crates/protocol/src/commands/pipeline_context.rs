@@ -53,6 +53,9 @@ impl<'a> CatalogContext<'a> {
     }
 
     fn writable(&self, db: &str, coll: &str, stage: &str) -> Result<(), QueryError> {
+        if db == self.req.db {
+            super::views::refuse_on_view(self.req, coll).map_err(from_command)?;
+        }
         if self.is_time_series(db, coll) || coll.starts_with(super::target::BUCKETS_PREFIX) {
             return Err(QueryError::InvalidOptions(format!(
                 "{stage} into the time-series collection {db}.{coll} is not supported by this server yet"
@@ -79,6 +82,8 @@ fn static_name(name: &str) -> &'static str {
         "InvalidOptions",
         "TypeMismatch",
         "FailedToParse",
+        "CommandNotSupportedOnView",
+        "ViewDepthLimitExceeded",
     ];
     NAMES
         .iter()
@@ -100,6 +105,14 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 impl PipelineContext for CatalogContext<'_> {
     fn read_collection(&self, db: &str, coll: &str) -> Result<Vec<Document>, QueryError> {
         if db == self.req.db {
+            // A view ($lookup, $graphLookup, $unionWith from one): its source through
+            // its pipeline.
+            if let Some(view) = super::views::resolve(self.req, coll).map_err(from_command)? {
+                let docs = self.read_collection(db, &view.source)?;
+                let opts = self.run_options().map_err(from_command)?;
+                return hourglass_query::pipeline::Pipeline::parse(&view.pipeline)?
+                    .run_with(docs, &opts);
+            }
             return Target::resolve(self.req, coll)
                 .scan(self.req, Filter::match_all(), None)
                 .map_err(from_command)?

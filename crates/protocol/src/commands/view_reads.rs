@@ -59,14 +59,26 @@ const FIND_ONLY: &[&str] = &[
     "oplogReplay",
     "noCursorTimeout",
     "returnKey",
-    "showRecordId",
     "min",
     "max",
 ];
 
+/// A find with `showRecordId` on a view (time-series collections included): MongoDB runs
+/// it as an aggregation, which has no record ids.
+pub fn show_record_id_error() -> CommandError {
+    CommandError::new(
+        168,
+        "InvalidPipelineOperator",
+        "Option showRecordId not supported in aggregation.",
+    )
+}
+
 /// `find` on a view: `$match`, `$sort`, `$skip`, `$limit` and `$project` after the
 /// view's pipeline.
 pub fn find(req: &Request, coll: &str) -> CmdResult {
+    if req.opt_bool("showRecordId")? == Some(true) {
+        return Err(show_record_id_error());
+    }
     for k in FIND_ONLY {
         if req
             .body

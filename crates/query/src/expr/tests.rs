@@ -290,6 +290,29 @@ fn date_trunc_add_diff_and_strings() {
         evj(doc! {"$dateFromParts": {"isoWeekYear": 2021, "isoWeek": 11, "isoDayOfWeek": 3}}),
         date("2021-03-17T00:00:00Z")
     );
+    // A part that evaluates to missing or null makes the result null.
+    assert_eq!(
+        evj(doc! {"$dateFromParts": {"year": "$nope", "month": 2}}),
+        Bson::Null
+    );
+    assert_eq!(
+        evj(doc! {"$dateFromParts": {"year": 2021, "hour": null}}),
+        Bson::Null
+    );
+    // Seconds and milliseconds carry over without a range; years stay within 1..=9999.
+    assert_eq!(
+        evj(doc! {"$dateFromParts": {"year": 2021, "second": 86_400 * 40, "millisecond": 1500}}),
+        date("2021-02-10T00:00:01.500Z")
+    );
+    assert_eq!(
+        ev_err(Bson::Document(doc! {"$dateFromParts": {"year": 10000}})).code(),
+        40523
+    );
+    assert!(ev_err(Bson::Document(
+        doc! {"$dateFromParts": {"year": 2021, "second": i64::MAX}}
+    ))
+    .to_string()
+    .contains("Overflow"));
     assert_eq!(
         ev_err(Bson::Document(doc! {"$dateTrunc": {"date": "$t"}})).code(),
         9

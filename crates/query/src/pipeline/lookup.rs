@@ -57,6 +57,13 @@ fn stage_docs_unchecked(stage: &str, v: &Bson) -> Result<Vec<Document>, QueryErr
     }
 }
 
+/// `$merge` changing the `_id` of the document it matched: 66, as MongoDB words it.
+fn id_changed(inner: &str) -> QueryError {
+    QueryError::ImmutableField(format!(
+        "$merge failed to update the matching document, did you attempt to modify the _id or the shard key? :: caused by :: {inner}"
+    ))
+}
+
 /// Replaces `$$name` / `$$name.path` strings by `{$literal: value}`.
 fn substitute(v: &Bson, vars: &[(String, Bson)]) -> Bson {
     match v {
@@ -622,15 +629,22 @@ impl Merge {
                             let mut n = Document::new();
                             n.insert("_id", id.clone());
                             for (k, v) in doc {
-                                if k != "_id" {
-                                    n.insert(k, v);
+                                if k == "_id" {
+                                    if !crate::compare::values_equal(&v, &id) {
+                                        return Err(id_changed(&format!("After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}", crate::error::render(&v))));
+                                    }
+                                    continue;
                                 }
+                                n.insert(k, v);
                             }
                             n
                         }
                         WhenMatched::Merge => {
                             let mut n = old.clone();
                             for (k, v) in doc {
+                                if k == "_id" && !crate::compare::values_equal(&v, &id) {
+                                    return Err(id_changed("Performing an update on the path '_id' would modify the immutable field '_id'"));
+                                }
                                 n.insert(k, v);
                             }
                             n
@@ -649,8 +663,14 @@ impl Merge {
                                 .collect();
                             let out = Pipeline::parse_for_update(&bound)?.run_with(vec![old.clone()], opts)?;
                             let mut n = out.into_iter().next().unwrap_or_default();
-                            if !n.contains_key("_id") {
-                                n.insert("_id", id.clone());
+                            match n.get("_id") {
+                                None => {
+                                    n.insert("_id", id.clone());
+                                }
+                                Some(v) if !crate::compare::values_equal(v, &id) => {
+                                    return Err(id_changed(&format!("After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}", crate::error::render(v))));
+                                }
+                                Some(_) => {}
                             }
                             n
                         }

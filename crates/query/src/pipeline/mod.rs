@@ -11,6 +11,7 @@ mod bucket;
 mod context;
 mod densify;
 mod granularity;
+mod graph_lookup;
 mod group;
 mod lookup;
 pub mod mem;
@@ -85,6 +86,8 @@ pub enum Stage {
     Documents(Expr),
     /// `$lookup`
     Lookup(Box<Lookup>),
+    /// `$graphLookup`
+    GraphLookup(Box<graph_lookup::GraphLookup>),
     /// `$unionWith`
     UnionWith(UnionWith),
     /// `$out`
@@ -448,6 +451,7 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
         "$redact" => Stage::Redact(Expr::parse(arg)?),
         "$documents" => Stage::Documents(Expr::parse(arg)?),
         "$lookup" => Stage::Lookup(Box::new(Lookup::parse(arg)?)),
+        "$graphLookup" => Stage::GraphLookup(Box::new(graph_lookup::GraphLookup::parse(arg)?)),
         "$unionWith" => Stage::UnionWith(UnionWith::parse(arg)?),
         "$out" => Stage::Out(Out::parse(arg)?),
         "$merge" => Stage::Merge(Box::new(Merge::parse(arg)?)),
@@ -617,6 +621,7 @@ fn run_stage(
             }
         },
         Stage::Lookup(l) => l.run(docs, opts)?,
+        Stage::GraphLookup(g) => g.run(docs, opts)?,
         Stage::UnionWith(u) => u.run(docs, opts)?,
         Stage::Out(o) => o.run(docs, opts)?,
         Stage::Merge(m) => m.run(docs, opts)?,

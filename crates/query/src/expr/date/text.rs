@@ -321,6 +321,8 @@ pub(super) fn date_from_parts(a: &Named) -> R {
     let mut vals = [0i64; 7];
     for (slot, (k, default)) in vals.iter_mut().zip(keys) {
         *slot = match a.get(k) {
+            // A part given but evaluating to missing (`"$nope"`) is null, as MongoDB.
+            None if a.has(k) => return Ok(Some(Bson::Null)),
             None => *default,
             Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
             Some(v) => integral(&v).ok_or_else(|| {
@@ -334,15 +336,21 @@ pub(super) fn date_from_parts(a: &Named) -> R {
                 )
             })?,
         };
-        let (lo, hi, code) = if *k == "year" || *k == "isoWeekYear" {
-            (1, 9999, 40523)
-        } else {
-            (-32768, 32767, 31034)
-        };
-        if !(lo..=hi).contains(slot) {
+        // Years 1..=9999; seconds and milliseconds carry over unbounded; the other
+        // parts within a 16-bit range.
+        if *k == "year" || *k == "isoWeekYear" {
+            if !(1..=9999).contains(slot) {
+                return Err(QueryError::loc(
+                    if *k == "year" { 40523 } else { 31095 },
+                    format!(
+                        "'{k}' must evaluate to an integer in the range 1 to 9999, found {slot}"
+                    ),
+                ));
+            }
+        } else if *k != "second" && *k != "millisecond" && !(-32768..=32767).contains(slot) {
             return Err(QueryError::loc(
-                code,
-                format!("'{k}' must evaluate to a value in the range [{lo}, {hi}]; value {slot} is not in range"),
+                31034,
+                format!("'{k}' must evaluate to a value in the range [-32768, 32767]; value {slot} is not in range"),
             ));
         }
     }
@@ -368,10 +376,22 @@ pub(super) fn date_from_parts(a: &Named) -> R {
         jan.checked_add_signed(Duration::days(vals[2] - 1))
             .ok_or_else(range)?
     };
-    let local = midnight(base)
-        + Duration::hours(vals[3])
-        + Duration::minutes(vals[4])
-        + Duration::seconds(vals[5])
-        + Duration::milliseconds(vals[6]);
+    let overflow = || {
+        QueryError::bad(
+            "Overflow casting from a lower-precision duration to a higher-precision duration",
+        )
+    };
+    let offsets = [
+        Duration::try_hours(vals[3]),
+        Duration::try_minutes(vals[4]),
+        Duration::try_seconds(vals[5]),
+        Duration::try_milliseconds(vals[6]),
+    ];
+    let mut local = midnight(base);
+    for d in offsets {
+        local = local
+            .checked_add_signed(d.ok_or_else(overflow)?)
+            .ok_or_else(overflow)?;
+    }
     Ok(Some(mkdate(zone.to_utc(local))))
 }

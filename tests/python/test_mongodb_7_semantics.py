@@ -1,0 +1,215 @@
+"""Smaller MongoDB 7.0 behaviours through pymongo: compact and reIndex, showRecordId on a
+time-series collection, and $dateFromParts with missing parts."""
+
+import datetime
+
+import pytest
+from pymongo.errors import OperationFailure
+
+
+def test_compact_frees_the_space_of_deleted_documents_and_keeps_the_rest(db):
+    db.c.insert_many([{"_id": i, "pad": "x" * 2000} for i in range(2000)])
+    db.c.delete_many({"_id": {"$lt": 1900}})
+    reply = db.command("compact", "c")
+    assert reply["ok"] == 1.0
+    assert isinstance(reply["bytesFreed"], int) and reply["bytesFreed"] >= 0
+    assert db.c.count_documents({}) == 100
+    assert db.command("validate", "c")["valid"] is True
+
+
+def test_compact_of_a_time_series_collection_compacts_its_buckets(db):
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    db.ts.insert_many([{"t": datetime.datetime(2024, 1, 1, 0, i)} for i in range(10)])
+    assert db.command("compact", "ts")["ok"] == 1.0
+    assert db.ts.count_documents({}) == 10
+
+
+def test_compact_and_reindex_of_a_missing_collection_or_a_view_fail_as_mongodb(db):
+    for cmd in ("compact", "reIndex"):
+        with pytest.raises(OperationFailure) as e:
+            db.command(cmd, "nope")
+        assert e.value.code == 26
+    db.c.insert_one({})
+    db.create_collection("v", viewOn="c", pipeline=[])
+    for cmd, msg in (("compact", "can't compact a view"), ("reIndex", "can't re-index a view")):
+        with pytest.raises(OperationFailure) as e:
+            db.command(cmd, "v")
+        assert e.value.code == 166 and msg in str(e.value)
+
+
+def test_reindex_rebuilds_every_index_and_reports_them(db):
+    db.c.insert_many([{"_id": i, "a": i % 7, "b": str(i)} for i in range(200)])
+    db.c.create_index("a")
+    db.c.create_index([("b", 1)], unique=True, name="b_unique")
+    reply = db.command("reIndex", "c")
+    assert reply["nIndexesWas"] == 3 and reply["nIndexes"] == 3
+    assert [i["name"] for i in reply["indexes"]] == ["_id_", "a_1", "b_unique"]
+    assert [i["name"] for i in db.c.list_indexes()] == ["_id_", "a_1", "b_unique"]
+    assert db.c.find({"a": 3}).hint("a_1").explain()["queryPlanner"]["winningPlan"]
+    assert len(list(db.c.find({"a": 3}).hint("a_1"))) == len([i for i in range(200) if i % 7 == 3])
+    with pytest.raises(OperationFailure) as e:
+        db.c.insert_one({"_id": 1000, "b": "5"})
+    assert e.value.code == 11000
+
+
+def test_show_record_id_on_a_time_series_collection_is_an_invalid_pipeline_operator(db):
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    db.ts.insert_one({"t": datetime.datetime(2024, 1, 1)})
+    with pytest.raises(OperationFailure) as e:
+        list(db.ts.find(show_record_id=True))
+    assert e.value.code == 168
+    assert "showRecordId" in str(e.value)
+
+
+def test_date_from_parts_with_a_missing_or_null_part_is_null(db):
+    db.c.insert_one({"_id": 1, "y": 2024, "n": None})
+    out = db.c.aggregate([{"$project": {
+        "missing_year": {"$dateFromParts": {"year": "$nope", "month": 2}},
+        "null_hour": {"$dateFromParts": {"year": "$y", "hour": "$n"}},
+        "carried": {"$dateFromParts": {"year": "$y", "month": 13, "second": 90}},
+    }}]).next()
+    assert out["missing_year"] is None
+    assert out["null_hour"] is None
+    assert out["carried"] == datetime.datetime(2025, 1, 1, 0, 1, 30)
+
+
+def collection_uuid(db, name):
+    return next(c for c in db.list_collections(filter={"name": name}))["info"]["uuid"]
+
+
+def test_commands_with_the_right_collection_uuid_run(db):
+    db.c.insert_one({"_id": 1})
+    uuid = collection_uuid(db, "c")
+    assert db.command("find", "c", collectionUUID=uuid)["cursor"]["firstBatch"] == [{"_id": 1}]
+    db.command("insert", "c", documents=[{"_id": 2}], collectionUUID=uuid)
+    assert db.command("count", "c", collectionUUID=uuid)["n"] == 2
+    db.command("aggregate", "c", pipeline=[], cursor={}, collectionUUID=uuid)
+
+
+def test_a_wrong_collection_uuid_fails_with_collection_uuid_mismatch_before_anything_runs(db):
+    db.a.insert_one({"_id": 1})
+    db.b.insert_one({"_id": 1})
+    uuid_a = collection_uuid(db, "a")
+    for cmd, extra in (("find", {}), ("insert", {"documents": [{"_id": 2}]}),
+                       ("delete", {"deletes": [{"q": {}, "limit": 0}]}), ("drop", {})):
+        with pytest.raises(OperationFailure) as e:
+            db.command(cmd, "b", collectionUUID=uuid_a, **extra)
+        assert e.value.code == 361, cmd
+        details = e.value.details
+        assert details["codeName"] == "CollectionUUIDMismatch"
+        assert (details["db"], details["expectedCollection"], details["actualCollection"]) == (
+            db.name, "b", "a")
+        assert details["collectionUUID"] == uuid_a
+    assert db.b.count_documents({}) == 1
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "missing", collectionUUID=uuid_a)
+    assert e.value.code == 361 and e.value.details["actualCollection"] == "a"
+
+
+def test_collection_uuid_is_refused_by_commands_that_do_not_take_it(db):
+    db.c.insert_one({})
+    with pytest.raises(OperationFailure) as e:
+        db.command("create", "d", collectionUUID=collection_uuid(db, "c"))
+    assert e.value.code == 40415
+
+
+EMPLOYEES = [
+    {"_id": 1, "name": "Dev"},
+    {"_id": 2, "name": "Eliot", "reportsTo": "Dev"},
+    {"_id": 3, "name": "Ron", "reportsTo": "Eliot"},
+    {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
+    {"_id": 5, "name": "Asya", "reportsTo": "Ron"},
+    {"_id": 6, "name": "Dan", "reportsTo": "Andrew"},
+]
+
+
+def chain(db, **extra):
+    spec = {"from": "employees", "startWith": "$reportsTo", "connectFromField": "reportsTo",
+            "connectToField": "name", "as": "hierarchy", **extra}
+    out = db.employees.aggregate([{"$match": {"name": "Dan"}}, {"$graphLookup": spec}]).next()
+    return out["hierarchy"]
+
+
+def test_graph_lookup_follows_the_chain_breadth_first_with_depth_and_max_depth(db):
+    db.employees.insert_many(EMPLOYEES)
+    hierarchy = chain(db, depthField="depth")
+    assert [(d["name"], d["depth"]) for d in hierarchy] == [("Andrew", 0), ("Eliot", 1), ("Dev", 2)]
+    assert all(isinstance(d["depth"], int) for d in hierarchy)
+    assert [d["name"] for d in chain(db, maxDepth=0)] == ["Andrew"]
+    assert [d["name"] for d in chain(db, maxDepth=1)] == ["Andrew", "Eliot"]
+    assert [d["name"] for d in chain(db, restrictSearchWithMatch={"name": {"$ne": "Eliot"}})] == [
+        "Andrew"]
+
+
+def test_graph_lookup_follows_arrays_and_takes_each_document_once(db):
+    db.airports.insert_many([
+        {"_id": 0, "airport": "JFK", "connects": ["BOS", "ORD"]},
+        {"_id": 1, "airport": "BOS", "connects": ["JFK", "PWM"]},
+        {"_id": 2, "airport": "ORD", "connects": ["JFK"]},
+        {"_id": 3, "airport": "PWM", "connects": ["BOS", "LHR"]},
+        {"_id": 4, "airport": "LHR", "connects": ["PWM"]},
+    ])
+    db.travellers.insert_one({"_id": 1, "nearest": "JFK"})
+    out = db.travellers.aggregate([{"$graphLookup": {
+        "from": "airports", "startWith": "$nearest", "connectFromField": "connects",
+        "connectToField": "airport", "maxDepth": 2, "depthField": "hops", "as": "dest"}}]).next()
+    hops = {d["airport"]: d["hops"] for d in out["dest"]}
+    assert hops == {"JFK": 0, "BOS": 1, "ORD": 1, "PWM": 2}
+
+
+def test_graph_lookup_and_lookup_read_from_a_view(db):
+    db.employees.insert_many(EMPLOYEES)
+    db.create_collection("staff", viewOn="employees", pipeline=[{"$match": {"_id": {"$gt": 1}}}])
+    hierarchy = db.employees.aggregate([{"$match": {"_id": 6}}, {"$graphLookup": {
+        "from": "staff", "startWith": "$reportsTo", "connectFromField": "reportsTo",
+        "connectToField": "name", "as": "h"}}]).next()["h"]
+    assert [d["name"] for d in hierarchy] == ["Andrew", "Eliot"]
+    joined = db.employees.aggregate([{"$match": {"_id": 2}}, {"$lookup": {
+        "from": "staff", "localField": "name", "foreignField": "reportsTo", "as": "reports"}}]).next()
+    assert sorted(d["name"] for d in joined["reports"]) == ["Andrew", "Ron"]
+    with pytest.raises(OperationFailure) as e:
+        list(db.employees.aggregate([{"$out": "staff"}]))
+    assert e.value.code == 166
+
+
+def test_graph_lookup_spec_errors(db):
+    db.c.insert_one({})
+    with pytest.raises(OperationFailure) as e:
+        list(db.c.aggregate([{"$graphLookup": {"from": "c", "startWith": 1, "as": "x"}}]))
+    assert e.value.code == 40105
+    with pytest.raises(OperationFailure) as e:
+        list(db.c.aggregate([{"$graphLookup": {
+            "from": "c", "startWith": 1, "connectFromField": "a", "connectToField": "b",
+            "as": "x", "maxDepth": -1}}]))
+    assert e.value.code == 40101
+
+
+@pytest.mark.parametrize("when_matched", ["replace", "merge", [{"$set": {"_id": "$$new._id"}}]],
+                         ids=["replace", "merge", "pipeline"])
+def test_merge_that_would_change_the_matched_documents_id_fails_with_immutable_field(
+        db, when_matched):
+    db.target.create_index("k", unique=True)
+    db.target.insert_one({"_id": 1, "k": "a", "v": 0})
+    db.src.insert_one({"_id": 2, "k": "a", "v": 1})
+    with pytest.raises(OperationFailure) as e:
+        list(db.src.aggregate([{"$merge": {"into": "target", "on": "k",
+                                           "whenMatched": when_matched}}]))
+    assert e.value.code == 66
+    assert "did you attempt to modify the _id" in str(e.value)
+    assert list(db.target.find()) == [{"_id": 1, "k": "a", "v": 0}]
+    # Without the source's _id the same merge goes through.
+    list(db.src.aggregate([{"$unset": "_id"}, {"$merge": {"into": "target", "on": "k",
+                                                          "whenMatched": "replace"}}]))
+    assert list(db.target.find()) == [{"_id": 1, "k": "a", "v": 1}]
+
+
+def test_list_indexes_and_list_collections_honour_cursor_batch_size(db):
+    for name in ("a", "b", "c"):
+        db[name].create_index("x")
+    reply = db.command("listIndexes", "a", cursor={"batchSize": 1})
+    assert len(reply["cursor"]["firstBatch"]) == 1 and reply["cursor"]["id"] != 0
+    more = db.command("getMore", reply["cursor"]["id"], collection="a")
+    assert [i["name"] for i in more["cursor"]["nextBatch"]] == ["x_1"]
+    reply = db.command("listCollections", cursor={"batchSize": 0})
+    assert reply["cursor"]["firstBatch"] == [] and reply["cursor"]["id"] != 0
+    assert sorted(c["name"] for c in db.list_collections()) == ["a", "b", "c"]
