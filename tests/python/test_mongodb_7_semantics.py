@@ -213,3 +213,28 @@ def test_list_indexes_and_list_collections_honour_cursor_batch_size(db):
     reply = db.command("listCollections", cursor={"batchSize": 0})
     assert reply["cursor"]["firstBatch"] == [] and reply["cursor"]["id"] != 0
     assert sorted(c["name"] for c in db.list_collections()) == ["a", "b", "c"]
+
+
+def test_list_catalog_lists_collections_views_and_time_series_entries(db, client):
+    db.c.create_index("x")
+    db.create_collection("v", viewOn="c", pipeline=[{"$match": {"x": 1}}])
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    mine = [e for e in client.admin.aggregate([{"$listCatalog": {}}]) if e["db"] == db.name]
+    by_name = {e["name"]: e for e in mine}
+    c = by_name["c"]
+    assert (c["type"], c["ns"]) == ("collection", f"{db.name}.c")
+    assert [i["spec"]["name"] for i in c["md"]["indexes"]] == ["_id_", "x_1"]
+    assert "uuid" in c["md"]["options"]
+    v = by_name["v"]
+    assert (v["type"], v["viewOn"], v["pipeline"]) == ("view", "c", [{"$match": {"x": 1}}])
+    ts = by_name["ts"]
+    assert (ts["type"], ts["viewOn"]) == ("timeseries", "system.buckets.ts")
+    assert "$_internalUnpackBucket" in ts["pipeline"][0]
+    assert by_name["system.buckets.ts"]["md"]["options"]["timeseries"]["timeField"] == "t"
+    assert [e["name"] for e in db.c.aggregate([{"$listCatalog": {}}])] == ["c"]
+    with pytest.raises(OperationFailure) as e:
+        db.command("aggregate", 1, pipeline=[{"$listCatalog": {}}], cursor={})
+    assert e.value.code == 73
+    with pytest.raises(OperationFailure) as e:
+        list(db.c.aggregate([{"$listCatalog": {"x": 1}}]))
+    assert e.value.code == 6200600

@@ -139,28 +139,22 @@ pub async fn write_v1(
     body: Body,
 ) -> Response {
     let api = Api::V1;
-    let db = q.get("db").cloned().unwrap_or_default();
-    if db.is_empty() {
-        return InfluxError::new(api, StatusCode::BAD_REQUEST, "database is required")
-            .into_response();
+    let db = q.get("db").map(String::as_str).unwrap_or("");
+    let rp = q.get("rp").map(String::as_str);
+    match database(api, db, rp, "database is required") {
+        Ok(db) => {
+            write(
+                state,
+                api,
+                db,
+                q.get("precision").map(String::as_str),
+                headers,
+                body,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
     }
-    if let Some(rp) = q.get("rp").filter(|rp| !rp.is_empty() && *rp != "autogen") {
-        return InfluxError::new(
-            api,
-            StatusCode::NOT_FOUND,
-            format!("retention policy not found: {rp}"),
-        )
-        .into_response();
-    }
-    write(
-        state,
-        api,
-        db,
-        q.get("precision").map(String::as_str),
-        headers,
-        body,
-    )
-    .await
 }
 
 /// `POST /api/v2/write?org=&bucket=&precision=`. The bucket is the database (`db/rp`
@@ -173,32 +167,41 @@ pub async fn write_v2(
     body: Body,
 ) -> Response {
     let api = Api::V2;
-    let bucket = q.get("bucket").cloned().unwrap_or_default();
-    let db = match bucket.split_once('/') {
-        Some((db, rp)) if rp.is_empty() || rp == "autogen" => db.to_string(),
-        Some((_, rp)) => {
-            return InfluxError::new(
-                api,
-                StatusCode::NOT_FOUND,
-                format!("retention policy not found: {rp}"),
-            )
-            .into_response()
-        }
-        None => bucket,
+    let bucket = q.get("bucket").map(String::as_str).unwrap_or("");
+    let (db, rp) = match bucket.split_once('/') {
+        Some((db, rp)) => (db, Some(rp)),
+        None => (bucket, None),
     };
-    if db.is_empty() {
-        return InfluxError::new(api, StatusCode::BAD_REQUEST, "bucket is required")
-            .into_response();
+    match database(api, db, rp, "bucket is required") {
+        Ok(db) => {
+            write(
+                state,
+                api,
+                db,
+                q.get("precision").map(String::as_str),
+                headers,
+                body,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
     }
-    write(
-        state,
-        api,
-        db,
-        q.get("precision").map(String::as_str),
-        headers,
-        body,
-    )
-    .await
+}
+
+/// The database a write goes to: it must be named, and a retention policy may only be
+/// the default one (Hourglass has no others).
+fn database(api: Api, db: &str, rp: Option<&str>, missing: &str) -> Result<String, InfluxError> {
+    if db.is_empty() {
+        return Err(InfluxError::new(api, StatusCode::BAD_REQUEST, missing));
+    }
+    match rp {
+        None | Some("" | "autogen") => Ok(db.to_string()),
+        Some(rp) => Err(InfluxError::new(
+            api,
+            StatusCode::NOT_FOUND,
+            format!("retention policy not found: {rp}"),
+        )),
+    }
 }
 
 async fn write(

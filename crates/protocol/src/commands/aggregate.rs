@@ -55,7 +55,15 @@ pub fn aggregate(req: &Request) -> CmdResult {
     let index_stats = stages
         .first()
         .is_some_and(|s| s.contains_key("$indexStats"));
-    let rest = if coll_stats.is_some() || index_stats {
+    // And a leading $listCatalog (for `{aggregate: 1}` on admin too).
+    let list_catalog = match stages.first().filter(|s| s.contains_key("$listCatalog")) {
+        Some(s) => {
+            super::list_catalog::check_spec(s)?;
+            true
+        }
+        None => false,
+    };
+    let rest = if coll_stats.is_some() || index_stats || list_catalog {
         &stages[1..]
     } else {
         &stages[..]
@@ -71,9 +79,16 @@ pub fn aggregate(req: &Request) -> CmdResult {
                 "The 'cursor' option is required, except for aggregate with the explain argument",
             )),
         };
-    // A collectionless aggregate is allowed when the pipeline starts with $documents.
+    // A collectionless aggregate is allowed when the pipeline starts with $documents
+    // or $listCatalog.
     let documents_only = coll.is_none() && pipeline.starts_with_documents();
-    let coll = coll.or_else(|| documents_only.then(|| "$cmd.aggregate".to_string()));
+    let catalog_input = match list_catalog {
+        true => Some(super::list_catalog::entries(req, coll.as_deref())?),
+        false => None,
+    };
+    let coll = coll.or_else(|| {
+        (documents_only || catalog_input.is_some()).then(|| "$cmd.aggregate".to_string())
+    });
     let Some(coll) = coll else {
         return Err(CommandError::invalid_options(
             "collectionless aggregate ({aggregate: 1}) is not supported by this server yet",
@@ -85,8 +100,8 @@ pub fn aggregate(req: &Request) -> CmdResult {
         .unwrap_or_else(Filter::match_all);
     let source = source.unwrap_or_else(|| coll.clone());
     let target = Target::resolve(req, &source);
-    if let (Target::TimeSeries { buckets, options }, None, false) =
-        (&target, &coll_stats, index_stats)
+    if let (Target::TimeSeries { buckets, options }, None, false, false) =
+        (&target, &coll_stats, index_stats, list_catalog)
     {
         return super::aggregate_ts::aggregate_view(
             req,
@@ -114,6 +129,9 @@ pub fn aggregate(req: &Request) -> CmdResult {
     let opts = ctx.run_options()?;
     let output = match coll_stats {
         _ if documents_only => pipeline.run_with(Vec::new(), &opts)?,
+        _ if catalog_input.is_some() => {
+            pipeline.run_with(catalog_input.unwrap_or_default(), &opts)?
+        }
         Some(spec) => pipeline.run_with(vec![coll_stats_stage(req, &coll, &spec)?], &opts)?,
         None if index_stats => pipeline.run_with(index_stats_stage(req, target), &opts)?,
         // Documents stream from the scan into the leading stages.

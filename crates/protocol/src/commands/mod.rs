@@ -25,6 +25,7 @@ mod handshake;
 mod indexes;
 mod indexes_ts;
 mod insert;
+mod list_catalog;
 mod parameters;
 mod pipeline_context;
 mod planned;

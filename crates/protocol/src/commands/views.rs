@@ -203,28 +203,40 @@ pub fn drop_view(req: &Request, coll: &str) -> CmdResult {
     Ok(doc! {"ns": format!("{}.{coll}", req.db)})
 }
 
-/// The `listCollections` entries of the database's views.
-pub fn list_entries(req: &Request) -> Result<Vec<Document>, CommandError> {
-    let Some(views) = req.state.catalog.get(&req.db, VIEWS) else {
+/// The stored definitions of the views of `db`, each with the view's name.
+pub fn definitions(
+    catalog: &hourglass_catalog::Catalog,
+    db: &str,
+) -> Result<Vec<(String, Document)>, CommandError> {
+    let Some(views) = catalog.get(db, VIEWS) else {
         return Ok(Vec::new());
     };
-    let prefix = format!("{}.", req.db);
+    let prefix = format!("{db}.");
     let mut out = Vec::new();
     for d in views.scan() {
         let d = d?;
-        let Some(name) = d
+        if let Some(name) = d
             .get_str("_id")
             .ok()
             .and_then(|id| id.strip_prefix(&prefix))
-        else {
-            continue;
-        };
-        out.push(doc! {
-            "name": name,
-            "type": "view",
-            "options": {"viewOn": d.get_str("viewOn").unwrap_or_default(), "pipeline": stored_pipeline(&d)},
-            "info": {"readOnly": true},
-        });
+        {
+            out.push((name.to_string(), d.clone()));
+        }
     }
     Ok(out)
+}
+
+/// The `listCollections` entries of the database's views.
+pub fn list_entries(req: &Request) -> Result<Vec<Document>, CommandError> {
+    Ok(definitions(&req.state.catalog, &req.db)?
+        .into_iter()
+        .map(|(name, d)| {
+            doc! {
+                "name": name,
+                "type": "view",
+                "options": {"viewOn": d.get_str("viewOn").unwrap_or_default(), "pipeline": stored_pipeline(&d)},
+                "info": {"readOnly": true},
+            }
+        })
+        .collect())
 }
