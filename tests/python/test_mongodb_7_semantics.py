@@ -238,3 +238,42 @@ def test_list_catalog_lists_collections_views_and_time_series_entries(db, client
     with pytest.raises(OperationFailure) as e:
         list(db.c.aggregate([{"$listCatalog": {"x": 1}}]))
     assert e.value.code == 6200600
+
+
+def test_hints_on_a_time_series_collection_must_name_a_visible_index(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_many([{"t": datetime.datetime(2024, 1, 1, 0, i), "m": i % 2} for i in range(4)])
+    db.ts.create_index([("m", 1), ("t", -1)], name="m_t")
+    assert len(list(db.ts.find().hint("m_t"))) == 4
+    assert len(list(db.ts.find().hint([("m", 1), ("t", -1)]))) == 4
+    assert len(list(db.ts.find().hint("m_1_t_1"))) == 4
+    assert len(list(db.ts.find().hint([("$natural", 1)]))) == 4
+    for bad in ("nope", {"t": -1, "m": 1}):
+        with pytest.raises(OperationFailure) as e:
+            list(db.ts.find().hint(bad))
+        assert e.value.code == 2
+        with pytest.raises(OperationFailure) as e:
+            list(db.ts.aggregate([], hint=bad))
+        assert e.value.code == 2
+    db.command("collMod", "ts", index={"name": "m_t", "hidden": True})
+    with pytest.raises(OperationFailure) as e:
+        list(db.ts.find().hint("m_t"))
+    assert e.value.code == 2
+
+
+def test_index_stats_on_a_buckets_collection_lists_its_indexes(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_one({"t": datetime.datetime(2024, 1, 1), "m": 1})
+    on_view = [s["name"] for s in db.ts.aggregate([{"$indexStats": {}}])]
+    on_buckets = list(db["system.buckets.ts"].aggregate([{"$indexStats": {}}]))
+    assert on_view == ["m_1_t_1"]
+    assert [s["name"] for s in on_buckets] == ["m_1_t_1"]
+    assert on_buckets[0]["key"] == {"meta": 1, "control.min.t": 1, "control.max.t": 1}
+
+
+def test_coll_mod_refuses_a_ttl_on_a_time_series_index(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "ts", index={"name": "m_1_t_1", "expireAfterSeconds": 10})
+    assert e.value.code == 72
+    assert "expireAfterSeconds" not in next(db.ts.list_indexes())

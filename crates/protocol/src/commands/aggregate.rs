@@ -103,6 +103,9 @@ pub fn aggregate(req: &Request) -> CmdResult {
     if let (Target::TimeSeries { buckets, options }, None, false, false) =
         (&target, &coll_stats, index_stats, list_catalog)
     {
+        if let Some(hint) = super::planned::parse_hint(req.body.get("hint"))? {
+            super::indexes_ts::check_hint(buckets, options, true, &hint)?;
+        }
         return super::aggregate_ts::aggregate_view(
             req,
             &coll,
@@ -202,7 +205,10 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult 
 fn index_stats_stage(req: &Request, target: Target) -> Vec<Document> {
     match target {
         Target::TimeSeries { buckets, options } => {
-            super::indexes_ts::index_stats(req, &buckets, &options).unwrap_or_default()
+            super::indexes_ts::index_stats(req, &buckets, &options, true).unwrap_or_default()
+        }
+        Target::Buckets { buckets, options } => {
+            super::indexes_ts::index_stats(req, &buckets, &options, false).unwrap_or_default()
         }
         Target::Regular(Some(c)) => super::indexes::index_documents(&c)
             .into_iter()

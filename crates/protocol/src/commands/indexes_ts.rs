@@ -113,6 +113,33 @@ pub fn create(
 }
 
 /// `listIndexes`: the user's specs on the view, the bucket specs on the buckets.
+/// Checks a `hint` on a time-series collection (`view`) or on its buckets collection:
+/// `$natural`, or an index that exists and is not hidden, else 2 BadValue as MongoDB.
+/// Bucket reads do not use secondary indexes, so a valid hint changes no result.
+pub fn check_hint(
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    view: bool,
+    hint: &hourglass_catalog::plan::Hint,
+) -> Result<(), CommandError> {
+    use hourglass_catalog::plan::Hint;
+    let specs = list(buckets, options, view)?;
+    let found = match hint {
+        Hint::Natural(_) => return Ok(()),
+        Hint::Name(n) => specs.iter().find(|s| s.get_str("name") == Ok(n.as_str())),
+        Hint::KeyPattern(k) => specs.iter().find(|s| {
+            s.get_document("key")
+                .is_ok_and(|key| key.iter().eq(k.iter()))
+        }),
+    };
+    match found {
+        Some(s) if !s.get_bool("hidden").unwrap_or(false) => Ok(()),
+        _ => Err(CommandError::bad_value(
+            "hint provided does not correspond to an existing index",
+        )),
+    }
+}
+
 pub fn list(
     buckets: &Collection,
     options: &TimeseriesOptions,
@@ -204,6 +231,21 @@ pub fn set_hidden(
     options: &TimeseriesOptions,
     spec: &Document,
 ) -> Result<Document, CommandError> {
+    for k in spec.keys() {
+        match k.as_str() {
+            "name" | "keyPattern" | "hidden" => {}
+            "expireAfterSeconds" => {
+                return Err(CommandError::invalid_options(
+                    "TTL indexes are not supported on time-series collections: set expireAfterSeconds on the collection",
+                ))
+            }
+            other => {
+                return Err(CommandError::invalid_options(format!(
+                    "collMod index option '{other}' is not supported on time-series collections"
+                )))
+            }
+        }
+    }
     let mut specs = TimeseriesStore::index_specs(buckets, options)?;
     let which = match (spec.get("name"), spec.get("keyPattern")) {
         (Some(n), None) => n.clone(),
@@ -259,13 +301,15 @@ pub fn index_stats_entry(req: &Request, spec: Document) -> Document {
     }
 }
 
-/// The `$indexStats` documents of a time-series view.
+/// The `$indexStats` documents of a time-series collection (`view`) or of its buckets
+/// collection.
 pub fn index_stats(
     req: &Request,
     buckets: &Collection,
     options: &TimeseriesOptions,
+    view: bool,
 ) -> Result<Vec<Document>, CommandError> {
-    Ok(list(buckets, options, true)?
+    Ok(list(buckets, options, view)?
         .into_iter()
         .map(|spec| index_stats_entry(req, spec))
         .collect())

@@ -92,6 +92,12 @@ impl Target {
         opts: &ReadOpts<'_>,
     ) -> Result<(DocSource, bool), CommandError> {
         let store = &req.state.timeseries;
+        if let (Some(hint), Target::TimeSeries { buckets, options }) = (opts.hint, &self) {
+            super::indexes_ts::check_hint(buckets, options, true, hint)?;
+        }
+        if let (Some(hint), Target::Buckets { buckets, options }) = (opts.hint, &self) {
+            super::indexes_ts::check_hint(buckets, options, false, hint)?;
+        }
         let docs: DocSource = match self {
             Target::Regular(None) => return Ok((Box::new(std::iter::empty()), false)),
             Target::Regular(Some(c)) => {
