@@ -277,3 +277,17 @@ def test_coll_mod_refuses_a_ttl_on_a_time_series_index(db):
         db.command("collMod", "ts", index={"name": "m_1_t_1", "expireAfterSeconds": 10})
     assert e.value.code == 72
     assert "expireAfterSeconds" not in next(db.ts.list_indexes())
+
+
+def test_positional_update_of_an_array_valued_meta_field_on_a_time_series_collection(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    docs = [{"t": datetime.datetime(2024, 1, 1, 0, i), "m": {"tags": ["a", "b"] if i % 2 else ["c"]},
+             "v": i} for i in range(4)]
+    db.ts.insert_many([dict(d) for d in docs])
+    db.r.insert_many([dict(d) for d in docs])
+    for coll in (db.ts, db.r):
+        result = coll.update_many({"m.tags": "b"}, {"$set": {"m.tags.$": "B"}})
+        assert result.modified_count == 2, coll.name
+    def metas(c):
+        return sorted(str(d["m"]) for d in c.find())
+    assert metas(db.ts) == metas(db.r) == ["{'tags': ['a', 'B']}"] * 2 + ["{'tags': ['c']}"] * 2

@@ -171,7 +171,9 @@ impl TimeseriesStore {
                 if let Some(m) = view.meta() {
                     d.insert(mf, m.clone());
                 }
-                let changed = update.update.apply(&mut d, false)?;
+                // The filter names only meta fields, so it resolves a positional `$`
+                // against `{<metaField>: meta}` as it would against each measurement.
+                let changed = update.update.apply_matched(&mut d, false, Some(&filter))?;
                 out.matched += view.count() as u64;
                 if changed {
                     out.modified += view.count() as u64;
