@@ -44,7 +44,7 @@ impl CommandError {
     pub fn unknown_field(command: &str, field: &str) -> CommandError {
         CommandError::new(
             40415,
-            "Location40415",
+            "IDLUnknownField",
             format!("BSON field '{command}.{field}' is an unknown field."),
         )
     }
@@ -54,7 +54,7 @@ impl CommandError {
     pub fn missing_field(path: &str) -> CommandError {
         CommandError::new(
             40414,
-            "Location40414",
+            "IDLFailedToParse",
             format!("BSON field '{path}' is missing but a required field"),
         )
     }

@@ -78,9 +78,29 @@ impl<S: tracing::Subscriber> Layer<S> for RecentLogLayer {
     }
 }
 
-/// Installs the global subscriber.
-pub fn init(quiet: bool, logpath: Option<&Path>, recent: Arc<RecentLog>) -> anyhow::Result<()> {
-    let default = if quiet { "warn" } else { "info" };
+/// Installs the global subscriber: warnings only when `quiet`, debug from `-v`, trace from
+/// `-vvv`. An existing `logpath` is renamed aside (`<path>.<UTC time>`, as mongod's default
+/// `logRotate: rename`) unless `append`.
+pub fn init(
+    quiet: bool,
+    verbosity: u8,
+    logpath: Option<&Path>,
+    append: bool,
+    recent: Arc<RecentLog>,
+) -> anyhow::Result<()> {
+    let default = match (quiet, verbosity) {
+        (true, _) => "warn",
+        (false, 0) => "info",
+        (false, 1 | 2) => "debug",
+        (false, _) => "trace",
+    };
+    if let Some(p) = logpath.filter(|p| !append && p.exists()) {
+        let stamp = chrono_free_stamp();
+        let aside = format!("{}.{stamp}", p.display());
+        std::fs::rename(p, &aside).map_err(|e| {
+            anyhow::anyhow!("cannot rename the old log {} to {aside}: {e}", p.display())
+        })?;
+    }
     let filter =
         || EnvFilter::try_from_env("HOURGLASS_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let recent_layer = RecentLogLayer(recent).with_filter(filter());
@@ -90,7 +110,8 @@ pub fn init(quiet: bool, logpath: Option<&Path>, recent: Arc<RecentLog>) -> anyh
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(p)?;
+                .open(p)
+                .map_err(|e| anyhow::anyhow!("cannot open --logpath {}: {e}", p.display()))?;
             registry
                 .with(
                     tracing_subscriber::fmt::layer()
@@ -107,4 +128,14 @@ pub fn init(quiet: bool, logpath: Option<&Path>, recent: Arc<RecentLog>) -> anyh
         }
     }
     Ok(())
+}
+
+/// The current UTC time as mongod names rotated logs: `2026-11-25T15-04-05`.
+fn chrono_free_stamp() -> String {
+    let ms = bson::DateTime::now().timestamp_millis();
+    bson::DateTime::from_millis(ms - ms.rem_euclid(1000))
+        .try_to_rfc3339_string()
+        .unwrap_or_default()
+        .trim_end_matches('Z')
+        .replace(':', "-")
 }

@@ -1,6 +1,7 @@
 //! The `hourglass` binary: parses the command line, sets up logging, opens storage, serves
 //! MongoDB clients over TCP, and shuts down cleanly on SIGINT/SIGTERM.
 
+mod config;
 mod logging;
 
 /// mimalloc instead of glibc malloc: parsing and bucketing allocate many small objects,
@@ -26,16 +27,22 @@ use tokio::task::JoinSet;
 /// Hourglass: a time-series database that speaks the MongoDB wire protocol.
 #[derive(Parser, Debug)]
 #[command(name = "hourglass", version, about)]
-struct Args {
-    /// Directory for the data files (created if missing).
-    #[arg(long, default_value = "./data")]
-    dbpath: PathBuf,
-    /// TCP port to listen on.
-    #[arg(long, default_value_t = 27017)]
-    port: u16,
-    /// Comma-separated addresses to listen on.
-    #[arg(long = "bind_ip", default_value = "127.0.0.1")]
-    bind_ip: String,
+struct Cli {
+    /// mongod's YAML configuration file; command-line options win over it.
+    #[arg(long, short = 'f')]
+    config: Option<PathBuf>,
+    /// Directory for the data files (created if missing) [default: ./data].
+    #[arg(long)]
+    dbpath: Option<PathBuf>,
+    /// TCP port to listen on [default: 27017].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Comma-separated addresses to listen on [default: 127.0.0.1].
+    #[arg(long = "bind_ip")]
+    bind_ip: Option<String>,
+    /// Listen on all IPv4 addresses (0.0.0.0).
+    #[arg(long = "bind_ip_all", conflicts_with = "bind_ip")]
+    bind_ip_all: bool,
     /// Port of the HTTP listener (InfluxDB line protocol, Prometheus remote write,
     /// /metrics); off when not given. Until the server has authentication it listens
     /// only on the loopback addresses of --bind_ip (127.0.0.1 when there are none).
@@ -47,18 +54,78 @@ struct Args {
     /// Log only warnings and errors.
     #[arg(long)]
     quiet: bool,
+    /// More log detail: -v for debug, -vvv and more for trace.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
     /// Write the log to this file instead of standard output.
     #[arg(long)]
     logpath: Option<PathBuf>,
-    /// Most client connections open at once; more are closed as they arrive.
-    #[arg(long = "maxConns", default_value_t = hourglass_protocol::state::DEFAULT_MAX_CONNS, value_parser = clap::value_parser!(i64).range(1..))]
-    max_conns: i64,
+    /// Append to an existing --logpath file instead of renaming it aside first.
+    #[arg(long)]
+    logappend: bool,
+    /// Most client connections open at once; more are closed as they arrive
+    /// [default: 1000000].
+    #[arg(long = "maxConns", value_parser = clap::value_parser!(i64).range(1..))]
+    max_conns: Option<i64>,
     /// Stack size of the server's threads in KiB. Recursion is bounded by the BSON depth
     /// limit (200 levels); a debug build needs about 11 KiB per level (2 MiB overflowed at
     /// ~180 levels, 4 MiB holds 199), so the default leaves a 4x margin. The hostile-input
     /// tests run with 4 MiB, where any unbounded recursion fails.
     #[arg(long = "threadStackKiB", hide = true, default_value_t = 16 * 1024)]
     thread_stack_kib: usize,
+}
+
+/// The settings in force: the command line over the config file over the defaults.
+#[derive(Debug)]
+struct Args {
+    dbpath: PathBuf,
+    port: u16,
+    bind_ip: String,
+    http_port: Option<u16>,
+    set_parameter: Vec<String>,
+    quiet: bool,
+    verbosity: u8,
+    logpath: Option<PathBuf>,
+    logappend: bool,
+    max_conns: i64,
+    thread_stack_kib: usize,
+}
+
+impl Args {
+    fn resolve(cli: Cli) -> anyhow::Result<Args> {
+        let file = match &cli.config {
+            Some(p) => config::load(p)?,
+            None => config::FileSettings::default(),
+        };
+        let bind_all = cli.bind_ip_all || (cli.bind_ip.is_none() && file.bind_ip_all);
+        let bind_ip = match (bind_all, cli.bind_ip.or(file.bind_ip)) {
+            // mongod without --ipv6 binds the IPv4 wildcard only.
+            (true, _) => "0.0.0.0".to_string(),
+            (false, Some(ip)) => ip,
+            (false, None) => "127.0.0.1".to_string(),
+        };
+        let mut set_parameter = file.set_parameter;
+        set_parameter.extend(cli.set_parameter);
+        Ok(Args {
+            dbpath: cli
+                .dbpath
+                .or(file.db_path)
+                .unwrap_or_else(|| PathBuf::from("./data")),
+            port: cli.port.or(file.port).unwrap_or(27017),
+            bind_ip,
+            http_port: cli.http_port.or(file.http_port),
+            set_parameter,
+            quiet: cli.quiet || file.quiet,
+            verbosity: cli.verbose.max(file.verbosity),
+            logpath: cli.logpath.or(file.log_path),
+            logappend: cli.logappend || file.log_append,
+            max_conns: cli
+                .max_conns
+                .or(file.max_conns)
+                .unwrap_or(hourglass_protocol::state::DEFAULT_MAX_CONNS),
+            thread_stack_kib: cli.thread_stack_kib,
+        })
+    }
 }
 
 impl Args {
@@ -96,7 +163,13 @@ fn apply_parameters(args: &Args, params: &Parameters) -> anyhow::Result<Document
 }
 
 fn main() -> std::process::ExitCode {
-    let args = Args::parse();
+    let args = match Args::resolve(Cli::parse()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("hourglass: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     match run(args) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -111,7 +184,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dbpath)
         .with_context(|| format!("cannot create --dbpath {}", args.dbpath.display()))?;
     let recent = Arc::new(RecentLog::default());
-    logging::init(args.quiet, args.logpath.as_deref(), recent.clone())?;
+    logging::init(
+        args.quiet,
+        args.verbosity,
+        args.logpath.as_deref(),
+        args.logappend,
+        recent.clone(),
+    )?;
     let params = Parameters::default();
     let given = apply_parameters(&args, &params)?;
     let engine = Engine::open(&args.dbpath)
@@ -167,7 +246,10 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        let addr = format!("{ip}:{}", args.port);
+        let addr = match ip.contains(':') {
+            true => format!("[{ip}]:{}", args.port),
+            false => format!("{ip}:{}", args.port),
+        };
         let l = TcpListener::bind(&addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;

@@ -20,10 +20,10 @@ pub enum TsError {
     /// Code 10334 `BSONObjectTooLarge`: a measurement over 16 MiB.
     #[error("{0}")]
     TooLarge(String),
-    /// Code 40414 `Location40414`: a required IDL field is missing.
+    /// Code 40414 `IDLFailedToParse`: a required IDL field is missing.
     #[error("{0}")]
     MissingField(String),
-    /// Code 40415 `Location40415`: an unknown IDL field.
+    /// Code 40415 `IDLUnknownField`: an unknown IDL field.
     #[error("{0}")]
     UnknownField(String),
 }
@@ -50,8 +50,8 @@ impl TsError {
             TsError::CorruptBucket(_) => "InvalidBSON",
             TsError::InvalidOptions(_) => "InvalidOptions",
             TsError::TooLarge(_) => "BSONObjectTooLarge",
-            TsError::MissingField(_) => "Location40414",
-            TsError::UnknownField(_) => "Location40415",
+            TsError::MissingField(_) => "IDLFailedToParse",
+            TsError::UnknownField(_) => "IDLUnknownField",
         }
     }
 
@@ -82,12 +82,12 @@ mod tests {
         let e = TsError::MissingField("x".into());
         assert_eq!(
             (e.code(), e.code_name(), e.message()),
-            (40414, "Location40414", "x")
+            (40414, "IDLFailedToParse", "x")
         );
         assert_eq!(TsError::InvalidOptions(String::new()).code(), 72);
         assert_eq!(
             TsError::UnknownField(String::new()).code_name(),
-            "Location40415"
+            "IDLUnknownField"
         );
     }
 }

@@ -30,6 +30,7 @@ mod parameters;
 mod pipeline_context;
 mod planned;
 mod query_planner;
+mod replication;
 mod target;
 mod timeseries_ddl;
 mod update;
@@ -93,6 +94,7 @@ pub static COMMANDS: &[Command] = &[
         coll_stats::coll_stats,
         "Returns sizes, counts and time-series bucket statistics of a collection.",
     ),
+    cmd("collstats", coll_stats::coll_stats, "Alias of collStats."),
     cmd(
         "compact",
         compact::compact,
@@ -124,6 +126,7 @@ pub static COMMANDS: &[Command] = &[
         db_stats::db_stats,
         "Returns counts and sizes of a database.",
     ),
+    cmd("dbstats", db_stats::db_stats, "Alias of dbStats."),
     crud("delete", delete::delete, "Deletes documents."),
     crud(
         "distinct",
@@ -236,6 +239,46 @@ pub static COMMANDS: &[Command] = &[
         "renameCollection",
         collections::rename_collection,
         "Renames a collection.",
+    ),
+    cmd(
+        "replSetFreeze",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetGetConfig",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetGetStatus",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetInitiate",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetMaintenance",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetReconfig",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetStepDown",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
+    ),
+    cmd(
+        "replSetSyncFrom",
+        replication::not_replica_set,
+        "Replica sets only: 76 on a standalone.",
     ),
     cmd(
         "serverStatus",

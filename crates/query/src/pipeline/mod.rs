@@ -451,6 +451,13 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
         "$redact" => Stage::Redact(Expr::parse(arg)?),
         "$documents" => Stage::Documents(Expr::parse(arg)?),
         "$lookup" => Stage::Lookup(Box::new(Lookup::parse(arg)?)),
+        // Change streams need a replica set's oplog; a standalone refuses them so.
+        "$changeStream" => {
+            return Err(QueryError::loc(
+                40573,
+                "The $changeStream stage is only supported on replica sets",
+            ))
+        }
         "$graphLookup" => Stage::GraphLookup(Box::new(graph_lookup::GraphLookup::parse(arg)?)),
         "$unionWith" => Stage::UnionWith(UnionWith::parse(arg)?),
         "$out" => Stage::Out(Out::parse(arg)?),

@@ -1,0 +1,192 @@
+//! mongod's YAML configuration file (`--config FILE`, `-f FILE`): the settings Hourglass
+//! has, by mongod's names. Options given on the command line win over the file, as with
+//! mongod. An option Hourglass does not know, or one it cannot honour yet
+//! (`security.authorization: enabled`, TLS, `processManagement.fork`), is an error naming
+//! it, so that a setting is never silently dropped.
+
+use anyhow::{bail, Context};
+use std::path::{Path, PathBuf};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// What a configuration file sets (`None`: not set there).
+#[derive(Debug, Default, PartialEq)]
+pub struct FileSettings {
+    pub port: Option<u16>,
+    pub bind_ip: Option<String>,
+    pub bind_ip_all: bool,
+    pub max_conns: Option<i64>,
+    pub http_port: Option<u16>,
+    pub db_path: Option<PathBuf>,
+    pub log_path: Option<PathBuf>,
+    pub log_append: bool,
+    pub quiet: bool,
+    pub verbosity: u8,
+    /// `setParameter` entries, as `name=value`.
+    pub set_parameter: Vec<String>,
+}
+
+/// Reads and checks the file at `path`.
+pub fn load(path: &Path) -> anyhow::Result<FileSettings> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    parse(&text).with_context(|| format!("bad config file {}", path.display()))
+}
+
+fn parse(text: &str) -> anyhow::Result<FileSettings> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = FileSettings::default();
+    let Some(root) = docs.into_iter().next() else {
+        return Ok(out);
+    };
+    let mut entries = Vec::new();
+    flatten("", &root, &mut entries)?;
+    for (key, value) in entries {
+        apply(&mut out, &key, &value)?;
+    }
+    Ok(out)
+}
+
+/// Leaves of the tree as (dotted key, value); `setParameter` keeps its entries whole.
+fn flatten(prefix: &str, node: &Yaml, out: &mut Vec<(String, Yaml)>) -> anyhow::Result<()> {
+    match node {
+        Yaml::Hash(h) => {
+            for (k, v) in h {
+                let Some(k) = k.as_str() else {
+                    bail!("option names must be strings, found {k:?}");
+                };
+                let key = if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                if key == "setParameter" {
+                    out.push((key, v.clone()));
+                } else {
+                    flatten(&key, v, out)?;
+                }
+            }
+            Ok(())
+        }
+        Yaml::Null if prefix.is_empty() => Ok(()),
+        other => {
+            out.push((prefix.to_string(), other.clone()));
+            Ok(())
+        }
+    }
+}
+
+fn scalar(key: &str, v: &Yaml) -> anyhow::Result<String> {
+    Ok(match v {
+        Yaml::String(s) | Yaml::Real(s) => s.clone(),
+        Yaml::Integer(i) => i.to_string(),
+        Yaml::Boolean(b) => b.to_string(),
+        _ => bail!("{key} must be a scalar value"),
+    })
+}
+
+fn boolean(key: &str, v: &Yaml) -> anyhow::Result<bool> {
+    match v {
+        Yaml::Boolean(b) => Ok(*b),
+        _ => bail!("{key} must be true or false"),
+    }
+}
+
+fn integer(key: &str, v: &Yaml) -> anyhow::Result<i64> {
+    match v {
+        Yaml::Integer(i) => Ok(*i),
+        _ => bail!("{key} must be an integer"),
+    }
+}
+
+fn port(key: &str, v: &Yaml) -> anyhow::Result<u16> {
+    u16::try_from(integer(key, v)?).with_context(|| format!("{key} must be a port number"))
+}
+
+fn apply(out: &mut FileSettings, key: &str, v: &Yaml) -> anyhow::Result<()> {
+    match key {
+        "net.port" => out.port = Some(port(key, v)?),
+        "net.bindIp" => out.bind_ip = Some(scalar(key, v)?),
+        "net.bindIpAll" => out.bind_ip_all = boolean(key, v)?,
+        "net.maxIncomingConnections" => out.max_conns = Some(integer(key, v)?),
+        "net.http.port" => out.http_port = Some(port(key, v)?),
+        "storage.dbPath" => out.db_path = Some(PathBuf::from(scalar(key, v)?)),
+        "storage.journal.enabled" => {
+            if !boolean(key, v)? {
+                bail!("storage.journal.enabled: false is not supported (every write is journaled)")
+            }
+        }
+        "systemLog.destination" => match scalar(key, v)?.as_str() {
+            "file" => {}
+            other => bail!("systemLog.destination: {other} is not supported (use file, or no systemLog to log to standard output)"),
+        },
+        "systemLog.path" => out.log_path = Some(PathBuf::from(scalar(key, v)?)),
+        "systemLog.logAppend" => out.log_append = boolean(key, v)?,
+        "systemLog.quiet" => out.quiet = boolean(key, v)?,
+        "systemLog.verbosity" => {
+            out.verbosity = u8::try_from(integer(key, v)?.clamp(0, 5)).unwrap_or(0)
+        }
+        "setParameter" => {
+            let Yaml::Hash(h) = v else {
+                bail!("setParameter must be a map of parameter names to values");
+            };
+            for (name, value) in h {
+                let name = scalar("setParameter", name)?;
+                out.set_parameter
+                    .push(format!("{name}={}", scalar(&name, value)?));
+            }
+        }
+        "security.authorization" => match scalar(key, v)?.as_str() {
+            "disabled" => {}
+            _ => bail!("security.authorization: enabled is not supported yet (no users or authentication)"),
+        },
+        "net.tls.mode" | "net.ssl.mode" => match scalar(key, v)?.as_str() {
+            "disabled" => {}
+            _ => bail!("{key}: TLS is not supported yet"),
+        },
+        "processManagement.fork" => {
+            if boolean(key, v)? {
+                bail!("processManagement.fork: true is not supported (run the server under a service manager)")
+            }
+        }
+        _ => bail!("Unrecognized option: {key}"),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mongod_settings_are_read_by_their_names() {
+        let s = parse(
+            "net:\n  port: 27018\n  bindIp: 127.0.0.1,::1\n  maxIncomingConnections: 20\n  http:\n    port: 8086\n\
+             storage:\n  dbPath: /tmp/x\n\
+             systemLog:\n  destination: file\n  path: /tmp/x.log\n  logAppend: true\n  verbosity: 2\n\
+             setParameter:\n  ttlMonitorSleepSecs: 1\n  httpAutoCreateDatabase: true\n",
+        )
+        .unwrap();
+        assert_eq!(s.port, Some(27018));
+        assert_eq!(s.bind_ip.as_deref(), Some("127.0.0.1,::1"));
+        assert_eq!(s.max_conns, Some(20));
+        assert_eq!(s.http_port, Some(8086));
+        assert_eq!(s.db_path, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(s.log_path, Some(PathBuf::from("/tmp/x.log")));
+        assert!(s.log_append);
+        assert_eq!(s.verbosity, 2);
+        assert_eq!(
+            s.set_parameter,
+            vec!["ttlMonitorSleepSecs=1", "httpAutoCreateDatabase=true"]
+        );
+    }
+
+    #[test]
+    fn unknown_and_unsupported_options_are_errors_naming_them() {
+        let err = |t: &str| format!("{:#}", parse(t).unwrap_err());
+        assert!(err("net:\n  prot: 1\n").contains("Unrecognized option: net.prot"));
+        assert!(err("security:\n  authorization: enabled\n").contains("security.authorization"));
+        assert!(err("net:\n  tls:\n    mode: requireTLS\n").contains("net.tls.mode"));
+        assert!(err("net:\n  port: 99999\n").contains("net.port"));
+        assert_eq!(parse("").unwrap(), FileSettings::default());
+    }
+}

@@ -1,0 +1,148 @@
+"""mongod's command line and config file, and the answers a standalone gives to replica-set
+requests, through pymongo: `--config` YAML (net, storage, systemLog, setParameter), options
+given on the command line winning over the file, unknown options refused by name, `-v`,
+`--bind_ip_all`; `replSetGetStatus` 76, change streams 40573, the lowercase `dbstats` /
+`collstats`, IDL error names."""
+
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import MongoClient
+from pymongo.errors import OperationFailure
+
+from conftest import _binary, _free_port
+
+
+def start(args, cwd):
+    proc = subprocess.Popen([str(_binary()), *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return proc
+
+
+def wait_port(proc, port, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {proc.stdout.read().decode(errors='replace')}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("server did not listen")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_config_file_sets_port_dbpath_parameters_and_http_port():
+    with tempfile.TemporaryDirectory(prefix="hourglass-config-") as tmp:
+        port, http = _free_port(), _free_port()
+        cfg = Path(tmp) / "mongod.conf"
+        cfg.write_text(
+            f"net:\n  port: {port}\n  bindIp: 127.0.0.1\n  http:\n    port: {http}\n"
+            f"storage:\n  dbPath: {tmp}/db\n"
+            f"systemLog:\n  destination: file\n  path: {tmp}/server.log\n  verbosity: 1\n"
+            "setParameter:\n  ttlMonitorSleepSecs: 7\n")
+        proc = start(["--config", str(cfg)], tmp)
+        try:
+            wait_port(proc, port)
+            c = MongoClient(port=port, directConnection=True)
+            assert c.admin.command("getParameter", 1, ttlMonitorSleepSecs=1)["ttlMonitorSleepSecs"] == 7
+            parsed = c.admin.command("getCmdLineOpts")["parsed"]
+            assert parsed["net"]["port"] == port
+            assert parsed["net"]["http"]["port"] == http
+            assert parsed["storage"]["dbPath"] == f"{tmp}/db"
+            c.t.c.insert_one({"x": 1})
+            c.close()
+            with socket.create_connection(("127.0.0.1", http), timeout=5) as s:
+                s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert s.recv(100).startswith(b"HTTP/1.1 204")
+            assert (Path(tmp) / "db").is_dir()
+            assert (Path(tmp) / "server.log").stat().st_size > 0
+        finally:
+            stop(proc)
+
+
+def test_command_line_options_win_over_the_config_file():
+    with tempfile.TemporaryDirectory(prefix="hourglass-config-") as tmp:
+        file_port, cli_port = _free_port(), _free_port()
+        cfg = Path(tmp) / "mongod.conf"
+        cfg.write_text(f"net:\n  port: {file_port}\nstorage:\n  dbPath: {tmp}/db\n")
+        proc = start(["-f", str(cfg), "--port", str(cli_port), "--quiet"], tmp)
+        try:
+            wait_port(proc, cli_port)
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", file_port), timeout=0.5)
+        finally:
+            stop(proc)
+
+
+@pytest.mark.parametrize("text, named", [
+    ("net:\n  prot: 1\n", "net.prot"),
+    ("security:\n  authorization: enabled\n", "security.authorization"),
+    ("net:\n  tls:\n    mode: requireTLS\n", "net.tls.mode"),
+    ("processManagement:\n  fork: true\n", "processManagement.fork"),
+])
+def test_unknown_or_unsupported_config_options_stop_the_start_naming_them(text, named):
+    with tempfile.TemporaryDirectory(prefix="hourglass-config-") as tmp:
+        cfg = Path(tmp) / "mongod.conf"
+        cfg.write_text(f"storage:\n  dbPath: {tmp}/db\n" + text)
+        proc = start(["--config", str(cfg)], tmp)
+        out, _ = proc.communicate(timeout=20)
+        assert proc.returncode != 0
+        assert named in out.decode(errors="replace")
+
+
+def test_verbosity_and_bind_ip_all_are_accepted():
+    with tempfile.TemporaryDirectory(prefix="hourglass-flags-") as tmp:
+        port = _free_port()
+        proc = start(["--dbpath", f"{tmp}/db", "--port", str(port), "--bind_ip_all", "-vv"], tmp)
+        try:
+            wait_port(proc, port)
+            c = MongoClient(port=port, directConnection=True)
+            assert c.admin.command("getCmdLineOpts")["parsed"]["net"]["bindIp"] == "0.0.0.0"
+            c.close()
+        finally:
+            stop(proc)
+
+
+def test_replica_set_commands_answer_no_replication_enabled(client):
+    for cmd in ("replSetGetStatus", "replSetGetConfig", "replSetStepDown"):
+        with pytest.raises(OperationFailure) as e:
+            client.admin.command(cmd)
+        assert e.value.code == 76, cmd
+        assert e.value.details["codeName"] == "NoReplicationEnabled"
+
+
+def test_change_streams_are_refused_as_on_a_standalone(db):
+    db.c.insert_one({})
+    with pytest.raises(OperationFailure) as e:
+        with db.c.watch():
+            pass
+    assert e.value.code == 40573
+
+
+def test_lowercase_dbstats_and_collstats_are_the_same_commands(db):
+    db.c.insert_many([{"x": i} for i in range(3)])
+    assert db.command("dbstats")["collections"] == db.command("dbStats")["collections"]
+    assert db.command("collstats", "c")["count"] == 3
+
+
+def test_idl_errors_carry_mongodb_code_names(db):
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "c", nosuchoption=1)
+    assert (e.value.code, e.value.details["codeName"]) == (40415, "IDLUnknownField")
+    reply = db.command("update", "c", updates=[{"u": {"$set": {"a": 1}}}])
+    error = reply["writeErrors"][0]
+    assert (error["code"], error["codeName"]) == (40414, "IDLFailedToParse")
