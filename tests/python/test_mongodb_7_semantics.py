@@ -291,3 +291,11 @@ def test_positional_update_of_an_array_valued_meta_field_on_a_time_series_collec
     def metas(c):
         return sorted(str(d["m"]) for d in c.find())
     assert metas(db.ts) == metas(db.r) == ["{'tags': ['a', 'B']}"] * 2 + ["{'tags': ['c']}"] * 2
+
+
+def test_out_and_merge_with_batch_size_zero_close_their_cursor(db):
+    db.src.insert_many([{"_id": i} for i in range(3)])
+    for stage in ({"$out": "o"}, {"$merge": {"into": "m"}}):
+        reply = db.command("aggregate", "src", pipeline=[stage], cursor={"batchSize": 0})
+        assert reply["cursor"]["id"] == 0 and reply["cursor"]["firstBatch"] == []
+    assert db.o.count_documents({}) == 3 and db.m.count_documents({}) == 3

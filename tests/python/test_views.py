@@ -182,3 +182,11 @@ def test_view_definitions_survive_kill_9():
             c = MongoClient(port=port, directConnection=True)
             assert [d["_id"] for d in c.vdb.v.find()] == [3, 4]
             c.close()
+
+
+def test_renaming_a_view_is_refused(src, client):
+    src.create_collection("v", viewOn="src", pipeline=[])
+    with pytest.raises(OperationFailure) as e:
+        client.admin.command("renameCollection", f"{src.name}.v", to=f"{src.name}.w")
+    assert e.value.code == 166
+    assert [c["name"] for c in src.list_collections(filter={"type": "view"})] == ["v"]

@@ -148,12 +148,14 @@ pub fn aggregate(req: &Request) -> CmdResult {
         )?,
     };
     let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
+    // A pipeline ending in $out or $merge returns nothing: its cursor is closed at
+    // once, even for `batchSize: 0`, as MongoDB's.
     cursor_reply(
         req,
         format!("{}.{coll}", req.db),
         Box::new(output.into_iter().map(Ok)),
         batch,
-        false,
+        pipeline.writes(),
     )
 }
 

@@ -146,6 +146,13 @@ pub fn rename_collection(req: &Request) -> CmdResult {
     let to = split_ns(req, "to")?;
     let drop_target = req.opt_bool("dropTarget")?.unwrap_or(false);
     let buckets_of = |ns: &Namespace| format!("{BUCKETS_PREFIX}{}", ns.coll);
+    if super::views::is_view_in(&req.state.catalog, &from.db, &from.coll)? {
+        return Err(CommandError::new(
+            166,
+            "CommandNotSupportedOnView",
+            format!("cannot rename view: {}.{}", from.db, from.coll),
+        ));
+    }
     if req
         .state
         .catalog

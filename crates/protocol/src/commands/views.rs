@@ -27,14 +27,32 @@ pub struct ResolvedView {
 
 /// The stored definition of view `coll`, if it is one.
 fn definition(req: &Request, coll: &str) -> Result<Option<Document>, CommandError> {
-    let Some(views) = req.state.catalog.get(&req.db, VIEWS) else {
+    definition_in(&req.state.catalog, &req.db, coll)
+}
+
+fn definition_in(
+    catalog: &hourglass_catalog::Catalog,
+    db: &str,
+    coll: &str,
+) -> Result<Option<Document>, CommandError> {
+    let Some(views) = catalog.get(db, VIEWS) else {
         return Ok(None);
     };
-    Ok(views.get(&Bson::String(format!("{}.{coll}", req.db)))?)
+    Ok(views.get(&Bson::String(format!("{db}.{coll}")))?)
 }
 
 pub fn is_view(req: &Request, coll: &str) -> Result<bool, CommandError> {
     Ok(definition(req, coll)?.is_some())
+}
+
+/// Whether `db.coll` is a view (for commands that name a namespace in another database,
+/// as `renameCollection` does from `admin`).
+pub fn is_view_in(
+    catalog: &hourglass_catalog::Catalog,
+    db: &str,
+    coll: &str,
+) -> Result<bool, CommandError> {
+    Ok(definition_in(catalog, db, coll)?.is_some())
 }
 
 fn depth_error() -> CommandError {
