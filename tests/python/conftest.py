@@ -29,6 +29,16 @@ def _binary() -> Path:
     return path
 
 
+def stop_process(proc):
+    """SIGTERM, then SIGKILL if the process has not exited within 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def running_server(*extra_args, dbpath=None):
     """Runs one hourglass server on a temporary dbpath (or on `dbpath`, which is kept) and a
@@ -66,12 +76,7 @@ def running_server(*extra_args, dbpath=None):
     try:
         yield proc, port, log_path
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()
         tmp.cleanup()
 

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import gzip
+import re
 import socket
 import struct
 import subprocess
@@ -133,6 +134,20 @@ def create_database(srv: HttpServer, name: str):
     r = requests.post(srv.url + "/query", params={"q": f'CREATE DATABASE "{name}"'}, timeout=30)
     assert r.status_code == 200, (r.status_code, r.text)
     return r
+
+
+@contextlib.contextmanager
+def per_test_database(srv: HttpServer, request, prefix: str, width: int, create: bool):
+    """A database named after the test (`prefix` + up to `width` characters of its name),
+    dropped before and after; made with CREATE DATABASE when `create`."""
+    name = prefix + re.sub(r"[^A-Za-z0-9]", "_", request.node.name)[:width]
+    srv.mongo.drop_database(name)
+    if create:
+        create_database(srv, name)
+    try:
+        yield name
+    finally:
+        srv.mongo.drop_database(name)
 
 
 def fetch(srv: HttpServer, db: str, coll: str, filt=None, sort=("time", 1)):

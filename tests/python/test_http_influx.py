@@ -7,7 +7,6 @@ The raw line-protocol rules (escaping, malformed lines, limits, unknown database
 test_http_line_protocol.py."""
 
 import datetime
-import re
 import tempfile
 import warnings
 from decimal import Decimal
@@ -19,7 +18,8 @@ requests = pytest.importorskip("requests", reason="requests is not installed")
 from bson.int64 import Int64  # noqa: E402
 
 from http_helpers import (  # noqa: E402
-    HOST, T0_MS, T0_NS, T0_S, create_database, expect, fetch, http_running_server, post_lines,
+    HOST, T0_MS, T0_NS, T0_S, create_database, expect, fetch, http_running_server, per_test_database,
+    post_lines,
     typed,
 )
 
@@ -28,11 +28,9 @@ UTC = datetime.timezone.utc
 
 @pytest.fixture()
 def dbname(http_server, request):
-    """A database per test, made with CREATE DATABASE, dropped at the end."""
-    name = "ifx_" + re.sub(r"[^A-Za-z0-9]", "_", request.node.name)[:48]
-    http_server.mongo.drop_database(name)
-    yield name
-    http_server.mongo.drop_database(name)
+    """A database per test (the test creates it through a client), dropped at the end."""
+    with per_test_database(http_server, request, "ifx_", 48, create=False) as name:
+        yield name
 
 
 def v1_client(srv, db=None, **kw):

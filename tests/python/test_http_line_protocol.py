@@ -14,7 +14,8 @@ requests = pytest.importorskip("requests", reason="requests is not installed")
 from bson.int64 import Int64  # noqa: E402
 
 from http_helpers import (  # noqa: E402
-    T0_MS, T0_NS, T0_S, create_database, expect, fetch, http_running_server, post_lines, typed,
+    T0_MS, T0_NS, T0_S, expect, fetch, http_running_server, per_test_database,
+    post_lines, typed,
 )
 
 I64_MAX = 2**63 - 1
@@ -22,11 +23,8 @@ I64_MAX = 2**63 - 1
 
 @pytest.fixture()
 def dbname(http_server, request):
-    name = "lp_" + re.sub(r"[^A-Za-z0-9]", "_", request.node.name)[:48]
-    http_server.mongo.drop_database(name)
-    create_database(http_server, name)
-    yield name
-    http_server.mongo.drop_database(name)
+    with per_test_database(http_server, request, "lp_", 48, create=True) as name:
+        yield name
 
 
 def write_ok(srv, body, db, **kw):

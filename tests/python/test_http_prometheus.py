@@ -6,9 +6,7 @@ remote-writing the samples back into Hourglass."""
 import json
 import math
 import os
-import re
 import shutil
-import socket
 import struct
 import subprocess
 import tempfile
@@ -20,8 +18,10 @@ import pytest
 
 requests = pytest.importorskip("requests", reason="requests is not installed")
 
+from conftest import _free_port, stop_process  # noqa: E402
 from http_helpers import (  # noqa: E402
-    _field, _varint, RAW_CODEC, T0_MS, create_database, encode_write_request, expect, fetch, http_running_server,
+    _field, _varint, RAW_CODEC, T0_MS, encode_write_request, expect, fetch,
+    http_running_server, per_test_database,
     post_remote_write, raw_element, snappy_block, typed,
 )
 
@@ -32,11 +32,8 @@ PAYLOAD_NAN = struct.pack("<Q", 0xFFF0000000000BAD)
 
 @pytest.fixture()
 def promdb(http_server, request):
-    name = "prom_" + re.sub(r"[^A-Za-z0-9]", "_", request.node.name)[:40]
-    http_server.mongo.drop_database(name)
-    create_database(http_server, name)
-    yield name
-    http_server.mongo.drop_database(name)
+    with per_test_database(http_server, request, "prom_", 40, create=True) as name:
+        yield name
 
 
 def samples_by_time(srv, db, filt=None):
@@ -175,12 +172,6 @@ def test_remote_write_undecodable_bodies_are_400(http_server, promdb):
 JOB = "hourglass_itest"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def prometheus_binary():
     """/usr/bin/prometheus, installed from Debian by apt-get when missing; skips when it can't be."""
     found = shutil.which("prometheus") or ("/usr/bin/prometheus" if os.path.exists(
@@ -238,12 +229,7 @@ def test_real_prometheus_scrapes_metrics_and_remote_writes_samples(hourglass_for
             try:
                 check_prometheus_round_trip(srv, prom, web_port, log_path)
             finally:
-                prom.terminate()
-                try:
-                    prom.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    prom.kill()
-                    prom.wait()
+                stop_process(prom)
 
 
 def check_prometheus_round_trip(srv, prom, web_port, log_path):

@@ -14,7 +14,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-from conftest import _binary, _free_port
+from conftest import _binary, _free_port, stop_process
 
 
 def start(args, cwd):
@@ -34,15 +34,6 @@ def wait_port(proc, port, seconds=20):
         except OSError:
             time.sleep(0.05)
     raise AssertionError("server did not listen")
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def test_config_file_sets_port_dbpath_parameters_and_http_port():
@@ -71,7 +62,7 @@ def test_config_file_sets_port_dbpath_parameters_and_http_port():
             assert (Path(tmp) / "db").is_dir()
             assert (Path(tmp) / "server.log").stat().st_size > 0
         finally:
-            stop(proc)
+            stop_process(proc)
 
 
 def test_command_line_options_win_over_the_config_file():
@@ -85,7 +76,7 @@ def test_command_line_options_win_over_the_config_file():
             with pytest.raises(OSError):
                 socket.create_connection(("127.0.0.1", file_port), timeout=0.5)
         finally:
-            stop(proc)
+            stop_process(proc)
 
 
 @pytest.mark.parametrize("text, named", [
@@ -114,7 +105,7 @@ def test_verbosity_and_bind_ip_all_are_accepted():
             assert c.admin.command("getCmdLineOpts")["parsed"]["net"]["bindIp"] == "0.0.0.0"
             c.close()
         finally:
-            stop(proc)
+            stop_process(proc)
 
 
 def test_replica_set_commands_answer_no_replication_enabled(client):

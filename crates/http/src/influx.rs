@@ -138,23 +138,9 @@ pub async fn write_v1(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let api = Api::V1;
     let db = q.get("db").map(String::as_str).unwrap_or("");
     let rp = q.get("rp").map(String::as_str);
-    match database(api, db, rp, "database is required") {
-        Ok(db) => {
-            write(
-                state,
-                api,
-                db,
-                q.get("precision").map(String::as_str),
-                headers,
-                body,
-            )
-            .await
-        }
-        Err(e) => e.into_response(),
-    }
+    write(state, Api::V1, db, rp, &q, headers, body).await
 }
 
 /// `POST /api/v2/write?org=&bucket=&precision=`. The bucket is the database (`db/rp`
@@ -166,32 +152,22 @@ pub async fn write_v2(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let api = Api::V2;
     let bucket = q.get("bucket").map(String::as_str).unwrap_or("");
     let (db, rp) = match bucket.split_once('/') {
         Some((db, rp)) => (db, Some(rp)),
         None => (bucket, None),
     };
-    match database(api, db, rp, "bucket is required") {
-        Ok(db) => {
-            write(
-                state,
-                api,
-                db,
-                q.get("precision").map(String::as_str),
-                headers,
-                body,
-            )
-            .await
-        }
-        Err(e) => e.into_response(),
-    }
+    write(state, Api::V2, db, rp, &q, headers, body).await
 }
 
 /// The database a write goes to: it must be named, and a retention policy may only be
 /// the default one (Hourglass has no others).
-fn database(api: Api, db: &str, rp: Option<&str>, missing: &str) -> Result<String, InfluxError> {
+fn database(api: Api, db: &str, rp: Option<&str>) -> Result<String, InfluxError> {
     if db.is_empty() {
+        let missing = match api {
+            Api::V1 => "database is required",
+            Api::V2 => "bucket is required",
+        };
         return Err(InfluxError::new(api, StatusCode::BAD_REQUEST, missing));
     }
     match rp {
@@ -207,13 +183,15 @@ fn database(api: Api, db: &str, rp: Option<&str>, missing: &str) -> Result<Strin
 async fn write(
     state: Arc<ServerState>,
     api: Api,
-    db: String,
-    precision: Option<&str>,
+    db: &str,
+    rp: Option<&str>,
+    q: &HashMap<String, String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let result = async {
-        let unit = precision_ns(api, precision)?;
+        let db = database(api, db, rp)?;
+        let unit = precision_ns(api, q.get("precision").map(String::as_str))?;
         if let Err(e) = ingest::check_database(&state, &db) {
             return Err(InfluxError::from_ingest(api, e));
         }

@@ -28,11 +28,9 @@ pub enum IngestError {
     Internal(String),
 }
 
-/// Whether writes to `db` may go ahead: it exists, or `httpAutoCreateDatabase` is on.
+/// Whether writes to `db` (a name the caller checked is not empty) may go ahead: it
+/// exists, or `httpAutoCreateDatabase` is on.
 pub fn check_database(state: &ServerState, db: &str) -> Result<(), IngestError> {
-    if db.is_empty() {
-        return Err(IngestError::Invalid("database is required".into()));
-    }
     if state.catalog.database_exists(db) || state.params.get_bool("httpAutoCreateDatabase", false) {
         return Ok(());
     }

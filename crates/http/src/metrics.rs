@@ -219,7 +219,7 @@ fn bucket_catalog(r: &mut Registry, state: &ServerState) {
 fn timeseries_collections(r: &mut Registry, state: &ServerState) {
     let buckets = Labeled::<Gauge>::default();
     let bytes = Labeled::<Gauge>::default();
-    for (db, _) in state.catalog.databases() {
+    for db in state.catalog.database_names() {
         for c in state.catalog.collections(&db) {
             let ns = c.namespace();
             let Some(view) = ns.coll.strip_prefix("system.buckets.") else {

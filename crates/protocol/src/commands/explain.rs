@@ -21,8 +21,8 @@ enum Verbosity {
     AllPlansExecution,
 }
 
-/// What to explain, extracted from the inner command.
-struct ReadShape<'a> {
+/// What a read command reads (the inner command of an explain, or a read of a view).
+pub(super) struct ReadShape<'a> {
     coll: String,
     filter: Option<&'a Document>,
     sort: Option<&'a Document>,
@@ -57,7 +57,7 @@ fn first_statement<'a>(d: &'a Document, k: &str) -> Result<&'a Document, Command
     }
 }
 
-fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, CommandError> {
+pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, CommandError> {
     let coll = match inner.get(name) {
         Some(Bson::String(s)) if !s.is_empty() => s.clone(),
         _ => {
@@ -84,6 +84,9 @@ fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<'a>, Comman
             s.filter = opt_doc(inner, "filter")?;
             s.sort = opt_doc(inner, "sort")?;
             s.skip = num("skip");
+            if s.skip.is_some_and(|k| k < 0) {
+                return Err(CommandError::bad_value("skip value must be non-negative"));
+            }
             s.limit = num("limit").filter(|l| *l != 0).map(i64::abs);
             s.projection = opt_doc(inner, "projection")?.filter(|p| !p.is_empty());
         }
@@ -271,14 +274,8 @@ pub fn explain(req: &Request) -> CmdResult {
 /// Explains the aggregate `body` (run in `db`) and reports it as the explain of `inner`.
 fn explain_aggregate(req: &Request, db: String, mut body: Document, inner: Document) -> CmdResult {
     body.insert("explain", true);
-    let sub = super::Request {
-        state: req.state.clone(),
-        conn: req.conn.clone(),
-        db,
-        body,
-        sequences: parking_lot::Mutex::new(Vec::new()),
-        interrupt: req.interrupt.clone(),
-    };
+    let mut sub = req.sub_request(body);
+    sub.db = db;
     let mut reply = super::aggregate::aggregate(&sub)?;
     reply.insert("command", inner);
     reply.insert("serverInfo", server_info(req));
@@ -286,10 +283,11 @@ fn explain_aggregate(req: &Request, db: String, mut body: Document, inner: Docum
 }
 
 /// The pipeline a read command `name` runs as over a view: `find` as
-/// `$match`/`$sort`/`$skip`/`$limit`/`$project`, `count` ending in `$count`, `distinct` as
-/// a `$group` collecting the key's values; writes explain the read that selects their
-/// documents.
-fn view_pipeline(name: &str, shape: &ReadShape<'_>, inner: &Document) -> Vec<Document> {
+/// `$match`/`$sort`/`$skip`/`$limit`/`$project`, `count` ending in `$count` (of field
+/// `count`), `distinct` as a `$group` collecting the key's values; writes explain the
+/// read that selects their documents. `view_reads.rs` runs `find` and `count` of views
+/// with it, so their explain shows what runs.
+pub(super) fn view_pipeline(name: &str, shape: &ReadShape<'_>, inner: &Document) -> Vec<Document> {
     let mut stages = vec![doc! {"$match": shape.filter.cloned().unwrap_or_default()}];
     if let Some(s) = shape.sort.filter(|s| !s.is_empty()) {
         stages.push(doc! {"$sort": s.clone()});

@@ -1,7 +1,7 @@
 //! `find`, `count` and `distinct` of a view, run as an `aggregate` of the view (which
-//! puts the view's pipeline in front, see `views.rs`): `find` as `$match`, `$sort`,
-//! `$skip`, `$limit`, `$project`; `count` ending in `$count`; `distinct` over the
-//! documents the view yields. Each is called by its command when the name is a view.
+//! puts the view's pipeline in front, see `views.rs`): `find` and `count` as the pipeline
+//! their explain shows (`explain::view_pipeline`), `distinct` over the documents the view
+//! yields. Each is called by its command when the name is a view.
 
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -90,27 +90,10 @@ pub fn find(req: &Request, coll: &str) -> CmdResult {
             )));
         }
     }
-    let mut pipeline = Vec::new();
-    if let Some(f) = req.opt_document("filter")?.filter(|f| !f.is_empty()) {
-        pipeline.push(doc! {"$match": f.clone()});
-    }
-    if let Some(s) = req.opt_document("sort")?.filter(|s| !s.is_empty()) {
-        pipeline.push(doc! {"$sort": s.clone()});
-    }
-    if let Some(n) = req.opt_i64("skip")?.filter(|n| *n != 0) {
-        if n < 0 {
-            return Err(CommandError::bad_value("skip value must be non-negative"));
-        }
-        pipeline.push(doc! {"$skip": n});
-    }
-    let limit = req.opt_i64("limit")?.unwrap_or(0);
-    let single_batch = req.opt_bool("singleBatch")?.unwrap_or(false) || limit < 0;
-    if limit != 0 {
-        pipeline.push(doc! {"$limit": limit.abs()});
-    }
-    if let Some(p) = req.opt_document("projection")?.filter(|p| !p.is_empty()) {
-        pipeline.push(doc! {"$project": p.clone()});
-    }
+    let shape = super::explain::shape_of("find", &req.body)?;
+    let pipeline = super::explain::view_pipeline("find", &shape, &req.body);
+    let single_batch =
+        req.opt_bool("singleBatch")?.unwrap_or(false) || req.opt_i64("limit")?.unwrap_or(0) < 0;
     let mut cursor = Document::new();
     if let Some(b) = req.body.get("batchSize") {
         cursor.insert("batchSize", b.clone());
@@ -134,21 +117,12 @@ pub fn find(req: &Request, coll: &str) -> CmdResult {
 
 /// `count` on a view.
 pub fn count(req: &Request, coll: &str) -> CmdResult {
-    let mut pipeline = Vec::new();
-    if let Some(q) = req.opt_document("query")?.filter(|q| !q.is_empty()) {
-        pipeline.push(doc! {"$match": q.clone()});
-    }
-    if let Some(n) = req.opt_i64("skip")?.filter(|n| *n > 0) {
-        pipeline.push(doc! {"$skip": n});
-    }
-    if let Some(n) = req.opt_i64("limit")?.filter(|n| *n != 0) {
-        pipeline.push(doc! {"$limit": n.abs()});
-    }
-    pipeline.push(doc! {"$count": "n"});
+    let shape = super::explain::shape_of("count", &req.body)?;
+    let pipeline = super::explain::view_pipeline("count", &shape, &req.body);
     let reply = aggregate_on(req, coll, pipeline, Document::new(), &["hint", "collation"])?;
     let n = drain(req, &reply)?
         .first()
-        .and_then(|d| d.get("n").and_then(super::args::as_i64))
+        .and_then(|d| d.get("count").and_then(super::args::as_i64))
         .unwrap_or(0);
     Ok(doc! {"n": i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n))})
 }

@@ -157,15 +157,22 @@ fn checked_definition(req: &Request, coll: &str) -> Result<Document, CommandErro
     })
 }
 
-/// `create` with `viewOn`.
-pub fn create_view(req: &Request, coll: &str) -> CmdResult {
+/// A view takes only `viewOn` and `pipeline` (collation, validators, capped... are
+/// refused, 72).
+fn check_view_options(req: &Request) -> Result<(), CommandError> {
     for k in req.body.keys().skip(1) {
         if !["viewOn", "pipeline"].contains(&k.as_str()) && !GENERIC_FIELDS.contains(&k.as_str()) {
             return Err(CommandError::invalid_options(format!(
-                "option '{k}' is not supported when creating a view"
+                "option '{k}' is not supported on a view"
             )));
         }
     }
+    Ok(())
+}
+
+/// `create` with `viewOn`.
+pub fn create_view(req: &Request, coll: &str) -> CmdResult {
+    check_view_options(req)?;
     let exists = super::target::namespace_exists(req, coll) || is_view(req, coll)?;
     if exists {
         return Err(CommandError::new(
@@ -185,13 +192,7 @@ pub fn create_view(req: &Request, coll: &str) -> CmdResult {
 
 /// `collMod` of a view: `viewOn` and `pipeline` together replace its definition.
 pub fn modify_view(req: &Request, coll: &str) -> CmdResult {
-    for k in req.body.keys().skip(1) {
-        if !["viewOn", "pipeline"].contains(&k.as_str()) && !GENERIC_FIELDS.contains(&k.as_str()) {
-            return Err(CommandError::invalid_options(format!(
-                "option '{k}' is not supported on a view"
-            )));
-        }
-    }
+    check_view_options(req)?;
     if !req.body.contains_key("viewOn") || !req.body.contains_key("pipeline") {
         return Err(CommandError::invalid_options(
             "must specify both 'viewOn' and 'pipeline' when modifying a view",
