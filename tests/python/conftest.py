@@ -81,6 +81,18 @@ def running_server(*extra_args, dbpath=None):
         tmp.cleanup()
 
 
+@contextlib.contextmanager
+def auth_server(*extra_args, user, pwd):
+    """`running_server` with `--auth`, whose first user (`user`, root on admin) is created
+    through the localhost exception; yields what `running_server` yields."""
+    with running_server("--auth", *extra_args) as started:
+        port = started[1]
+        bootstrap = MongoClient(port=port, directConnection=True, serverSelectionTimeoutMS=5000)
+        bootstrap.admin.command("createUser", user, pwd=pwd, roles=[{"role": "root", "db": "admin"}])
+        bootstrap.close()
+        yield started
+
+
 @pytest.fixture(scope="session")
 def server():
     """Yields (host, port) of a running server with a temporary dbpath."""

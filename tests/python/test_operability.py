@@ -81,7 +81,7 @@ def test_command_line_options_win_over_the_config_file():
 
 @pytest.mark.parametrize("text, named", [
     ("net:\n  prot: 1\n", "net.prot"),
-    ("security:\n  authorization: enabled\n", "security.authorization"),
+    ("security:\n  authorization: maybe\n", "security.authorization"),
     ("net:\n  tls:\n    mode: requireTLS\n", "net.tls.mode"),
     ("processManagement:\n  fork: true\n", "processManagement.fork"),
 ])

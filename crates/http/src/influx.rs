@@ -8,11 +8,12 @@
 //! writing the good lines of the same body; 404 for an unknown database; 413 over the
 //! body limit; 5xx only when a retry may succeed.
 
+use crate::auth::Caller;
 use crate::body::{self, BodyError};
 use crate::ingest::{self, IngestError};
 use crate::line_protocol::{self, FieldValue, Point};
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -55,6 +56,7 @@ impl InfluxError {
             IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
             IngestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             IngestError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            IngestError::Forbidden(_) => StatusCode::FORBIDDEN,
         };
         let message = match (api, &e) {
             (Api::V2, IngestError::DatabaseNotFound(db)) => format!("bucket \"{db}\" not found"),
@@ -134,13 +136,14 @@ fn precision_ns(api: Api, p: Option<&str>) -> Result<i64, InfluxError> {
 /// `POST /write?db=&rp=&precision=`.
 pub async fn write_v1(
     State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
     Query(q): Params,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let db = q.get("db").map(String::as_str).unwrap_or("");
     let rp = q.get("rp").map(String::as_str);
-    write(state, Api::V1, db, rp, &q, headers, body).await
+    write(state, caller, Api::V1, db, rp, &q, headers, body).await
 }
 
 /// `POST /api/v2/write?org=&bucket=&precision=`. The bucket is the database (`db/rp`
@@ -148,6 +151,7 @@ pub async fn write_v1(
 /// none and is not checked.
 pub async fn write_v2(
     State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
     Query(q): Params,
     headers: HeaderMap,
     body: Body,
@@ -157,7 +161,7 @@ pub async fn write_v2(
         Some((db, rp)) => (db, Some(rp)),
         None => (bucket, None),
     };
-    write(state, Api::V2, db, rp, &q, headers, body).await
+    write(state, caller, Api::V2, db, rp, &q, headers, body).await
 }
 
 /// The database a write goes to: it must be named, and a retention policy may only be
@@ -180,8 +184,10 @@ fn database(api: Api, db: &str, rp: Option<&str>) -> Result<String, InfluxError>
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn write(
     state: Arc<ServerState>,
+    caller: Caller,
     api: Api,
     db: &str,
     rp: Option<&str>,
@@ -202,7 +208,7 @@ async fn write(
         let lines =
             body::decode_gzip(&headers, raw, limit).map_err(|e| InfluxError::from_body(api, e))?;
         let state = state.clone();
-        tokio::task::spawn_blocking(move || write_lines(&state, &db, &lines, unit))
+        tokio::task::spawn_blocking(move || write_lines(&state, &caller, &db, &lines, unit))
             .await
             .map_err(|e| InfluxError::new(api, StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
             .map_err(|e| InfluxError::from_ingest(api, e))
@@ -240,6 +246,7 @@ impl WriteReport {
 /// Parses the body and writes each measurement's points to its collection.
 fn write_lines(
     state: &Arc<ServerState>,
+    caller: &Caller,
     db: &str,
     body: &[u8],
     unit_ns: i64,
@@ -265,7 +272,7 @@ fn write_lines(
     let mut written = 0;
     for measurement in order {
         let group = groups.remove(&measurement).unwrap_or_default();
-        let dest = match ingest::destination(state, db, &measurement, "tags") {
+        let dest = match ingest::destination(state, caller, db, &measurement, "tags") {
             Ok(d) => d,
             Err(IngestError::Invalid(reason)) => {
                 errors.extend(

@@ -8,15 +8,17 @@
 //! organizations: `/api/v2/orgs` answers with the organization asked for, so that 2.x
 //! clients can resolve an org name before creating a bucket.
 
+use crate::auth::{forbidden, Caller};
 use crate::body;
 use crate::influx::{no_content, with_version, Api, InfluxError};
 use crate::ingest;
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bson::doc;
+use hourglass_protocol::access::check::Tgt;
 use hourglass_protocol::ServerState;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -27,6 +29,7 @@ type Params = Query<HashMap<String, String>>;
 /// `GET|POST /query?q=...` (or `q` in a form-encoded POST body).
 pub async fn query(
     State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
     Query(q): Params,
     body: Body,
 ) -> Response {
@@ -38,7 +41,7 @@ pub async fn query(
             }
         }
     }
-    let outcome = tokio::task::spawn_blocking(move || run_statements(&state, &text)).await;
+    let outcome = tokio::task::spawn_blocking(move || run_statements(&state, &caller, &text)).await;
     match outcome {
         Ok(Ok(results)) => with_version(Json(json!({ "results": results })).into_response()),
         Ok(Err(message)) => {
@@ -58,7 +61,11 @@ enum Statement {
 
 /// Runs each `;`-separated statement; a statement that fails carries its error in its
 /// result, as InfluxDB answers. A statement that is not one of the three is a 400.
-fn run_statements(state: &Arc<ServerState>, text: &str) -> Result<Vec<Value>, String> {
+fn run_statements(
+    state: &Arc<ServerState>,
+    caller: &Caller,
+    text: &str,
+) -> Result<Vec<Value>, String> {
     let statements: Vec<Statement> = text
         .split(';')
         .map(str::trim)
@@ -73,13 +80,19 @@ fn run_statements(state: &Arc<ServerState>, text: &str) -> Result<Vec<Value>, St
         .enumerate()
         .map(|(i, s)| {
             let outcome = match s {
-                Statement::CreateDatabase(db) => state
-                    .catalog
-                    .declare_database(&db)
-                    .map(|_| None)
-                    .map_err(|e| e.to_string()),
+                Statement::CreateDatabase(db) => {
+                    if caller.may(state, "createCollection", Tgt::Db(db.clone())) {
+                        state
+                            .catalog
+                            .declare_database(&db)
+                            .map(|_| None)
+                            .map_err(|e| e.to_string())
+                    } else {
+                        Err(format!("not authorized to create database {db}"))
+                    }
+                }
                 Statement::DropDatabase(db) => {
-                    ingest::run_command(state, &db, doc! {"dropDatabase": 1})
+                    ingest::run_command(state, caller, &db, doc! {"dropDatabase": 1})
                         .map(|_| None)
                         .map_err(|e| e.to_string())
                 }
@@ -88,6 +101,7 @@ fn run_statements(state: &Arc<ServerState>, text: &str) -> Result<Vec<Value>, St
                         .catalog
                         .database_names()
                         .into_iter()
+                        .filter(|n| caller.sees_database(state, n))
                         .map(|n| json!([n]))
                         .collect();
                     Ok(Some(
@@ -178,7 +192,11 @@ fn bucket_json(name: &str, org_id: &str) -> Value {
 
 /// `POST /api/v2/buckets`: creates the database named by `name`. Retention rules are
 /// refused (a collection's `expireAfterSeconds` is the way to expire data).
-pub async fn create_bucket(State(state): State<Arc<ServerState>>, body: Body) -> Response {
+pub async fn create_bucket(
+    State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Response {
     let invalid = |m: String| InfluxError::new(Api::V2, StatusCode::BAD_REQUEST, m).into_response();
     let raw = match body::read(body, 1 << 20).await {
         Ok(r) => r,
@@ -209,6 +227,9 @@ pub async fn create_bucket(State(state): State<Arc<ServerState>>, body: Body) ->
             "retention rules are not supported: set expireAfterSeconds on the collections".into(),
         );
     }
+    if !caller.may(&state, "createCollection", Tgt::Db(name.clone())) {
+        return forbidden(&format!("not authorized to create bucket {name}"));
+    }
     if state.catalog.database_exists(&name) {
         return InfluxError::new(
             Api::V2,
@@ -230,13 +251,18 @@ pub async fn create_bucket(State(state): State<Arc<ServerState>>, body: Body) ->
 }
 
 /// `GET /api/v2/buckets[?name=]`: the databases, as buckets.
-pub async fn list_buckets(State(state): State<Arc<ServerState>>, Query(q): Params) -> Response {
+pub async fn list_buckets(
+    State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
+    Query(q): Params,
+) -> Response {
     let org_id = q.get("orgID").cloned().unwrap_or_default();
     let buckets: Vec<Value> = state
         .catalog
         .database_names()
         .into_iter()
         .filter(|n| q.get("name").is_none_or(|want| want == n))
+        .filter(|n| caller.sees_database(&state, n))
         .map(|n| bucket_json(&n, &org_id))
         .collect();
     Json(json!({ "buckets": buckets })).into_response()

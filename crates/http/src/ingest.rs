@@ -3,11 +3,13 @@
 //! same validation applies), and the insert itself through the time-series store (the
 //! same bucket catalog and group commit as a MongoDB `insert`; durable on return).
 
+use crate::auth::Caller;
 use bson::{doc, Bson, Document};
 use hourglass_catalog::Collection;
+use hourglass_protocol::access::check::Tgt;
 use hourglass_protocol::commands::{dispatch, Request};
 use hourglass_protocol::state::OpCounters;
-use hourglass_protocol::{ConnInfo, ServerState};
+use hourglass_protocol::ServerState;
 use hourglass_timeseries::{options_of, TimeseriesOptions};
 use std::sync::Arc;
 
@@ -26,6 +28,9 @@ pub enum IngestError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// The caller lacks the privilege.
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 /// Whether writes to `db` (a name the caller checked is not empty) may go ahead: it
@@ -49,16 +54,23 @@ pub struct Destination {
 /// `options.time_field` and `options.meta_field`).
 pub fn destination(
     state: &Arc<ServerState>,
+    caller: &Caller,
     db: &str,
     coll: &str,
     meta_field: &str,
 ) -> Result<Destination, IngestError> {
+    if !caller.may(state, "insert", Tgt::Ns(db.to_string(), coll.to_string())) {
+        return Err(IngestError::Forbidden(format!(
+            "not authorized to write to {db}.{coll}"
+        )));
+    }
     if let Some(d) = existing(state, db, coll)? {
         return Ok(d);
     }
     let granularity = state.params.get_string("httpIngestGranularity", "seconds");
     run_command(
         state,
+        caller,
         db,
         doc! {
             "create": coll,
@@ -83,19 +95,17 @@ fn existing(state: &ServerState, db: &str, coll: &str) -> Result<Option<Destinat
     Ok(None)
 }
 
-/// Runs a MongoDB command as an internal client would; an error reply becomes `Invalid`
-/// (or `Unavailable` on a full disk).
+/// Runs a MongoDB command as the caller; an error reply becomes `Invalid` (`Unavailable`
+/// on a full disk, `Forbidden` without the privilege).
 pub fn run_command(
     state: &Arc<ServerState>,
+    caller: &Caller,
     db: &str,
     body: Document,
 ) -> Result<Document, IngestError> {
     let req = Request {
         state: state.clone(),
-        conn: Arc::new(ConnInfo {
-            id: 0,
-            peer: "http".into(),
-        }),
+        conn: caller.0.clone(),
         db: db.to_string(),
         body,
         sequences: Default::default(),
@@ -111,6 +121,7 @@ pub fn run_command(
         .to_string();
     Err(match reply.get_i32("code") {
         Ok(14031) => IngestError::Unavailable(msg),
+        Ok(13) => IngestError::Forbidden(msg),
         _ => IngestError::Invalid(msg),
     })
 }

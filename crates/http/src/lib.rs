@@ -4,11 +4,13 @@
 //! server's own metrics (`/metrics`). Writes go through the same bucket catalog and group
 //! commit as MongoDB inserts and are durable before the success status is sent.
 //!
-//! Routes by module: [`influx`] (line-protocol writes), [`influx_admin`] (database DDL
+//! With `--auth`, [`auth`] authenticates every request but the health checks and each
+//! runs as its user. Routes by module: [`influx`] (line-protocol writes), [`influx_admin`] (database DDL
 //! and health checks), [`remote_write`] (Prometheus), [`metrics`]; [`ingest`] is what both write paths share (database existence, creating
 //! the time-series collection, inserting), [`body`] reads a request body within the size
 //! limit and undoes its content encoding.
 
+mod auth;
 mod body;
 mod influx;
 mod influx_admin;
@@ -43,6 +45,10 @@ pub fn router(state: Arc<ServerState>) -> Router {
         // Bodies are read by `body::read` against `httpMaxBodyBytes`, which a client may
         // change at run time with `setParameter`.
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
         .with_state(state)
 }
 

@@ -3,9 +3,11 @@
 //! state at each scrape into a fresh registry; the command and journal-sync latency
 //! histograms are the live ones the server records into.
 
-use axum::extract::State;
+use crate::auth::{forbidden, Caller};
+use axum::extract::{Extension, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use hourglass_protocol::access::check::Tgt;
 use hourglass_protocol::ServerState;
 use hourglass_timeseries::{BucketStats, TimeseriesStore};
 use prometheus_client::encoding::text::encode;
@@ -18,7 +20,14 @@ use std::sync::Arc;
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-pub async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+/// `GET /metrics`; with access control on, for users allowed `serverStatus`.
+pub async fn metrics(
+    State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    if !caller.may(&state, "serverStatus", Tgt::Cluster) {
+        return forbidden("not authorized to read the server's metrics");
+    }
     // Bucket counts read storage: off the async runtime.
     match tokio::task::spawn_blocking(move || render(&state)).await {
         Ok(Ok(text)) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),

@@ -13,10 +13,11 @@
 //! store (native histograms, exemplars), which Prometheus drops; 415 for remote write 2.0;
 //! 503 on a full disk and 500 on a storage failure, which Prometheus retries.
 
+use crate::auth::Caller;
 use crate::body::{self, BodyError};
 use crate::ingest::{self, IngestError};
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bson::{doc, Bson, Document};
@@ -107,11 +108,13 @@ fn ingest_status(e: &IngestError) -> StatusCode {
         IngestError::DatabaseNotFound(_) | IngestError::Invalid(_) => StatusCode::BAD_REQUEST,
         IngestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         IngestError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        IngestError::Forbidden(_) => StatusCode::FORBIDDEN,
     }
 }
 
 pub async fn write(
     State(state): State<Arc<ServerState>>,
+    Extension(caller): Extension<Caller>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Body,
@@ -178,7 +181,7 @@ pub async fn write(
                 .into(),
         );
     }
-    let outcome = tokio::task::spawn_blocking(move || store(&state, &db, request)).await;
+    let outcome = tokio::task::spawn_blocking(move || store(&state, &caller, &db, request)).await;
     match outcome {
         Ok(Ok(rejected)) if rejected.is_empty() => StatusCode::NO_CONTENT.into_response(),
         Ok(Ok(rejected)) => reply(
@@ -193,13 +196,14 @@ pub async fn write(
 /// Writes the samples and the metadata; returns why each refused sample was refused.
 fn store(
     state: &Arc<ServerState>,
+    caller: &Caller,
     db: &str,
     request: WriteRequest,
 ) -> Result<Vec<String>, IngestError> {
     let mut rejected = Vec::new();
     let samples: usize = request.timeseries.iter().map(|t| t.samples.len()).sum();
     if samples > 0 {
-        let dest = ingest::destination(state, db, "samples", "labels")?;
+        let dest = ingest::destination(state, caller, db, "samples", "labels")?;
         let time_field = dest.options.time_field.clone();
         let meta_field = dest
             .options
@@ -244,6 +248,7 @@ fn store(
             .collect();
         let reply = ingest::run_command(
             state,
+            caller,
             db,
             doc! {"update": "metadata", "updates": updates, "ordered": false},
         )?;

@@ -4,7 +4,7 @@
 //! and close only this connection; a well-framed message with malformed BSON gets an error
 //! reply. Commands run on the blocking pool because storage calls block.
 
-use crate::commands::args::ConnInfo;
+use crate::client::ConnInfo;
 use crate::commands::{self, Request};
 use crate::error::CommandError;
 use crate::state::ServerState;
@@ -14,8 +14,7 @@ use hourglass_query::interrupt::Interrupt;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
 static REQUEST_IDS: AtomicI32 = AtomicI32::new(1);
@@ -35,16 +34,22 @@ const SMALL_REQUEST: usize = 1 << 20;
 /// the decoded documents.
 const DECODED_FACTOR: usize = 4;
 
+/// A client's byte stream: plain TCP or TLS.
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ClientStream for S {}
+
 /// Serves `stream` until the client leaves, a framing error occurs, or shutdown begins
 /// (checked between requests, so in-flight requests finish).
-pub async fn serve(
+pub async fn serve<S: ClientStream>(
     state: Arc<ServerState>,
-    mut stream: TcpStream,
+    stream: S,
     conn: ConnInfo,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let conn = Arc::new(conn);
-    let _ = stream.set_nodelay(true);
+    // Buffered so that a running command can watch for the client leaving (`fill_buf`
+    // peeks without consuming a pipelined request), over TCP and TLS alike.
+    let mut stream = BufReader::new(stream);
     loop {
         let mut head = [0u8; HEADER_LEN];
         tokio::select! {
@@ -94,7 +99,15 @@ pub async fn serve(
             Outcome::NoReply => continue,
             Outcome::Close => return,
         };
-        if let Err(e) = stream.write_all(&bytes).await {
+        let delay = conn.take_reply_delay();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let written = match stream.write_all(&bytes).await {
+            Ok(()) => stream.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             tracing::debug!(conn = conn.id, error = %e, "connection write failed");
             return;
         }
@@ -103,8 +116,8 @@ pub async fn serve(
 
 /// Reads the rest of a frame of `len` bytes as it arrives (the buffer grows with the data,
 /// never to the length a header claims up front), failing when no byte comes for `idle`.
-async fn read_frame(
-    stream: &mut TcpStream,
+async fn read_frame<S: ClientStream>(
+    stream: &mut BufReader<S>,
     head: &[u8; HEADER_LEN],
     len: usize,
     idle: Duration,
@@ -165,16 +178,15 @@ enum Outcome {
 
 /// Waits for the command while watching the socket: a client that disconnects interrupts
 /// its operation (which then stops at its next interruption check).
-async fn run_watching_client(
-    stream: &mut TcpStream,
+async fn run_watching_client<S: ClientStream>(
+    stream: &mut BufReader<S>,
     mut task: tokio::task::JoinHandle<Outcome>,
     interrupt: &Interrupt,
 ) -> Outcome {
-    let mut probe = [0u8; 1];
     let joined = tokio::select! {
         r = &mut task => r,
-        r = stream.peek(&mut probe) => {
-            if matches!(r, Ok(0) | Err(_)) {
+        r = stream.fill_buf() => {
+            if r.map_or(true, |b| b.is_empty()) {
                 interrupt.kill();
             }
             // More bytes (a pipelined request) or a closed socket: just wait for the command.

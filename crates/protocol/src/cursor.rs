@@ -18,6 +18,9 @@ const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
 
 pub struct Cursor {
     pub ns: String,
+    /// The user (`name@db`) whose command opened it, with access control on: only that
+    /// user may fetch from it.
+    owner: Option<String>,
     source: DocSource,
     /// A document that did not fit in the previous batch.
     pending: Option<Document>,
@@ -79,6 +82,7 @@ impl CursorRegistry {
     pub fn open(
         &self,
         ns: String,
+        owner: Option<String>,
         source: DocSource,
         pending: Option<Document>,
         time_left: Option<Duration>,
@@ -88,6 +92,7 @@ impl CursorRegistry {
             + (std::process::id() as i64) * (1 << 32);
         let cursor = Cursor {
             ns,
+            owner,
             source,
             pending,
             time_left,
@@ -123,10 +128,11 @@ impl CursorRegistry {
         Some(result.map(|(docs, _)| (ns, docs, open)))
     }
 
-    pub fn namespace(&self, id: i64) -> Option<String> {
+    /// The namespace and owner of cursor `id`.
+    pub fn describe(&self, id: i64) -> Option<(String, Option<String>)> {
         let c = self.cursors.lock().get(&id).cloned()?;
-        let ns = c.lock().ns.clone();
-        Some(ns)
+        let c = c.lock();
+        Some((c.ns.clone(), c.owner.clone()))
     }
 
     /// Closes cursor `id`; returns whether it existed.
@@ -167,7 +173,7 @@ mod tests {
     #[test]
     fn get_more_drains_and_closes() {
         let reg = CursorRegistry::default();
-        let id = reg.open("db.c".into(), source(5), None, None);
+        let id = reg.open("db.c".into(), None, source(5), None, None);
         let (_, b1, open) = reg
             .get_more(id, Some(3), &Interrupt::default())
             .unwrap()
@@ -184,7 +190,7 @@ mod tests {
     #[test]
     fn idle_cursors_are_reaped() {
         let reg = CursorRegistry::default();
-        reg.open("db.c".into(), source(5), None, None);
+        reg.open("db.c".into(), None, source(5), None, None);
         assert_eq!(reg.reap(Duration::from_secs(600)), 0);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(reg.reap(Duration::from_millis(1)), 1);

@@ -2,6 +2,8 @@
 //! and server parameters. The server binary only binds sockets and hands each accepted
 //! connection to [`connection::serve`].
 
+pub mod access;
+pub mod client;
 pub mod commands;
 pub mod connection;
 pub mod cursor;
@@ -13,6 +15,6 @@ pub mod state;
 pub mod ttl;
 pub mod wire;
 
-pub use commands::args::ConnInfo;
+pub use client::ConnInfo;
 pub use error::CommandError;
 pub use state::{CmdLine, RecentLog, ServerState};

@@ -46,6 +46,13 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
         ("httpAutoCreateDatabase", Bson::Boolean(false)),
         ("httpIngestGranularity", Bson::String("seconds".into())),
         ("httpMaxBodyBytes", Bson::Int64(25_000_000)),
+        // Authentication: PBKDF2 rounds of new credentials (MongoDB's defaults and
+        // minimum 5000), the localhost exception, and how long a failed attempt waits
+        // before its reply (on the connection's task, not a server thread).
+        ("scramIterationCount", Bson::Int32(10_000)),
+        ("scramSHA256IterationCount", Bson::Int32(15_000)),
+        ("enableLocalhostAuthBypass", Bson::Boolean(true)),
+        ("authFailedDelayMs", Bson::Int32(100)),
     ])
 }
 
@@ -77,6 +84,7 @@ pub fn idle_bucket_threshold_bytes(value: i64) -> usize {
 
 /// Parameters a client may not change at run time.
 const READ_ONLY: &[&str] = &[
+    "enableLocalhostAuthBypass",
     "featureCompatibilityVersion",
     "maxBSONObjectSize",
     "maxInFlightRequestBytes",
@@ -117,6 +125,12 @@ impl Parameters {
             Bson::String(s) => s.trim().parse::<i64>().ok(),
             _ => None,
         };
+        if name.starts_with("scram") && as_i64.is_some_and(|i| i < 5000) {
+            return Err(bad("must be greater than or equal to 5000"));
+        }
+        if name == "authFailedDelayMs" && as_i64.is_some_and(|i| !(0..=5000).contains(&i)) {
+            return Err(bad("must be between 0 and 5000"));
+        }
         match current {
             Bson::Int32(_) => as_i64
                 .and_then(|i| i32::try_from(i).ok())

@@ -117,6 +117,7 @@ pub struct ServerState {
     pub ttl: TtlCounters,
     pub in_flight: InFlightBudget,
     pub command_latency: CommandLatency,
+    pub access: crate::access::AccessControl,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -177,6 +178,7 @@ impl ServerState {
             ttl: TtlCounters::default(),
             in_flight,
             command_latency: CommandLatency::new_with_constructor(latency_histogram),
+            access: Default::default(),
         }
     }
 }

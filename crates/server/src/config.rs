@@ -1,8 +1,8 @@
 //! mongod's YAML configuration file (`--config FILE`, `-f FILE`): the settings Hourglass
 //! has, by mongod's names. Options given on the command line win over the file, as with
-//! mongod. An option Hourglass does not know, or one it cannot honour yet
-//! (`security.authorization: enabled`, TLS, `processManagement.fork`), is an error naming
-//! it, so that a setting is never silently dropped.
+//! mongod. An option Hourglass does not know, or one it cannot honour
+//! (`processManagement.fork`), is an error naming it, so that a setting is never silently
+//! dropped.
 
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
@@ -23,6 +23,13 @@ pub struct FileSettings {
     pub verbosity: u8,
     /// `setParameter` entries, as `name=value`.
     pub set_parameter: Vec<String>,
+    /// `security.authorization: enabled`.
+    pub auth: bool,
+    pub tls_mode: Option<String>,
+    pub tls_certificate_key_file: Option<PathBuf>,
+    pub tls_ca_file: Option<PathBuf>,
+    pub tls_allow_connections_without_certificates: bool,
+    pub tls_disabled_protocols: Option<String>,
 }
 
 /// Reads and checks the file at `path`.
@@ -136,13 +143,22 @@ fn apply(out: &mut FileSettings, key: &str, v: &Yaml) -> anyhow::Result<()> {
             }
         }
         "security.authorization" => match scalar(key, v)?.as_str() {
-            "disabled" => {}
-            _ => bail!("security.authorization: enabled is not supported yet (no users or authentication)"),
+            "disabled" => out.auth = false,
+            "enabled" => out.auth = true,
+            other => bail!("security.authorization must be enabled or disabled, not '{other}'"),
         },
-        "net.tls.mode" | "net.ssl.mode" => match scalar(key, v)?.as_str() {
-            "disabled" => {}
-            _ => bail!("{key}: TLS is not supported yet"),
-        },
+        "net.tls.mode" | "net.ssl.mode" => out.tls_mode = Some(scalar(key, v)?),
+        "net.tls.certificateKeyFile" | "net.ssl.PEMKeyFile" => {
+            out.tls_certificate_key_file = Some(PathBuf::from(scalar(key, v)?))
+        }
+        "net.tls.CAFile" | "net.ssl.CAFile" => out.tls_ca_file = Some(PathBuf::from(scalar(key, v)?)),
+        "net.tls.allowConnectionsWithoutCertificates"
+        | "net.ssl.allowConnectionsWithoutCertificates" => {
+            out.tls_allow_connections_without_certificates = boolean(key, v)?
+        }
+        "net.tls.disabledProtocols" | "net.ssl.disabledProtocols" => {
+            out.tls_disabled_protocols = Some(scalar(key, v)?)
+        }
         "processManagement.fork" => {
             if boolean(key, v)? {
                 bail!("processManagement.fork: true is not supported (run the server under a service manager)")
@@ -184,8 +200,9 @@ mod tests {
     fn unknown_and_unsupported_options_are_errors_naming_them() {
         let err = |t: &str| format!("{:#}", parse(t).unwrap_err());
         assert!(err("net:\n  prot: 1\n").contains("Unrecognized option: net.prot"));
-        assert!(err("security:\n  authorization: enabled\n").contains("security.authorization"));
-        assert!(err("net:\n  tls:\n    mode: requireTLS\n").contains("net.tls.mode"));
+        assert!(err("security:\n  authorization: maybe\n").contains("security.authorization"));
+        assert!(parse("security:\n  authorization: enabled\n").unwrap().auth);
+        assert!(err("processManagement:\n  fork: true\n").contains("processManagement.fork"));
         assert!(err("net:\n  port: 99999\n").contains("net.port"));
         assert_eq!(parse("").unwrap(), FileSettings::default());
     }

@@ -3,6 +3,7 @@
 
 mod config;
 mod logging;
+mod tls;
 
 /// mimalloc instead of glibc malloc: parsing and bucketing allocate many small objects,
 /// and with glibc a quarter of the ingest profile was malloc/free and heap consolidation.
@@ -67,6 +68,27 @@ struct Cli {
     /// [default: 1000000].
     #[arg(long = "maxConns", value_parser = clap::value_parser!(i64).range(1..))]
     max_conns: Option<i64>,
+    /// Turn on access control: clients authenticate (SCRAM-SHA-256, SCRAM-SHA-1 or
+    /// MONGODB-X509) and commands need the privileges of the user's roles.
+    #[arg(long)]
+    auth: bool,
+    /// disabled, allowTLS, preferTLS or requireTLS [default: disabled].
+    #[arg(long = "tlsMode")]
+    tls_mode: Option<String>,
+    /// PEM file with the server's certificate chain and private key.
+    #[arg(long = "tlsCertificateKeyFile")]
+    tls_certificate_key_file: Option<PathBuf>,
+    /// PEM file of the CA certificates that client certificates must chain to; clients
+    /// must present one unless --tlsAllowConnectionsWithoutCertificates.
+    #[arg(long = "tlsCAFile")]
+    tls_ca_file: Option<PathBuf>,
+    /// With --tlsCAFile: accept clients without a certificate (those that present one are
+    /// still verified).
+    #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
+    tls_allow_connections_without_certificates: bool,
+    /// Comma-separated protocols to refuse: TLS1_0, TLS1_1 (never offered), TLS1_2, TLS1_3.
+    #[arg(long = "tlsDisabledProtocols")]
+    tls_disabled_protocols: Option<String>,
     /// Stack size of the server's threads in KiB. Recursion is bounded by the BSON depth
     /// limit (200 levels); a debug build needs about 11 KiB per level (2 MiB overflowed at
     /// ~180 levels, 4 MiB holds 199), so the default leaves a 4x margin. The hostile-input
@@ -88,6 +110,8 @@ struct Args {
     logpath: Option<PathBuf>,
     logappend: bool,
     max_conns: i64,
+    auth: bool,
+    tls: tls::Settings,
     thread_stack_kib: usize,
 }
 
@@ -123,6 +147,24 @@ impl Args {
                 .max_conns
                 .or(file.max_conns)
                 .unwrap_or(hourglass_protocol::state::DEFAULT_MAX_CONNS),
+            auth: cli.auth || file.auth,
+            tls: tls::Settings {
+                mode: match cli.tls_mode.or(file.tls_mode) {
+                    Some(m) => tls::Mode::parse(&m)?,
+                    None => tls::Mode::Disabled,
+                },
+                certificate_key_file: cli
+                    .tls_certificate_key_file
+                    .or(file.tls_certificate_key_file),
+                ca_file: cli.tls_ca_file.or(file.tls_ca_file),
+                allow_without_certificates: cli.tls_allow_connections_without_certificates
+                    || file.tls_allow_connections_without_certificates,
+                disabled_protocols: cli
+                    .tls_disabled_protocols
+                    .or(file.tls_disabled_protocols)
+                    .map(|s| s.split(',').map(|p| p.trim().to_string()).collect())
+                    .unwrap_or_default(),
+            },
             thread_stack_kib: cli.thread_stack_kib,
         })
     }
@@ -139,8 +181,23 @@ impl Args {
         if let Some(p) = self.http_port {
             net.insert("http", doc! {"port": i32::from(p)});
         }
+        if self.tls.mode != tls::Mode::Disabled {
+            let mut t = doc! {"mode": self.tls.mode.name()};
+            if let Some(f) = &self.tls.certificate_key_file {
+                t.insert("certificateKeyFile", f.display().to_string());
+            }
+            if let Some(f) = &self.tls.ca_file {
+                t.insert("CAFile", f.display().to_string());
+            }
+            if self.tls.allow_without_certificates {
+                t.insert("allowConnectionsWithoutCertificates", true);
+            }
+            net.insert("tls", t);
+        }
+        let authorization = if self.auth { "enabled" } else { "disabled" };
         doc! {
             "net": net,
+            "security": {"authorization": authorization},
             "storage": {"dbPath": self.dbpath.display().to_string()},
             "setParameter": params.clone(),
             "systemLog": system_log,
@@ -200,7 +257,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         argv: std::env::args().collect(),
         parsed: args.parsed(&given),
     };
+    let tls = tls::Tls::new(&args.tls)?;
     let state = Arc::new(ServerState::new(catalog, params, cmdline, recent));
+    if args.auth {
+        state.access.enable();
+        tracing::info!("access control is on (--auth)");
+    }
     state
         .connections
         .max
@@ -210,7 +272,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .thread_stack_size(args.thread_stack_kib.max(64) * 1024)
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(args, state.clone()))?;
+    runtime.block_on(serve(args, state.clone(), tls.map(Arc::new)))?;
     match state.timeseries.close_all() {
         // Open buckets are durable as deltas; the next start closes them.
         Err(e) if e.is_out_of_space() => {
@@ -238,7 +300,11 @@ async fn shutdown_signal() {
     }
 }
 
-async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
+async fn serve(
+    args: Args,
+    state: Arc<ServerState>,
+    tls: Option<Arc<tls::Tls>>,
+) -> anyhow::Result<()> {
     let mut listeners = Vec::new();
     for ip in args
         .bind_ip
@@ -257,7 +323,7 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
         listeners.push(l);
     }
     let http = match args.http_port {
-        Some(port) => Some(bind_http(&args.bind_ip, port).await?),
+        Some(port) => Some(bind_http(&args.bind_ip, port, args.auth).await?),
         None => None,
     };
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -278,7 +344,7 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
         let state = state.clone();
         let stop = stop_rx.clone();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        accepts.spawn(accept_loop(l, state, stop, tx));
+        accepts.spawn(accept_loop(l, state, stop, tx, tls.clone()));
         conns.spawn(track_connections(rx));
     }
     shutdown_signal().await;
@@ -304,16 +370,18 @@ async fn serve(args: Args, state: Arc<ServerState>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The HTTP listeners: on the loopback addresses of `bind_ip` only, since the HTTP API
-/// has no authentication yet (127.0.0.1 when `bind_ip` names none).
-async fn bind_http(bind_ip: &str, port: u16) -> anyhow::Result<Vec<TcpListener>> {
+/// The HTTP listeners. With `--auth` (every request authenticated) on the addresses of
+/// `bind_ip`; without, on its loopback addresses only (127.0.0.1 when it names none), since
+/// anyone reaching the port could then write.
+async fn bind_http(bind_ip: &str, port: u16, auth: bool) -> anyhow::Result<Vec<TcpListener>> {
     let mut ips: Vec<std::net::IpAddr> = Vec::new();
     for ip in bind_ip.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         match ip.parse::<std::net::IpAddr>() {
+            Ok(a) if auth => ips.push(a),
             Ok(a) if a.is_loopback() => ips.push(a),
             Ok(a) if a.is_unspecified() => ips.push(std::net::Ipv4Addr::LOCALHOST.into()),
             _ => {
-                tracing::warn!(address = %ip, "the HTTP listener has no authentication yet: not listening on {ip}")
+                tracing::warn!(address = %ip, "without --auth the HTTP listener serves loopback only: not listening on {ip}")
             }
         }
     }
@@ -347,6 +415,7 @@ async fn accept_loop(
     state: Arc<ServerState>,
     stop: watch::Receiver<bool>,
     tx: tokio::sync::mpsc::UnboundedSender<tokio::task::JoinHandle<()>>,
+    tls: Option<Arc<tls::Tls>>,
 ) {
     let mut next_id: i64 = 0;
     let mut errors = RateLimited::new("accept failed");
@@ -375,13 +444,12 @@ async fn accept_loop(
             continue;
         }
         next_id += 1;
-        let conn = ConnInfo {
-            id: next_id,
-            peer: peer.to_string(),
-        };
+        let mut conn = ConnInfo::new(next_id, peer.to_string());
         tracing::info!(conn = next_id, peer = %peer, "connection accepted");
+        let _ = stream.set_nodelay(true);
         let state = state.clone();
         let stop = stop.clone();
+        let tls = tls.clone();
         // Counted before the task starts so that the limit holds for a burst of accepts.
         state.connections.current.fetch_add(1, Ordering::Relaxed);
         let handle = tokio::spawn(async move {
@@ -389,7 +457,18 @@ async fn accept_loop(
                 .connections
                 .total_created
                 .fetch_add(1, Ordering::Relaxed);
-            connection::serve(state.clone(), stream, conn, stop).await;
+            match tls::accept(tls.as_deref(), stream).await {
+                Ok(tls::Accepted::Plain(s)) => {
+                    connection::serve(state.clone(), s, conn, stop).await
+                }
+                Ok(tls::Accepted::Tls(s, subject)) => {
+                    conn.certificate_subject = subject;
+                    connection::serve(state.clone(), s, conn, stop).await
+                }
+                Err(e) => {
+                    tracing::info!(conn = conn.id, peer = %conn.peer, error = %e, "TLS handshake failed")
+                }
+            }
             state.connections.current.fetch_sub(1, Ordering::Relaxed);
         });
         if tx.send(handle).is_err() {

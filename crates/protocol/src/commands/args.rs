@@ -1,18 +1,14 @@
 //! What a handler receives, and helpers to read command arguments with MongoDB's type
 //! errors.
 
+use crate::access::check::{self, Tgt, Visible};
+use crate::access::store::Name;
+use crate::client::ConnInfo;
 use crate::error::CommandError;
 use crate::state::ServerState;
 use crate::wire::{DocSequence, MAX_WRITE_BATCH};
 use bson::{Bson, Document};
 use std::sync::Arc;
-
-/// Per-connection facts a command may need.
-#[derive(Debug, Default)]
-pub struct ConnInfo {
-    pub id: i64,
-    pub peer: String,
-}
 
 pub struct Request {
     pub state: Arc<ServerState>,
@@ -74,6 +70,36 @@ pub const GENERIC_FIELDS: &[&str] = &[
 ];
 
 impl Request {
+    /// Whether the connection may do `action` on `target` (always, with access control
+    /// off).
+    pub fn allowed(&self, action: &str, target: Tgt) -> Result<bool, CommandError> {
+        check::allowed(&self.state, &self.conn, action, target)
+    }
+
+    /// The connection's user, when it has authenticated.
+    pub fn user(&self) -> Option<Name> {
+        self.conn.session.lock().user().cloned()
+    }
+
+    /// Who owns the cursors this command opens: its user (`name@db`) with access control
+    /// on.
+    pub fn cursor_owner(&self) -> Option<String> {
+        match self.state.access.enabled() {
+            true => self.user().map(|u| u.to_string()),
+            false => None,
+        }
+    }
+
+    /// See [`check::listing_filter`].
+    pub fn listing_filter(
+        &self,
+        action: &str,
+        target: Tgt,
+        holds: impl Fn(&[hourglass_auth::Privilege], &str) -> bool + 'static,
+    ) -> Result<Visible, CommandError> {
+        check::listing_filter(&self.state, &self.conn, action, target, holds)
+    }
+
     pub fn command_name(&self) -> &str {
         self.body.keys().next().map(String::as_str).unwrap_or("")
     }

@@ -5,6 +5,7 @@ use super::cursor_reply::listing_reply;
 use super::target::{Target, BUCKETS_PREFIX};
 use super::timeseries_ddl::{create_timeseries, describe_timeseries};
 use super::Request;
+use crate::access::check;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
 use hourglass_catalog::index::spec::id_index_document;
@@ -183,6 +184,18 @@ fn describe(c: &Collection) -> Document {
     }
 }
 
+/// Which collections `listCollections` shows: all, unless a user without the
+/// `listCollections` action asks for `authorizedCollections` (then those it holds a
+/// privilege on).
+fn authorized_collections(req: &Request) -> Result<check::Visible, CommandError> {
+    let db = req.db.clone();
+    req.listing_filter(
+        "listCollections",
+        check::Tgt::Db(req.db.clone()),
+        move |p, coll| hourglass_auth::privilege::any_on_namespace(p, &db, coll),
+    )
+}
+
 pub fn list_collections(req: &Request) -> CmdResult {
     req.check_fields(&["filter", "nameOnly", "authorizedCollections", "cursor"])?;
     let filter = match req.opt_document("filter")? {
@@ -190,6 +203,7 @@ pub fn list_collections(req: &Request) -> CmdResult {
         None => Filter::match_all(),
     };
     let name_only = req.opt_bool("nameOnly")?.unwrap_or(false);
+    let authorized = authorized_collections(req)?;
     let views = super::views::list_entries(req)?;
     let docs: Vec<Document> = req
         .state
@@ -203,6 +217,7 @@ pub fn list_collections(req: &Request) -> CmdResult {
             _ => vec![describe(c)],
         })
         .chain(views)
+        .filter(|d| authorized(d.get_str("name").unwrap_or_default()))
         .filter(|d| filter.matches(d))
         .map(|d| {
             if name_only {

@@ -26,9 +26,13 @@ pub fn cursor_reply(
         n => take_batch(&mut source, &mut pending, Some(n))?,
     };
     let id = if more && !single_batch {
-        req.state
-            .cursors
-            .open(ns.clone(), source, pending, req.interrupt.remaining())
+        req.state.cursors.open(
+            ns.clone(),
+            req.cursor_owner(),
+            source,
+            pending,
+            req.interrupt.remaining(),
+        )
     } else {
         0
     };

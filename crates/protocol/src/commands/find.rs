@@ -5,6 +5,7 @@ use super::cursor_reply::{batch_size, cursor_reply, DEFAULT_FIRST_BATCH};
 use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
+use crate::access::check::{self, Tgt};
 use crate::cursor::DocSource;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
@@ -166,13 +167,20 @@ pub fn get_more(req: &Request) -> CmdResult {
     };
     let ns = format!("{}.{coll}", req.db);
     let not_found = || CommandError::new(43, "CursorNotFound", format!("cursor id {id} not found"));
-    match req.state.cursors.namespace(id) {
+    match req.state.cursors.describe(id) {
         None => return Err(not_found()),
-        Some(cursor_ns) if cursor_ns != ns => {
+        Some((cursor_ns, _)) if cursor_ns != ns => {
             return Err(CommandError::new(
                 13,
                 "Unauthorized",
                 format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor_ns}"),
+            ))
+        }
+        Some((_, owner)) if owner != req.cursor_owner() => {
+            return Err(CommandError::new(
+                13,
+                "Unauthorized",
+                format!("cursor id {id} was not created by the authenticated user"),
             ))
         }
         Some(_) => {}
@@ -206,6 +214,18 @@ pub fn kill_cursors(req: &Request) -> CmdResult {
         let Bson::Int64(i) = id else {
             return Err(req.wrong_type("cursors", &id, "long"));
         };
+        let owned = match req.state.cursors.describe(i) {
+            Some((ns, owner)) => {
+                let (db, coll) = ns.split_once('.').unwrap_or((&ns, ""));
+                owner == req.cursor_owner()
+                    || req.allowed("killAnyCursor", Tgt::Cluster)?
+                    || req.allowed("killAnyCursor", Tgt::Ns(db.into(), coll.into()))?
+            }
+            None => true,
+        };
+        if !owned {
+            return Err(check::unauthorized(&req.db, &req.body));
+        }
         if req.state.cursors.kill(i) {
             killed.push(i);
         } else {

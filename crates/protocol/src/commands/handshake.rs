@@ -16,7 +16,7 @@ pub const MAX_WIRE_VERSION: i32 = 21;
 /// No `topologyVersion` is sent: with it, drivers switch their monitors to the streaming
 /// (exhaust, awaitable `hello`) protocol, which this server does not speak; without it
 /// they poll, which is all a standalone server needs.
-pub fn handshake_reply(req: &Request, legacy: bool) -> Document {
+pub fn handshake_reply(req: &Request, legacy: bool) -> CmdResult {
     let mut reply = Document::new();
     if req.body.get_bool("helloOk").unwrap_or(false) {
         reply.insert("helloOk", true);
@@ -37,15 +37,21 @@ pub fn handshake_reply(req: &Request, legacy: bool) -> Document {
         "maxWireVersion": MAX_WIRE_VERSION,
         "readOnly": false,
     });
-    reply
+    if let Some(mechanisms) = super::sasl::supported_mechanisms(req)? {
+        reply.insert("saslSupportedMechs", mechanisms);
+    }
+    if let Some(first_step) = super::sasl::speculative(req)? {
+        reply.insert("speculativeAuthenticate", first_step);
+    }
+    Ok(reply)
 }
 
 pub fn hello(req: &Request) -> CmdResult {
-    Ok(handshake_reply(req, false))
+    handshake_reply(req, false)
 }
 
 pub fn is_master(req: &Request) -> CmdResult {
-    Ok(handshake_reply(req, true))
+    handshake_reply(req, true)
 }
 
 pub fn ping(_req: &Request) -> CmdResult {
@@ -56,10 +62,25 @@ pub fn whats_my_uri(req: &Request) -> CmdResult {
     Ok(doc! {"you": &req.conn.peer})
 }
 
+/// `connectionStatus`: the connection's user, all its roles (inherited ones too) and,
+/// with `showPrivileges`, its privileges merged per resource.
 pub fn connection_status(req: &Request) -> CmdResult {
-    let mut auth = doc! {"authenticatedUsers": [], "authenticatedUserRoles": []};
-    if req.body.get_bool("showPrivileges").unwrap_or(false) {
-        auth.insert("authenticatedUserPrivileges", bson::Bson::Array(vec![]));
+    use crate::access::{roles, session, store};
+    let (users, resolved) = match session::current(&req.state, &req.conn.session)? {
+        Some((name, r)) => (vec![name], r.as_ref().clone()),
+        None => (Vec::new(), Default::default()),
+    };
+    let mut auth = doc! {
+        "authenticatedUsers": store::names_doc(&users, "user"),
+        "authenticatedUserRoles": store::names_doc(&resolved.all, "role"),
+    };
+    if req.opt_bool("showPrivileges")?.unwrap_or(false) {
+        let privileges: Vec<bson::Bson> = resolved
+            .privileges
+            .iter()
+            .map(|p| bson::Bson::Document(roles::privilege_doc(p)))
+            .collect();
+        auth.insert("authenticatedUserPrivileges", privileges);
     }
     Ok(doc! {"authInfo": auth})
 }

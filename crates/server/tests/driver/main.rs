@@ -4,6 +4,7 @@
 
 mod common;
 
+mod auth;
 mod collections;
 mod crud;
 mod durability;
