@@ -52,6 +52,9 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
         ("scramIterationCount", Bson::Int32(10_000)),
         ("scramSHA256IterationCount", Bson::Int32(15_000)),
         ("enableLocalhostAuthBypass", Bson::Boolean(true)),
+        // Reported as every mongod does (the drivers' test runners read it). No test-only
+        // command exists here, so turning it on at startup adds none.
+        ("enableTestCommands", Bson::Boolean(false)),
         ("authFailedDelayMs", Bson::Int32(100)),
     ])
 }
@@ -85,6 +88,7 @@ pub fn idle_bucket_threshold_bytes(value: i64) -> usize {
 /// Parameters a client may not change at run time.
 const READ_ONLY: &[&str] = &[
     "enableLocalhostAuthBypass",
+    "enableTestCommands",
     "featureCompatibilityVersion",
     "maxBSONObjectSize",
     "maxInFlightRequestBytes",

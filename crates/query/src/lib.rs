@@ -14,6 +14,7 @@ pub mod error;
 pub mod expr;
 pub mod filter;
 pub mod interrupt;
+pub mod let_vars;
 pub mod limits;
 pub mod num;
 pub mod path;

@@ -70,6 +70,8 @@ pub fn requires_auth(name: &str) -> bool {
 /// Commands any authenticated user may run; those that list users, roles or databases
 /// limit their answer (or refuse) by themselves.
 const AUTHENTICATED: &[&str] = &[
+    "abortTransaction",
+    "commitTransaction",
     "endSessions",
     "killCursors",
     "listDatabases",

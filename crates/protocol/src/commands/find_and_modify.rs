@@ -49,7 +49,7 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         }
         (true, None) => None,
         (false, None) => return Err(CommandError::failed_to_parse("Either an update or remove=true must be specified")),
-        (false, u) => Some(parse_update(u)?),
+        (false, u) => Some(parse_update(u, req.body.get("arrayFilters"))?),
     };
     if remove {
         OpCounters::add(&req.state.opcounters.delete, 1);

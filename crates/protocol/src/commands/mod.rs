@@ -31,6 +31,7 @@ mod pipeline_context;
 mod planned;
 mod query_planner;
 mod replication;
+mod request_options;
 mod roles;
 mod sasl;
 mod target;
@@ -76,6 +77,11 @@ const fn crud(name: &'static str, handler: Handler, help: &'static str) -> Comma
 
 /// Every command, in alphabetical order (checked by a test).
 pub static COMMANDS: &[Command] = &[
+    cmd(
+        "abortTransaction",
+        request_options::end_transaction,
+        "Transactions need a replica set: 20 on this standalone server.",
+    ),
     crud(
         "aggregate",
         aggregate::aggregate,
@@ -103,6 +109,11 @@ pub static COMMANDS: &[Command] = &[
         "Returns sizes, counts and time-series bucket statistics of a collection.",
     ),
     cmd("collstats", coll_stats::coll_stats, "Alias of collStats."),
+    cmd(
+        "commitTransaction",
+        request_options::end_transaction,
+        "Transactions need a replica set: 20 on this standalone server.",
+    ),
     cmd(
         "compact",
         compact::compact,
@@ -410,6 +421,11 @@ pub fn dispatch(req: &Request) -> Document {
     if !command.crud {
         OpCounters::add(&req.state.opcounters.command, 1);
     }
+    let prepared = match request_options::prepare(req, &name) {
+        Ok(p) => p,
+        Err(e) => return e.to_reply(),
+    };
+    let req = prepared.as_ref().unwrap_or(req);
     let ns = match req.body.get(&name) {
         Some(Bson::String(c)) => format!("{}.{c}", req.db),
         _ => format!("{}.$cmd", req.db),

@@ -18,13 +18,38 @@ const STATEMENT_FIELDS: &[&str] = &[
     "hint",
     "collation",
     "c",
-    "sort",
 ];
 
-/// Parses the `u` of an update statement: operators, replacement, or pipeline.
-pub fn parse_update(u: Option<&Bson>) -> Result<Update, CommandError> {
+/// Parses the `u` of an update statement (operators, replacement, or pipeline) with its
+/// `arrayFilters`, if any.
+pub fn parse_update(
+    u: Option<&Bson>,
+    array_filters: Option<&Bson>,
+) -> Result<Update, CommandError> {
+    let filters = match array_filters {
+        None | Some(Bson::Null) => Vec::new(),
+        Some(Bson::Array(items)) => items
+            .iter()
+            .map(|f| match f {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(CommandError::type_mismatch(format!(
+                    "BSON field 'arrayFilters' contains an element of type {}, expected 'object'",
+                    super::args::type_name(other)
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(CommandError::type_mismatch(format!(
+                "BSON field 'arrayFilters' is the wrong type '{}', expected type 'array'",
+                super::args::type_name(other)
+            )))
+        }
+    };
     match u {
-        Some(Bson::Document(d)) => Ok(Update::parse(d)?),
+        Some(Bson::Document(d)) => Ok(Update::parse_with_array_filters(d, &filters)?),
+        Some(Bson::Array(_)) if !filters.is_empty() => Err(CommandError::failed_to_parse(
+            "arrayFilters may not be specified for pipeline-style updates",
+        )),
         Some(Bson::Array(stages)) => {
             let stages = stages
                 .iter()
@@ -59,29 +84,37 @@ struct StatementResult {
     upserted: Option<Bson>,
 }
 
+/// The statements' shape, checked before any runs: an unknown field or a missing `q` or
+/// `u` fails the whole command, as MongoDB's parser does.
+fn check_statements(stmts: &[Document]) -> Result<(), CommandError> {
+    for stmt in stmts {
+        for k in stmt.keys() {
+            if !STATEMENT_FIELDS.contains(&k.as_str()) {
+                return Err(CommandError::unknown_field("update.updates", k));
+            }
+        }
+        for field in ["q", "u"] {
+            if !stmt.contains_key(field) {
+                return Err(CommandError::missing_field(&format!(
+                    "update.updates.{field}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run_statement(
     req: &Request,
     coll: &str,
     stmt: &Document,
 ) -> Result<StatementResult, CommandError> {
-    for k in stmt.keys() {
-        if !STATEMENT_FIELDS.contains(&k.as_str()) {
-            return Err(CommandError::unknown_field("update.updates", k));
-        }
-    }
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
         _ => return Err(CommandError::missing_field("update.updates.q")),
     };
-    if stmt.contains_key("arrayFilters") {
-        return Err(CommandError::new(
-            2,
-            "BadValue",
-            "arrayFilters are not supported by this server yet",
-        ));
-    }
     let filter = Filter::parse(q)?;
-    let update = parse_update(stmt.get("u"))?;
+    let update = parse_update(stmt.get("u"), stmt.get("arrayFilters"))?;
     let multi = flag(stmt, "multi");
     let upsert = flag(stmt, "upsert");
     if multi && matches!(update, Update::Replacement(_)) {
@@ -91,10 +124,15 @@ fn run_statement(
     }
     let target = Target::resolve(req, coll);
     if let Target::TimeSeries { buckets, options } = &target {
+        if matches!(&update, Update::Operators(_, filters) if !filters.is_empty()) {
+            return Err(CommandError::invalid_options(
+                "arrayFilters are not supported on time-series collections by this server",
+            ));
+        }
         let operators = stmt
             .get_document("u")
             .ok()
-            .filter(|_| matches!(update, Update::Operators(_)));
+            .filter(|_| matches!(update, Update::Operators(..)));
         let out = req.state.timeseries.update(
             buckets,
             options,
@@ -137,6 +175,7 @@ pub fn update(req: &Request) -> CmdResult {
     let coll = req.collection()?;
     super::views::refuse_on_view(req, &coll)?;
     let stmts = req.write_statements("updates")?;
+    check_statements(&stmts)?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();

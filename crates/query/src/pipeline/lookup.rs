@@ -64,42 +64,6 @@ fn id_changed(inner: &str) -> QueryError {
     ))
 }
 
-/// Replaces `$$name` / `$$name.path` strings by `{$literal: value}`.
-fn substitute(v: &Bson, vars: &[(String, Bson)]) -> Bson {
-    match v {
-        Bson::String(s) => {
-            if let Some(rest) = s.strip_prefix("$$") {
-                let mut parts = rest.split('.');
-                let name = parts.next().unwrap_or("");
-                if let Some((_, val)) = vars.iter().find(|(k, _)| k == name) {
-                    let path: Vec<String> = parts.map(String::from).collect();
-                    let value = if path.is_empty() {
-                        Some(val.clone())
-                    } else {
-                        let mut w = Document::new();
-                        w.insert("v", val.clone());
-                        let mut full = vec!["v".to_string()];
-                        full.extend(path);
-                        crate::path::get_agg_path(&w, &full)
-                    };
-                    return match value {
-                        Some(x) => Bson::Document(bson::doc! {"$literal": x}),
-                        None => Bson::String("$$REMOVE".into()),
-                    };
-                }
-            }
-            v.clone()
-        }
-        Bson::Array(items) => Bson::Array(items.iter().map(|i| substitute(i, vars)).collect()),
-        Bson::Document(d) => Bson::Document(
-            d.iter()
-                .map(|(k, x)| (k.clone(), substitute(x, vars)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// A parsed `$lookup`.
 #[derive(Debug, Clone)]
 pub struct Lookup {
@@ -253,13 +217,7 @@ impl Lookup {
                 for (name, e) in &self.lets {
                     vars.push((name.clone(), e.eval(&doc)?));
                 }
-                let bound: Vec<Document> = stages
-                    .iter()
-                    .map(|s| match substitute(&Bson::Document(s.clone()), &vars) {
-                        Bson::Document(d) => d,
-                        _ => s.clone(),
-                    })
-                    .collect();
+                let bound = crate::let_vars::in_pipeline(stages, &vars);
                 matched = Pipeline::parse(&bound)?.run_with(matched, opts)?;
             }
             // The joined array lives in one document: MongoDB's 16 MB document bound.
@@ -654,13 +612,7 @@ impl Merge {
                             for (name, e) in &self.lets {
                                 vars.push((name.clone(), e.eval(&doc)?));
                             }
-                            let bound: Vec<Document> = stages
-                                .iter()
-                                .map(|s| match substitute(&Bson::Document(s.clone()), &vars) {
-                                    Bson::Document(d) => d,
-                                    _ => s.clone(),
-                                })
-                                .collect();
+                            let bound = crate::let_vars::in_pipeline(stages, &vars);
                             let out = Pipeline::parse_for_update(&bound)?.run_with(vec![old.clone()], opts)?;
                             let mut n = out.into_iter().next().unwrap_or_default();
                             match n.get("_id") {
@@ -715,9 +667,10 @@ mod tests {
     #[test]
     fn substitution_binds_let_variables() {
         let vars = vec![("x".to_string(), Bson::Document(doc! {"a": 5}))];
-        let out = substitute(&Bson::Document(doc! {"$eq": ["$v", "$$x.a"]}), &vars);
+        let out =
+            crate::let_vars::substitute(&Bson::Document(doc! {"$eq": ["$v", "$$x.a"]}), &vars);
         assert_eq!(out, Bson::Document(doc! {"$eq": ["$v", {"$literal": 5}]}));
-        let out = substitute(&Bson::String("$$ROOT".into()), &vars);
+        let out = crate::let_vars::substitute(&Bson::String("$$ROOT".into()), &vars);
         assert_eq!(out, Bson::String("$$ROOT".into()));
     }
 }

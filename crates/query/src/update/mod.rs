@@ -4,6 +4,7 @@
 //! in path order, as MongoDB does, to a copy of the document; `_id` is
 //! immutable.
 
+mod array_filters;
 mod array_ops;
 pub mod paths;
 
@@ -14,6 +15,7 @@ use crate::error::{render, render_id, QueryError};
 use crate::filter::Filter;
 use crate::num::Num;
 use crate::pipeline::Pipeline;
+pub use array_filters::ArrayFilters;
 pub use array_ops::{PullCond, PushSpec};
 
 /// A parsed update.
@@ -21,8 +23,9 @@ pub use array_ops::{PullCond, PushSpec};
 pub enum Update {
     /// Replace the whole document (keeping `_id`).
     Replacement(Document),
-    /// Field update operators, sorted by path.
-    Operators(Vec<FieldOp>),
+    /// Field update operators, sorted by path, and the `arrayFilters` their `$[<id>]`
+    /// path components name.
+    Operators(Vec<FieldOp>, ArrayFilters),
     /// An aggregation-pipeline update.
     Pipeline(Pipeline),
 }
@@ -89,7 +92,21 @@ const MODIFIERS: &[&str] = &[
 impl Update {
     /// Parses an update document (operator update or replacement).
     pub fn parse(spec: &Document) -> Result<Update, QueryError> {
+        Update::parse_with_array_filters(spec, &[])
+    }
+
+    /// Parses an update document with its `arrayFilters` (only an operator update may
+    /// have them, and each must be used by a `$[<id>]` path component).
+    pub fn parse_with_array_filters(
+        spec: &Document,
+        filters: &[Document],
+    ) -> Result<Update, QueryError> {
         let is_ops = spec.keys().next().is_some_and(|k| k.starts_with('$'));
+        if !is_ops && !filters.is_empty() {
+            return Err(QueryError::FailedToParse(
+                "Cannot use array filters with a replacement-style update".into(),
+            ));
+        }
         if !is_ops {
             if let Some(k) = spec.keys().find(|k| k.starts_with('$')) {
                 return Err(QueryError::DollarPrefixedFieldName(format!(
@@ -120,8 +137,10 @@ impl Update {
             }
         }
         check_conflicts(&ops)?;
+        let filters = array_filters::parse(filters)?;
+        array_filters::check(&ops, &filters, spec)?;
         ops.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Update::Operators(ops))
+        Ok(Update::Operators(ops, filters))
     }
 
     /// Parses a pipeline-style update (`[{$set: ...}, {$unset: ...}]`).
@@ -144,14 +163,26 @@ impl Update {
     ) -> Result<bool, QueryError> {
         let mut new = match self {
             Update::Replacement(r) => replacement(doc, r)?,
-            Update::Operators(ops) => {
+            Update::Operators(ops, filters) => {
                 let mut new = doc.clone();
                 for op in ops {
-                    if op.path.iter().any(|p| p == "$") {
-                        let resolved = resolve_positional(doc, op, query)?;
-                        apply_op(&mut new, &resolved, is_upsert_insert)?;
+                    let resolved;
+                    let op = if op.path.iter().any(|p| p == "$") {
+                        resolved = resolve_positional(doc, op, query)?;
+                        &resolved
                     } else {
+                        op
+                    };
+                    if !array_filters::is_array_update(&op.path) {
                         apply_op(&mut new, op, is_upsert_insert)?;
+                        continue;
+                    }
+                    for path in array_filters::expand(doc, &op.path, filters)? {
+                        let concrete = FieldOp {
+                            path,
+                            op: op.op.clone(),
+                        };
+                        apply_op(&mut new, &concrete, is_upsert_insert)?;
                     }
                 }
                 new

@@ -31,10 +31,8 @@ pub fn parse_update_path(path: &str) -> Result<Vec<String>, QueryError> {
         if p == "$" {
             continue; // positional: resolved against the query at apply time
         }
-        if p.starts_with("$[") && p.ends_with(']') {
-            return Err(QueryError::bad(format!(
-                "The positional operator is not supported yet in update path '{path}'"
-            )));
+        if array_update_identifier(p).is_some() {
+            continue; // `$[]` / `$[id]`: expanded against the document at apply time
         }
         if p.starts_with('$') {
             return Err(QueryError::DollarPrefixedFieldName(format!(
@@ -43,6 +41,11 @@ pub fn parse_update_path(path: &str) -> Result<Vec<String>, QueryError> {
         }
     }
     Ok(parts)
+}
+
+/// The identifier of an array-update component: `""` for `$[]`, `id` for `$[id]`.
+pub fn array_update_identifier(part: &str) -> Option<&str> {
+    part.strip_prefix("$[")?.strip_suffix(']')
 }
 
 /// Reads the value at an exact path.
@@ -209,7 +212,8 @@ mod tests {
         assert_eq!(parse_update_path("").unwrap_err().code(), 56);
         assert_eq!(parse_update_path("a..b").unwrap_err().code(), 56);
         assert!(parse_update_path("a.$").is_ok());
-        assert_eq!(parse_update_path("a.$[]").unwrap_err().code(), 2);
+        assert!(parse_update_path("a.$[]").is_ok());
+        assert!(parse_update_path("a.$[x].b").is_ok());
         assert_eq!(parse_update_path("$x").unwrap_err().code(), 52);
     }
 }

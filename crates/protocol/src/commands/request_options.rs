@@ -1,0 +1,195 @@
+//! What `dispatch` does, before any handler runs, with options several commands carry, so
+//! that none is accepted and then ignored:
+//! - transaction fields (`txnNumber`, `startTransaction`, `autocommit`) are refused with
+//!   the error a standalone mongod gives (20), so no write a client believes
+//!   transactional is ever applied outside a transaction;
+//! - `collation` other than the simple (binary) one is refused (2), on the command and on
+//!   each update or delete statement;
+//! - `let` (and an update statement's `c`) is bound once and substituted into the filters,
+//!   pipelines and pipeline updates that read its variables (`hourglass_query::let_vars`).
+
+use super::Request;
+use crate::error::CommandError;
+use bson::{Bson, Document};
+use hourglass_query::let_vars::{self, Vars};
+
+const TRANSACTION_FIELDS: &[&str] = &["txnNumber", "startTransaction", "autocommit"];
+
+/// Commands that take `let`.
+const LET_COMMANDS: &[&str] = &[
+    "aggregate",
+    "delete",
+    "find",
+    "findAndModify",
+    "findandmodify",
+    "update",
+];
+
+/// A standalone server's answer to anything transactional.
+fn no_transactions() -> CommandError {
+    CommandError::new(
+        20,
+        "IllegalOperation",
+        "Transaction numbers are only allowed on a replica set member or mongos",
+    )
+}
+
+/// Statement arrays of the write commands, by command.
+fn statements_field(command: &str) -> Option<&'static str> {
+    match command {
+        "update" => Some("updates"),
+        "delete" => Some("deletes"),
+        _ => None,
+    }
+}
+
+fn check_collation(v: Option<&Bson>) -> Result<(), CommandError> {
+    match v {
+        None | Some(Bson::Null) => Ok(()),
+        Some(Bson::Document(d)) if d.len() == 1 && d.get_str("locale") == Ok("simple") => Ok(()),
+        Some(Bson::Document(d)) => Err(CommandError::bad_value(format!(
+            "collation {d} is not supported: this server compares strings by their bytes (locale \"simple\") only"
+        ))),
+        Some(_) => Err(CommandError::type_mismatch(
+            "BSON field 'collation' is the wrong type, expected type 'object'",
+        )),
+    }
+}
+
+/// The statements of an update or delete, from the body or its document sequence.
+fn statements(req: &Request, field: &str) -> Result<Vec<Document>, CommandError> {
+    if let Ok(items) = req.body.get_array(field) {
+        return Ok(items
+            .iter()
+            .filter_map(|s| s.as_document().cloned())
+            .collect());
+    }
+    let sequences = req.sequences.lock();
+    let mut out = Vec::new();
+    for (_, seq) in sequences.iter().filter(|(n, _)| n == field) {
+        out.extend(
+            seq.decode()
+                .map_err(|e| CommandError::failed_to_parse(e.to_string()))?,
+        );
+    }
+    Ok(out)
+}
+
+/// Checks the options of `req` (command `name`); returns the request to run instead when
+/// `let` variables were substituted.
+/// `commitTransaction` and `abortTransaction`: there are no transactions to end.
+pub fn end_transaction(_req: &Request) -> crate::error::CmdResult {
+    Err(no_transactions())
+}
+
+pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandError> {
+    if TRANSACTION_FIELDS.iter().any(|f| req.body.contains_key(*f)) {
+        return Err(no_transactions());
+    }
+    check_collation(req.body.get("collation"))?;
+    let field = statements_field(name);
+    let stmts = match field {
+        Some(f) => statements(req, f)?,
+        None => Vec::new(),
+    };
+    for s in &stmts {
+        check_collation(s.get("collation"))?;
+    }
+    let has_c = name == "update" && stmts.iter().any(|s| s.contains_key("c"));
+    let lets = req.body.get("let").filter(|_| LET_COMMANDS.contains(&name));
+    let Some(lets) = lets else {
+        return has_c
+            .then(|| rewrite(req, field, stmts, &Vars::new()))
+            .transpose();
+    };
+    let Bson::Document(lets) = lets else {
+        return Err(CommandError::type_mismatch(format!(
+            "BSON field '{name}.let' is the wrong type '{}', expected type 'object'",
+            super::args::type_name(lets)
+        )));
+    };
+    let vars = let_vars::bind(lets, &Vars::new())?;
+    rewrite(req, field, stmts, &vars).map(Some)
+}
+
+/// The request with `vars` substituted (statements moved into the body).
+fn rewrite(
+    req: &Request,
+    field: Option<&str>,
+    stmts: Vec<Document>,
+    vars: &Vars,
+) -> Result<Request, CommandError> {
+    let mut body = req.body.clone();
+    body.remove("let");
+    for key in ["filter", "query"] {
+        if let Ok(f) = body.get_document(key) {
+            let f = let_vars::in_filter(f, vars);
+            body.insert(key, f);
+        }
+    }
+    for key in ["projection", "fields"] {
+        if let Some(p) = body.get(key) {
+            let p = let_vars::substitute(p, vars);
+            body.insert(key, p);
+        }
+    }
+    for key in ["pipeline", "update"] {
+        if let Ok(p) = body.get_array(key) {
+            let stages: Vec<Document> = p.iter().filter_map(|s| s.as_document().cloned()).collect();
+            let p: Vec<Bson> = let_vars::in_pipeline(&stages, vars)
+                .into_iter()
+                .map(Bson::Document)
+                .collect();
+            body.insert(key, p);
+        }
+    }
+    if let Some(field) = field {
+        let mut out = Vec::with_capacity(stmts.len());
+        for mut s in stmts {
+            let vars = match s.remove("c") {
+                Some(Bson::Document(c)) => let_vars::bind(&c, vars)?,
+                Some(other) => {
+                    return Err(CommandError::type_mismatch(format!(
+                    "BSON field 'update.updates.c' is the wrong type '{}', expected type 'object'",
+                    super::args::type_name(&other)
+                )))
+                }
+                None => vars.clone(),
+            };
+            if let Ok(q) = s.get_document("q") {
+                let q = let_vars::in_filter(q, &vars);
+                s.insert("q", q);
+            }
+            if let Ok(u) = s.get_array("u") {
+                let stages: Vec<Document> =
+                    u.iter().filter_map(|x| x.as_document().cloned()).collect();
+                let u: Vec<Bson> = let_vars::in_pipeline(&stages, &vars)
+                    .into_iter()
+                    .map(Bson::Document)
+                    .collect();
+                s.insert("u", u);
+            }
+            out.push(Bson::Document(s));
+        }
+        body.insert(field, out);
+    }
+    Ok(req.sub_request(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn only_the_simple_collation_passes() {
+        assert!(check_collation(None).is_ok());
+        assert!(check_collation(Some(&Bson::Document(doc! {"locale": "simple"}))).is_ok());
+        let e = check_collation(Some(&Bson::Document(doc! {"locale": "fr", "strength": 2})));
+        assert_eq!(e.unwrap_err().code, 2);
+        let e = check_collation(Some(&Bson::Document(
+            doc! {"locale": "simple", "strength": 2},
+        )));
+        assert_eq!(e.unwrap_err().code, 2);
+    }
+}
