@@ -868,3 +868,13 @@ def test_list_databases_without_the_action_lists_only_authorized_databases(matri
     names = matrix("read").list_database_names()
     assert MATRIX_DB in names
     assert OTHER_DB not in names
+
+
+def test_refusal_names_the_database_and_shows_the_command_with_the_password_masked(admin, clients):
+    c = clients(make_user(admin, [{"role": "read", "db": "authz_msg"}]), PWD, maxPoolSize=1)
+    with pytest.raises(OperationFailure) as e:
+        c.authz_msg.command("createUser", "someone", pwd="hunter2", roles=[])
+    assert_unauthorized(e)
+    message = str(e.value.details["errmsg"])
+    assert message.startswith("not authorized on authz_msg to execute command { createUser: \"someone\"")
+    assert "hunter2" not in message and 'pwd: "xxx"' in message

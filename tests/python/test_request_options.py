@@ -92,7 +92,10 @@ const { MongoClient } = require(process.env.DRIVER);
     lambda db: db.command("delete", "c", deletes=[
         {"q": {"a": "x"}, "limit": 0, "collation": {"locale": "fr"}}]),
     lambda db: db.create_collection("made", collation={"locale": "fr"}),
-], ids=["find", "count", "aggregate", "update", "delete", "create"])
+    # The driver's own helpers send statements as OP_MSG document sequences.
+    lambda db: db.c.update_one({"a": "x"}, {"$set": {"b": 1}}, collation={"locale": "fr"}),
+    lambda db: db.c.delete_many({"a": "x"}, collation={"locale": "fr"}),
+], ids=["find", "count", "aggregate", "update", "delete", "create", "update_one", "delete_many"])
 def test_a_non_simple_collation_is_refused_before_anything_runs(db, run):
     db.c.insert_one({"a": "x"})
     with pytest.raises(OperationFailure) as e:
@@ -125,6 +128,14 @@ def test_let_in_a_plain_field_predicate_is_a_string_not_a_variable(db):
     db.c.insert_many([{"_id": 1, "s": "$$x"}, {"_id": 2, "s": 5}])
     found = db.command("find", "c", filter={"s": "$$x"}, let={"x": 5})["cursor"]["firstBatch"]
     assert [d["_id"] for d in found] == [1]
+
+
+def test_let_reaches_statements_sent_as_document_sequences(db):
+    db.c.insert_many([{"_id": i, "v": i} for i in range(4)])
+    r = db.c.update_many({"$expr": {"$gte": ["$v", "$$from"]}}, [{"$set": {"w": "$$mark"}}],
+                         let={"from": 2, "mark": "late"})
+    assert r.modified_count == 2
+    assert sorted(d["_id"] for d in db.c.find({"w": "late"})) == [2, 3]
 
 
 def test_let_and_statement_c_reach_update_delete_and_find_and_modify(db):

@@ -459,7 +459,10 @@ pub fn unauthorized(db: &str, body: &Document) -> CommandError {
     CommandError::new(
         13,
         "Unauthorized",
-        format!("not authorized on {db} to execute command {shown}"),
+        format!(
+            "not authorized on {db} to execute command {}",
+            hourglass_query::error::render_doc(&shown)
+        ),
     )
 }
 

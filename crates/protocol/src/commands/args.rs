@@ -37,6 +37,26 @@ fn check_batch_len_below(n: usize, max: usize) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Checks the shape of write statements before any runs: a field not in `allowed` or a
+/// missing `required` one fails the whole command (40415/40414 at `path`, e.g.
+/// `update.updates`), as MongoDB's parser fails it.
+pub fn check_statements(
+    stmts: &[Document],
+    path: &str,
+    allowed: &[&str],
+    required: &[&str],
+) -> Result<(), CommandError> {
+    for stmt in stmts {
+        if let Some(k) = stmt.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(CommandError::unknown_field(path, k));
+        }
+        if let Some(f) = required.iter().find(|f| !stmt.contains_key(**f)) {
+            return Err(CommandError::missing_field(&format!("{path}.{f}")));
+        }
+    }
+    Ok(())
+}
+
 fn batch_len_error(n: usize) -> CommandError {
     CommandError::new(
         16,

@@ -7,26 +7,6 @@ use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 
-/// The statements' shape, checked before any runs: an unknown field or a missing `q` or
-/// `limit` fails the whole command, as MongoDB's parser does.
-fn check_statements(stmts: &[Document]) -> Result<(), CommandError> {
-    for stmt in stmts {
-        for k in stmt.keys() {
-            if !["q", "limit", "collation", "hint"].contains(&k.as_str()) {
-                return Err(CommandError::unknown_field("delete.deletes", k));
-            }
-        }
-        for field in ["q", "limit"] {
-            if !stmt.contains_key(field) {
-                return Err(CommandError::missing_field(&format!(
-                    "delete.deletes.{field}"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
 fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, CommandError> {
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
@@ -64,7 +44,12 @@ pub fn delete(req: &Request) -> CmdResult {
     let coll = req.collection()?;
     super::views::refuse_on_view(req, &coll)?;
     let stmts = req.write_statements("deletes")?;
-    check_statements(&stmts)?;
+    super::args::check_statements(
+        &stmts,
+        "delete.deletes",
+        &["q", "limit", "collation", "hint"],
+        &["q", "limit"],
+    )?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let mut n = 0u64;
     let mut errors = Vec::new();

@@ -75,32 +75,56 @@ fn statements(req: &Request, field: &str) -> Result<Vec<Document>, CommandError>
     Ok(out)
 }
 
-/// Checks the options of `req` (command `name`); returns the request to run instead when
-/// `let` variables were substituted.
+/// The values `key` takes in the statements of an update or delete, read without
+/// decoding the statements of a document sequence.
+fn statement_values(req: &Request, field: &str, key: &str) -> Vec<Bson> {
+    if let Ok(items) = req.body.get_array(field) {
+        return items
+            .iter()
+            .filter_map(|s| s.as_document()?.get(key).cloned())
+            .collect();
+    }
+    let sequences = req.sequences.lock();
+    sequences
+        .iter()
+        .filter(|(n, _)| n == field)
+        .flat_map(|(_, seq)| {
+            seq.raw_documents()
+                .filter_map(|r| Bson::try_from(r.get(key).ok()??.to_raw_bson()).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// `commitTransaction` and `abortTransaction`: there are no transactions to end.
 pub fn end_transaction(_req: &Request) -> crate::error::CmdResult {
     Err(no_transactions())
 }
 
+/// Checks the options of `req` (command `name`); returns the request to run instead when
+/// `let` variables were substituted.
 pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandError> {
     if TRANSACTION_FIELDS.iter().any(|f| req.body.contains_key(*f)) {
         return Err(no_transactions());
     }
     check_collation(req.body.get("collation"))?;
     let field = statements_field(name);
+    if let Some(f) = field {
+        for c in statement_values(req, f, "collation") {
+            check_collation(Some(&c))?;
+        }
+    }
+    let has_c = name == "update" && !statement_values(req, "updates", "c").is_empty();
+    let lets = req.body.get("let").filter(|_| LET_COMMANDS.contains(&name));
+    if lets.is_none() && !has_c {
+        return Ok(None);
+    }
     let stmts = match field {
         Some(f) => statements(req, f)?,
         None => Vec::new(),
     };
-    for s in &stmts {
-        check_collation(s.get("collation"))?;
-    }
-    let has_c = name == "update" && stmts.iter().any(|s| s.contains_key("c"));
-    let lets = req.body.get("let").filter(|_| LET_COMMANDS.contains(&name));
     let Some(lets) = lets else {
-        return has_c
-            .then(|| rewrite(req, field, stmts, &Vars::new()))
-            .transpose();
+        return rewrite(req, field, stmts, &Vars::new()).map(Some);
     };
     let Bson::Document(lets) = lets else {
         return Err(CommandError::type_mismatch(format!(

@@ -84,26 +84,6 @@ struct StatementResult {
     upserted: Option<Bson>,
 }
 
-/// The statements' shape, checked before any runs: an unknown field or a missing `q` or
-/// `u` fails the whole command, as MongoDB's parser does.
-fn check_statements(stmts: &[Document]) -> Result<(), CommandError> {
-    for stmt in stmts {
-        for k in stmt.keys() {
-            if !STATEMENT_FIELDS.contains(&k.as_str()) {
-                return Err(CommandError::unknown_field("update.updates", k));
-            }
-        }
-        for field in ["q", "u"] {
-            if !stmt.contains_key(field) {
-                return Err(CommandError::missing_field(&format!(
-                    "update.updates.{field}"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
 fn run_statement(
     req: &Request,
     coll: &str,
@@ -175,7 +155,7 @@ pub fn update(req: &Request) -> CmdResult {
     let coll = req.collection()?;
     super::views::refuse_on_view(req, &coll)?;
     let stmts = req.write_statements("updates")?;
-    check_statements(&stmts)?;
+    super::args::check_statements(&stmts, "update.updates", STATEMENT_FIELDS, &["q", "u"])?;
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
