@@ -422,7 +422,8 @@ fn sort_direction(
 }
 
 fn eligible(index: &Index, query: &Query<'_>, c: &Candidate) -> bool {
-    if index.spec.hidden {
+    // Geo index keys are cells, which no filter bound describes.
+    if index.spec.hidden || index.spec.parts.iter().any(|p| p.kind.is_geo()) {
         return false;
     }
     if let Some(p) = &index.spec.partial {
@@ -471,6 +472,12 @@ fn find_hinted(coll: &Collection, hint: &Hint) -> Result<Option<IndexRef>> {
     };
     match found {
         Some(IndexRef::Secondary(i)) if i.spec.hidden => Err(bad()),
+        Some(IndexRef::Secondary(i)) if i.spec.parts.iter().any(|p| p.kind.is_geo()) => {
+            Err(CatalogError::BadValue(format!(
+                "hint: the geo index {} is not used for reads by this server (geo queries scan and filter)",
+                i.spec.name
+            )))
+        }
         Some(i) => Ok(Some(i)),
         None => Err(bad()),
     }

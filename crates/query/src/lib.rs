@@ -13,6 +13,7 @@ pub mod compare;
 pub mod error;
 pub mod expr;
 pub mod filter;
+pub mod geo;
 pub mod interrupt;
 pub mod let_vars;
 pub mod limits;

@@ -3,6 +3,7 @@
 //! each field's key string (bytes inverted for descending fields, the key string of a
 //! 64-bit hash for hashed fields).
 
+use super::geo;
 use super::spec::{KeyKind, KeyPart};
 use super::Index;
 use crate::error::{CatalogError, Result};
@@ -30,6 +31,14 @@ pub fn document_keys(index: &Index, doc: &Document) -> Result<(Vec<EntryKey>, bo
     let mut array_fields: Vec<&str> = Vec::new();
     let mut any_present = false;
     for part in parts {
+        if part.kind.is_geo() {
+            // A document without the geo field is not indexed (2dsphere v2+ and 2d).
+            match geo::cells(&index.spec, part, doc)? {
+                Some(cells) => per_field.push(cells),
+                None => return Ok((Vec::new(), false)),
+            }
+            continue;
+        }
         let (values, is_array, present) = field_values(doc, &part.path);
         any_present |= present;
         if is_array {
@@ -135,6 +144,8 @@ pub fn append_field(key: &mut Vec<u8>, part: &KeyPart, value: &Bson) {
                 .map(|b| !b),
         ),
         KeyKind::Hashed => key.extend_from_slice(&keystring::encode(&hashed_value(value))),
+        // Geo values are already cells (see `geo.rs`).
+        KeyKind::Sphere | KeyKind::Flat => key.extend_from_slice(&keystring::encode(value)),
     }
 }
 

@@ -5,6 +5,7 @@
 //! in the collection's catalog entry.
 
 pub mod build;
+mod geo;
 pub mod keys;
 pub mod spec;
 pub mod staging;

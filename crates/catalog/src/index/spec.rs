@@ -17,6 +17,34 @@ pub enum KeyKind {
     Asc,
     Desc,
     Hashed,
+    /// `"2dsphere"`: GeoJSON or legacy pairs on the sphere.
+    Sphere,
+    /// `"2d"`: legacy pairs on a flat square.
+    Flat,
+}
+
+impl KeyKind {
+    pub fn is_geo(self) -> bool {
+        matches!(self, KeyKind::Sphere | KeyKind::Flat)
+    }
+}
+
+/// The bounds and precision of a 2d index (`min`, `max`, `bits`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlatGrid {
+    pub min: f64,
+    pub max: f64,
+    pub bits: u32,
+}
+
+impl Default for FlatGrid {
+    fn default() -> Self {
+        FlatGrid {
+            min: -180.0,
+            max: 180.0,
+            bits: 26,
+        }
+    }
 }
 
 /// One field of a key pattern.
@@ -37,6 +65,10 @@ pub struct IndexSpec {
     pub sparse: bool,
     pub partial: Option<Document>,
     pub expire_after_seconds: Option<i64>,
+    /// `2dsphereIndexVersion` of a 2dsphere index (3 unless given).
+    pub sphere_version: Option<i32>,
+    /// The grid of a 2d index.
+    pub flat_grid: Option<FlatGrid>,
     pub hidden: bool,
 }
 
@@ -71,9 +103,11 @@ pub fn parse_key_pattern(key: &Document) -> Result<Vec<KeyPart>> {
         }
         let kind = match v {
             Bson::String(s) if s == "hashed" => KeyKind::Hashed,
+            Bson::String(s) if s == "2dsphere" => KeyKind::Sphere,
+            Bson::String(s) if s == "2d" => KeyKind::Flat,
             Bson::String(s) => {
                 return Err(cannot_create(format!(
-                    "index type '{s}' is not supported by this server (only ascending, descending and hashed indexes are)"
+                    "index type '{s}' is not supported by this server (only ascending, descending, hashed, 2dsphere and 2d indexes are)"
                 )))
             }
             other => match hourglass_query::num::Num::from_bson(other).map(|n| n.as_f64()) {
@@ -183,8 +217,16 @@ impl IndexSpec {
             sparse: false,
             partial: None,
             expire_after_seconds: None,
+            sphere_version: None,
+            flat_grid: None,
             hidden: false,
         };
+        if spec.parts.iter().any(|p| p.kind == KeyKind::Sphere) {
+            spec.sphere_version = Some(3);
+        }
+        if spec.parts.iter().any(|p| p.kind == KeyKind::Flat) {
+            spec.flat_grid = Some(FlatGrid::default());
+        }
         for (k, v) in d {
             match k.as_str() {
                 "key" | "name" => {}
@@ -212,6 +254,29 @@ impl IndexSpec {
                     return Err(cannot_create(
                         "index collations are not supported by this server (only the simple binary comparison)",
                     ))
+                }
+                "2dsphereIndexVersion" if spec.sphere_version.is_some() => {
+                    spec.sphere_version = Some(match v.as_i32().or_else(|| v.as_f64().map(|f| f as i32)) {
+                        Some(n @ 2..=3) => n,
+                        _ => {
+                            return Err(cannot_create(format!(
+                                "unsupported geo index version {{ 2dsphereIndexVersion : {v} }}, only support versions: [2,3]"
+                            )))
+                        }
+                    })
+                }
+                "bits" | "min" | "max" if spec.flat_grid.is_some() => {
+                    let n = hourglass_query::num::Num::from_bson(v).map(|n| n.as_f64());
+                    let Some(n) = n.filter(|n| n.is_finite()) else {
+                        return Err(cannot_create(format!("{k} must be a number")));
+                    };
+                    let grid = spec.flat_grid.get_or_insert_with(FlatGrid::default);
+                    match k.as_str() {
+                        "bits" if (1.0..=32.0).contains(&n) && n.fract() == 0.0 => grid.bits = n as u32,
+                        "bits" => return Err(cannot_create("bits in geo index must be between 1 and 32")),
+                        "min" => grid.min = n,
+                        _ => grid.max = n,
+                    }
                 }
                 "weights" | "default_language" | "language_override" | "textIndexVersion"
                 | "2dsphereIndexVersion" | "bits" | "min" | "max" | "bucketSize"
@@ -248,6 +313,28 @@ impl IndexSpec {
         if self.sparse && self.partial.is_some() {
             return Err(cannot_create(
                 "cannot mix \"partialFilterExpression\" and \"sparse\" options",
+            ));
+        }
+        let flat: Vec<usize> = (0..self.parts.len())
+            .filter(|i| self.parts[*i].kind == KeyKind::Flat)
+            .collect();
+        if flat.len() > 1 {
+            return Err(cannot_create("Only one 2d field is allowed in an index"));
+        }
+        if flat.first().is_some_and(|i| *i != 0) {
+            return Err(cannot_create("2d has to be first in index"));
+        }
+        if let Some(g) = self.flat_grid {
+            if g.min >= g.max {
+                return Err(cannot_create(
+                    "region for hash must be valid and have positive area",
+                ));
+            }
+        }
+        let geo = self.parts.iter().any(|p| p.kind.is_geo());
+        if geo && (self.unique || self.expire_after_seconds.is_some()) {
+            return Err(cannot_create(
+                "2dsphere and 2d indexes cannot be unique or TTL indexes on this server",
             ));
         }
         let hashed = self.parts.iter().any(|p| p.kind == KeyKind::Hashed);
@@ -290,6 +377,16 @@ impl IndexSpec {
         if self.hidden {
             d.insert("hidden", true);
         }
+        if let Some(v) = self.sphere_version {
+            d.insert("2dsphereIndexVersion", v);
+        }
+        if let Some(g) = self.flat_grid {
+            if g != FlatGrid::default() {
+                d.insert("bits", g.bits as i32);
+                d.insert("min", g.min);
+                d.insert("max", g.max);
+            }
+        }
         d
     }
 
@@ -305,6 +402,8 @@ impl IndexSpec {
             && self.partial == other.partial
             && self.expire_after_seconds == other.expire_after_seconds
             && self.hidden == other.hidden
+            && self.sphere_version == other.sphere_version
+            && self.flat_grid == other.flat_grid
     }
 }
 

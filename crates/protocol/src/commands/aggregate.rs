@@ -46,6 +46,10 @@ pub fn aggregate(req: &Request) -> CmdResult {
         },
         None => None,
     };
+    // A leading $geoNear reads the collection's geo index key.
+    if let (Some(first), Some(src)) = (stages.first_mut(), &source) {
+        super::geo_index::resolve_geo_near_key(req, src, first)?;
+    }
     // A leading $collStats produces the input; the rest runs as usual.
     let coll_stats = stages
         .first()

@@ -125,8 +125,25 @@ pub fn find(req: &Request) -> CmdResult {
         hint: hint.as_ref(),
         after: &needs,
     };
+    let near = filter.near().map(|(p, n)| (p.to_string(), n.clone()));
+    if let Some((path, _)) = &near {
+        super::geo_index::require(req, &coll, path)?;
+    }
+    if let Target::TimeSeries { .. } = Target::resolve(req, &coll) {
+        // A time-series read is an aggregation, where MongoDB allows no $near.
+        filter.refuse_near()?;
+    }
     let (docs, sorted) =
         Target::resolve(req, &coll).scan_with(req, filter, req.opt_document("filter")?, &opts)?;
+    // `$near`/`$nearSphere`: nearest first (a `sort` then reorders them).
+    let (docs, sorted): (DocSource, bool) = match near {
+        Some((path, n)) => {
+            let all = docs.collect::<Result<Vec<_>, _>>()?;
+            let ordered = hourglass_query::geo::near::order(all, &path, &n);
+            (Box::new(ordered.into_iter().map(|(d, _, _)| Ok(d))), false)
+        }
+        None => (docs, sorted),
+    };
     let source = shape(
         docs,
         if sorted { None } else { sort },

@@ -74,7 +74,7 @@ pub fn create_indexes(req: &Request) -> CmdResult {
             }
         }
         let view = matches!(target, Target::TimeSeries { .. });
-        return super::indexes_ts::create(buckets, options, &docs, view);
+        return super::indexes_ts::create(&req.state, buckets, options, &docs, view);
     }
     let mut parsed = Vec::with_capacity(specs.len());
     for s in &specs {

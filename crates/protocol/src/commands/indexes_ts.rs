@@ -40,7 +40,8 @@ fn same_key(a: &Document, b: &Document) -> bool {
 
 /// `createIndexes` on a time-series view (`translate`) or on its buckets collection.
 pub fn create(
-    buckets: &Collection,
+    state: &crate::ServerState,
+    buckets: &std::sync::Arc<Collection>,
     options: &TimeseriesOptions,
     specs: &[Document],
     translate: bool,
@@ -99,6 +100,11 @@ pub fn create(
     }
     let after = current.len();
     if after != before {
+        let new_geo: Vec<String> = current[before..]
+            .iter()
+            .flat_map(hourglass_timeseries::store::geo_fields_of_spec)
+            .collect();
+        state.timeseries.check_geo(buckets, options, &new_geo)?;
         TimeseriesStore::set_index_specs(buckets, &current)?;
     }
     let mut reply = doc! {

@@ -21,6 +21,7 @@ mod distinct;
 mod explain;
 mod find;
 mod find_and_modify;
+mod geo_index;
 mod handshake;
 mod indexes;
 mod indexes_ts;

@@ -82,6 +82,7 @@ pub(crate) fn leaf_matches(pred: &Pred, v: &Bson) -> bool {
         Pred::Regex(r) => r.matches(v),
         Pred::Type(sels) => sels.iter().any(|s| s.matches(v)),
         Pred::Mod(d, r) => mod_matches(v, *d, *r),
+        Pred::Geo(g) => g.matches(v),
         Pred::Exists(_)
         | Pred::Not(_)
         | Pred::All(_)

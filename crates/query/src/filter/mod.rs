@@ -79,6 +79,8 @@ pub enum Pred {
     Not(Vec<Pred>),
     /// Never matches (e.g. `$size` with a non-integral number).
     Never,
+    /// `$geoWithin`, `$geoIntersects`, `$near`, `$nearSphere`.
+    Geo(Box<crate::geo::GeoPred>),
 }
 
 impl Filter {
@@ -109,6 +111,59 @@ impl Filter {
     /// The root node of the parsed tree.
     pub fn root(&self) -> &Node {
         &self.root
+    }
+
+    /// Refuses `$near`/`$nearSphere` where only a `find` (or `count`) may have them:
+    /// aggregation `$match` and time-series collections, as MongoDB does (its message,
+    /// typo included).
+    pub fn refuse_near(&self) -> Result<(), QueryError> {
+        match self.has_near() {
+            true => Err(QueryError::loc(
+                5626500,
+                "$geoNear, $near, and $nearSphere are not allowed in this context, as these operators require sorting geospatial data. If you do not need sort, consider using $geoWithin instead. Check out https://dochub.mongodb.org/core/near-sort-operation and https://dochub.mongodb.org/core/nearSphere-sort-operationfor more details.",
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// Whether `$near`/`$nearSphere` appears anywhere in the filter.
+    pub fn has_near(&self) -> bool {
+        fn node(n: &Node) -> bool {
+            match n {
+                Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().any(node),
+                Node::Field { preds, .. } => preds.iter().any(pred),
+                Node::Expr(_) => false,
+            }
+        }
+        fn pred(p: &Pred) -> bool {
+            match p {
+                Pred::Geo(g) => matches!(g.as_ref(), crate::geo::GeoPred::Near(_)),
+                Pred::Not(ps) | Pred::All(ps) | Pred::ElemMatchVal(ps) | Pred::In(ps) => {
+                    ps.iter().any(pred)
+                }
+                Pred::ElemMatchDoc(n) => node(n),
+                _ => false,
+            }
+        }
+        node(&self.root)
+    }
+
+    /// The `$near`/`$nearSphere` at the filter's top level, with its path.
+    pub fn near(&self) -> Option<(&str, &crate::geo::Near)> {
+        let fields: Vec<&Node> = match &self.root {
+            Node::And(children) => children.iter().collect(),
+            other => vec![other],
+        };
+        fields.into_iter().find_map(|n| match n {
+            Node::Field { path, preds } => preds.iter().find_map(|p| match p {
+                Pred::Geo(g) => match g.as_ref() {
+                    crate::geo::GeoPred::Near(near) => Some((path.as_str(), near)),
+                    _ => None,
+                },
+                _ => None,
+            }),
+            _ => None,
+        })
     }
 
     /// If the filter pins `_id` to one exact value, return it.
@@ -327,9 +382,17 @@ pub fn parse_operators(d: &Document) -> Result<Vec<Pred>, QueryError> {
             "$regex" => parse_regex(v, options)?,
             "$options" => continue,
             "$comment" => continue,
-            "$where" | "$text" | "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects"
-            | "$within" | "$bitsAllSet" | "$bitsAnySet" | "$bitsAllClear" | "$bitsAnyClear"
-            | "$jsonSchema" | "$expr" => {
+            "$geoWithin" | "$within" | "$geoIntersects" | "$near" | "$nearSphere" => {
+                Pred::Geo(Box::new(crate::geo::GeoPred::parse(key, v, d)?))
+            }
+            // Read by `$near`/`$nearSphere` with a legacy point.
+            "$maxDistance" | "$minDistance"
+                if d.contains_key("$near") || d.contains_key("$nearSphere") =>
+            {
+                continue
+            }
+            "$where" | "$text" | "$bitsAllSet" | "$bitsAnySet" | "$bitsAllClear"
+            | "$bitsAnyClear" | "$jsonSchema" | "$expr" => {
                 return Err(QueryError::bad(format!("{key} is not supported")))
             }
             _ => return Err(QueryError::bad(format!("unknown operator: {key}"))),

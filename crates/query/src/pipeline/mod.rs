@@ -10,6 +10,7 @@ mod accum;
 mod bucket;
 mod context;
 mod densify;
+mod geo_near;
 mod granularity;
 mod graph_lookup;
 mod group;
@@ -84,6 +85,8 @@ pub enum Stage {
     Redact(Expr),
     /// `$documents`
     Documents(Expr),
+    /// `$geoNear`
+    GeoNear(Box<geo_near::GeoNear>),
     /// `$lookup`
     Lookup(Box<Lookup>),
     /// `$graphLookup`
@@ -121,6 +124,14 @@ impl Pipeline {
     /// Parses a list of stage documents.
     pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
         check_length(stages.len())?;
+        // MongoDB checks $geoNear's place (after optimizing the pipeline) before anything
+        // else of it.
+        if stages.iter().skip(1).any(|s| s.contains_key("$geoNear")) {
+            return Err(QueryError::loc(
+                40603,
+                "$geoNear was not the first stage in the pipeline after optimization",
+            ));
+        }
         let parsed: Vec<Stage> = stages.iter().map(parse_stage).collect::<Result<_, _>>()?;
         for (i, st) in parsed.iter().enumerate() {
             let name = match st {
@@ -296,7 +307,11 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
     };
     Ok(match name.as_str() {
         "$match" => match arg {
-            Bson::Document(d) => Stage::Match(Filter::parse(d)?),
+            Bson::Document(d) => {
+                let f = Filter::parse(d)?;
+                f.refuse_near()?;
+                Stage::Match(f)
+            }
             _ => return Err(QueryError::loc(15959, "the match filter must be an expression in an object")),
         },
         "$project" => match arg {
@@ -450,6 +465,7 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
         "$setWindowFields" => Stage::SetWindowFields(SetWindowFields::parse(arg)?),
         "$redact" => Stage::Redact(Expr::parse(arg)?),
         "$documents" => Stage::Documents(Expr::parse(arg)?),
+        "$geoNear" => Stage::GeoNear(Box::new(geo_near::GeoNear::parse(arg)?)),
         "$lookup" => Stage::Lookup(Box::new(Lookup::parse(arg)?)),
         // Change streams need a replica set's oplog; a standalone refuses them so.
         "$changeStream" => {
@@ -598,6 +614,7 @@ fn run_stage(
             vec![out]
         }
         Stage::Sample(n) => sample(docs, *n),
+        Stage::GeoNear(g) => g.run(docs)?,
         Stage::Densify(d) => d.run(docs)?,
         Stage::Fill(f) => f.run(docs)?,
         Stage::SetWindowFields(w) => w.run(docs, limits)?,

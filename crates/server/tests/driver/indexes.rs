@@ -106,7 +106,7 @@ async fn create_list_and_drop_indexes_with_mongodb_reply_shapes() {
     .await;
     for bad in [
         doc! {"key": {"t": "text"}, "name": "t_text"},
-        doc! {"key": {"g": "2dsphere"}, "name": "g"},
+        doc! {"key": {"g": "geoHaystack"}, "name": "g"},
         doc! {"key": {"$**": 1}, "name": "w"},
         doc! {"key": {"a": 1, "b": 1}, "name": "ab", "expireAfterSeconds": 1},
         doc! {"key": {"q": 1}, "name": "q", "collation": {"locale": "fr"}},

@@ -9,6 +9,7 @@
 //! buckets from memory and the closed ones from one storage snapshot taken under the
 //! same lock, so they see every committed measurement exactly once.
 
+mod geo;
 mod indexes;
 mod keys;
 mod latest;
@@ -17,6 +18,7 @@ mod predicate;
 mod scan;
 mod view;
 
+pub use geo::fields_of_spec as geo_fields_of_spec;
 pub use modify::{DeleteOutcome, TsUpdate};
 pub(crate) use predicate::only_meta_paths;
 pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
@@ -386,6 +388,8 @@ impl TimeseriesStore {
     ) -> Result<TsInsertOutcome, StoreError> {
         let series = self.series(buckets, options)?;
         let engine = buckets.engine();
+        let (measurements, positions, refused) =
+            Self::refuse_bad_geometry(buckets, options, measurements, ordered)?;
         // Refused before the catalog takes any measurement, so a full disk leaves nothing
         // of the insert visible.
         let bytes: usize = measurements
@@ -418,7 +422,62 @@ impl TimeseriesStore {
         }
         engine.wait_durable(appended.max(closed?))?;
         self.expire_idle_elsewhere(buckets.id);
-        Ok(out)
+        Ok(Self::with_refused(out, positions, refused, ordered))
+    }
+
+    /// Takes out the measurements the collection's 2dsphere indexes cannot hold (with an
+    /// ordered insert, those from the first one on); returns the kept ones, their
+    /// positions in the input, and the refusals.
+    #[allow(clippy::type_complexity)]
+    fn refuse_bad_geometry(
+        buckets: &Collection,
+        options: &TimeseriesOptions,
+        measurements: Vec<Document>,
+        ordered: bool,
+    ) -> Result<(Vec<Document>, Option<Vec<usize>>, Vec<(usize, StoreError)>), StoreError> {
+        let fields = Self::geo_fields(buckets, options)?;
+        if fields.is_empty() {
+            return Ok((measurements, None, Vec::new()));
+        }
+        let mut kept = Vec::with_capacity(measurements.len());
+        let mut positions = Vec::with_capacity(measurements.len());
+        let mut refused = Vec::new();
+        for (i, m) in measurements.into_iter().enumerate() {
+            match geo::check(&m, &fields) {
+                Ok(()) => {
+                    kept.push(m);
+                    positions.push(i);
+                }
+                Err(e) => {
+                    refused.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok((kept, Some(positions), refused))
+    }
+
+    /// The outcome over the whole input: errors renumbered to input positions, with the
+    /// geometry refusals (an ordered insert reports only its first error).
+    fn with_refused(
+        mut out: TsInsertOutcome,
+        positions: Option<Vec<usize>>,
+        refused: Vec<(usize, StoreError)>,
+        ordered: bool,
+    ) -> TsInsertOutcome {
+        let Some(positions) = positions else {
+            return out;
+        };
+        for (i, _) in &mut out.errors {
+            *i = positions.get(*i).copied().unwrap_or(*i);
+        }
+        if !ordered || out.errors.is_empty() {
+            out.errors.extend(refused);
+        }
+        out.errors.sort_by_key(|(i, _)| *i);
+        out
     }
 
     /// While the open buckets of all collections exceed the memory threshold, closes the

@@ -1,0 +1,154 @@
+//! Which geo index a `$near`/`$nearSphere` find or a `$geoNear` stage reads: the 2dsphere
+//! and 2d indexes of a regular collection, or the 2dsphere indexes on measurement fields
+//! of a time-series collection. As in MongoDB, these queries need one, and `$geoNear`
+//! takes its `key` from the only one there is.
+
+use super::target::Target;
+use super::Request;
+use crate::error::CommandError;
+use bson::{Bson, Document};
+use hourglass_catalog::index::spec::KeyKind;
+use hourglass_timeseries::TimeseriesStore;
+
+/// The geo-indexed paths of `coll` (as the client names them), each with its kind.
+fn geo_indexes(req: &Request, coll: &str) -> Result<Vec<(String, KeyKind)>, CommandError> {
+    Ok(match Target::resolve(req, coll) {
+        Target::Regular(Some(c)) => c
+            .indexes()
+            .iter()
+            .filter(|i| !i.spec.hidden)
+            .flat_map(|i| {
+                i.spec
+                    .parts
+                    .iter()
+                    .filter(|p| p.kind.is_geo())
+                    .map(|p| (p.path.clone(), p.kind))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        Target::TimeSeries { buckets, options } => TimeseriesStore::geo_fields(&buckets, &options)?
+            .into_iter()
+            .map(|f| (f, KeyKind::Sphere))
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// The geo-indexed paths of `coll`.
+pub fn geo_paths(req: &Request, coll: &str) -> Result<Vec<String>, CommandError> {
+    Ok(geo_indexes(req, coll)?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
+}
+
+fn no_index(req: &Request, coll: &str) -> CommandError {
+    CommandError::new(
+        291,
+        "NoQueryExecutionPlans",
+        format!(
+            "error processing query: ns={}.{coll} planner returned error :: caused by :: unable to find index for $geoNear query",
+            req.db
+        ),
+    )
+}
+
+fn index_not_found(msg: String) -> CommandError {
+    CommandError::new(27, "IndexNotFound", msg)
+}
+
+/// Checks that `path` of `coll` has a geo index, for `$near`/`$nearSphere`.
+pub fn require(req: &Request, coll: &str, path: &str) -> Result<(), CommandError> {
+    match geo_paths(req, coll)?.iter().any(|p| p == path) {
+        true => Ok(()),
+        false => Err(no_index(req, coll)),
+    }
+}
+
+/// A time-series `$geoNear` as MongoDB 7.0 takes it: on a measurement field named by
+/// `key`, with the filter in a following `$match` rather than `query`, and without
+/// `includeLocs`.
+fn check_time_series(spec: &Document) -> Result<(), CommandError> {
+    let refuse = |code: i32, msg: &str| CommandError::new(code, &format!("Location{code}"), msg);
+    if !spec.contains_key("key") {
+        return Err(refuse(
+            5892921,
+            "Must specify 'key' option for $geoNear on a time-series collection",
+        ));
+    }
+    if spec.contains_key("query") {
+        return Err(refuse(
+            1938439,
+            "$geoNear on a time-series collection does not support 'query'; use a $match stage after it instead",
+        ));
+    }
+    if spec.contains_key("includeLocs") {
+        return Err(refuse(
+            5860208,
+            "$geoNear on a time-series collection does not support 'includeLocs'",
+        ));
+    }
+    Ok(())
+}
+
+/// Fills in the `key` of a leading `$geoNear` stage from the collection's geo index, or
+/// checks the one given.
+pub fn resolve_geo_near_key(
+    req: &Request,
+    coll: &str,
+    stage: &mut Document,
+) -> Result<(), CommandError> {
+    let Ok(spec) = stage.get_document_mut("$geoNear") else {
+        return Ok(());
+    };
+    if let Target::TimeSeries { .. } = Target::resolve(req, coll) {
+        // Measurements are unpacked and measured whether or not an index exists.
+        return check_time_series(spec);
+    }
+    if let Target::Regular(None) = Target::resolve(req, coll) {
+        return Err(CommandError::new(
+            26,
+            "NamespaceNotFound",
+            format!(
+                "$geoNear requires a geo index to run, but {}.{coll} does not exist",
+                req.db
+            ),
+        ));
+    }
+    let indexes = geo_indexes(req, coll)?;
+    match spec.get("key") {
+        Some(Bson::String(k)) if indexes.iter().any(|(p, _)| p == k) => Ok(()),
+        Some(Bson::String(_)) => Err(no_index(req, coll)),
+        Some(_) => Ok(()), // the stage's parser reports the type
+        None => {
+            // A 2d index is preferred, as in MongoDB.
+            let of = |kind: KeyKind| -> Vec<&String> {
+                indexes
+                    .iter()
+                    .filter(|(_, k)| *k == kind)
+                    .map(|(p, _)| p)
+                    .collect()
+            };
+            let (flat, sphere) = (of(KeyKind::Flat), of(KeyKind::Sphere));
+            let (chosen, kind) = match (flat.as_slice(), sphere.as_slice()) {
+                ([one], _) => (Some(*one), "2d"),
+                ([_, _, ..], _) => (None, "2d"),
+                ([], [one]) => (Some(*one), "2dsphere"),
+                ([], [_, _, ..]) => (None, "2dsphere"),
+                ([], []) => {
+                    return Err(index_not_found(
+                        "$geoNear requires a 2d or 2dsphere index, but none were found".into(),
+                    ))
+                }
+            };
+            let Some(path) = chosen else {
+                return Err(index_not_found(format!(
+                    "There is more than one {kind} index on {}.{coll}; unsure which to use for $geoNear",
+                    req.db
+                )));
+            };
+            spec.insert("key", path.clone());
+            Ok(())
+        }
+    }
+}
