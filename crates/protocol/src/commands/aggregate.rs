@@ -49,6 +49,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     // A leading $geoNear reads the collection's geo index key.
     if let (Some(first), Some(src)) = (stages.first_mut(), &source) {
         super::geo_index::resolve_geo_near_key(req, src, first)?;
+        super::geo_index::fold_following_matches(&mut stages);
     }
     // A leading $collStats produces the input; the rest runs as usual.
     let coll_stats = stages

@@ -12,6 +12,19 @@ use hourglass_query::pipeline::Pipeline;
 use hourglass_timeseries::{TimeseriesOptions, TsPlan};
 use std::sync::Arc;
 
+/// A leading `$geoNear` whose `query` came from the `$match` stages after it
+/// (`geo_index::fold_following_matches`): the query goes first, as a `$match` the bucket
+/// scan prunes with, and the `$geoNear` orders what it lets through.
+fn split_geo_near_query(stages: &[Document]) -> Option<Vec<Document>> {
+    let spec = stages.first()?.get_document("$geoNear").ok()?;
+    let query = spec.get_document("query").ok()?.clone();
+    let mut geo_near = spec.clone();
+    geo_near.remove("query");
+    let mut out = vec![doc! {"$match": query}, doc! {"$geoNear": geo_near}];
+    out.extend_from_slice(&stages[1..]);
+    Some(out)
+}
+
 pub fn aggregate_view(
     req: &Request,
     coll: &str,
@@ -22,6 +35,14 @@ pub fn aggregate_view(
     cursor_opts: Option<&Document>,
 ) -> CmdResult {
     let ctx = super::pipeline_context::CatalogContext::new(req);
+    let split;
+    let stages = match split_geo_near_query(stages) {
+        Some(s) => {
+            split = s;
+            &split[..]
+        }
+        None => stages,
+    };
     let mut plan = TsPlan::new(stages, options)?;
     plan.limits = ctx.run_options()?.limits;
     let rest = Pipeline::parse(&stages[plan.consumed..])?;

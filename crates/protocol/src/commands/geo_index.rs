@@ -91,6 +91,44 @@ fn check_time_series(spec: &Document) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Moves the `$match` stages right after a leading `$geoNear` into its `query` when they
+/// read neither its `distanceField` nor its `includeLocs` (filtering before ordering by
+/// distance gives the same documents in the same order), so that the scan under the
+/// `$geoNear` can use them: an index or time and meta pushdown on a regular collection,
+/// bucket pruning on a time-series one.
+pub fn fold_following_matches(stages: &mut Vec<Document>) {
+    let Some(spec) = stages.first().and_then(|s| s.get_document("$geoNear").ok()) else {
+        return;
+    };
+    let outputs: Vec<String> = ["distanceField", "includeLocs"]
+        .iter()
+        .filter_map(|k| spec.get_str(k).ok().map(String::from))
+        .collect();
+    let independent = |m: &Document| {
+        m.keys().all(|k| {
+            let top = k.split('.').next().unwrap_or("");
+            !k.starts_with('$') && outputs.iter().all(|o| o.split('.').next() != Some(top))
+        })
+    };
+    let mut folded = Vec::new();
+    while let Some(m) = stages.get(1).and_then(|s| s.get_document("$match").ok()) {
+        if stages[1].len() != 1 || !independent(m) {
+            break;
+        }
+        folded.push(Bson::Document(m.clone()));
+        stages.remove(1);
+    }
+    if folded.is_empty() {
+        return;
+    }
+    if let Ok(spec) = stages[0].get_document_mut("$geoNear") {
+        if let Some(q) = spec.remove("query") {
+            folded.insert(0, q);
+        }
+        spec.insert("query", bson::doc! {"$and": folded});
+    }
+}
+
 /// Fills in the `key` of a leading `$geoNear` stage from the collection's geo index, or
 /// checks the one given.
 pub fn resolve_geo_near_key(

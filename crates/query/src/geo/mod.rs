@@ -1,6 +1,7 @@
 //! Geospatial queries: geometries ([`shape`]), spherical geometry ([`sphere`]), the query
 //! operators ([`pred`]), distance ordering ([`near`]) and index cells ([`cells`]).
 
+pub mod bbox;
 pub mod cells;
 pub mod near;
 pub mod pred;

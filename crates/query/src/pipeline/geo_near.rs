@@ -121,6 +121,11 @@ impl GeoNear {
         Ok(out)
     }
 
+    /// The documents' filter (`query`), which the scan under the stage may use.
+    pub fn query(&self) -> Option<&Filter> {
+        self.query.as_ref()
+    }
+
     pub fn run(&self, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
         let docs: Vec<Document> = match &self.query {
             Some(q) => docs.into_iter().filter(|d| q.matches(d)).collect(),

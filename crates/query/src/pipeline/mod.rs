@@ -190,6 +190,7 @@ impl Pipeline {
     pub fn leading_match(&self) -> Option<&Filter> {
         match self.stages.first() {
             Some(Stage::Match(f)) => Some(f),
+            Some(Stage::GeoNear(g)) => g.query(),
             _ => None,
         }
     }

@@ -157,14 +157,19 @@ impl TsPlan {
 
     /// The plan for explain: what runs at bucket level and what per measurement.
     pub fn explain(&self, counters: Option<&ScanCounters>) -> Document {
-        let mut d = doc! {
-            "bucketFilter": {
-                "time": {
-                    "min": self.predicate.bounds.min.map(bson::DateTime::from_millis),
-                    "max": self.predicate.bounds.max.map(bson::DateTime::from_millis),
-                },
-                "meta": self.predicate.meta_spec.clone(),
+        let mut bucket_filter = doc! {
+            "time": {
+                "min": self.predicate.bounds.min.map(bson::DateTime::from_millis),
+                "max": self.predicate.bounds.max.map(bson::DateTime::from_millis),
             },
+            "meta": self.predicate.meta_spec.clone(),
+        };
+        let extent = self.predicate.geo_explain();
+        if !extent.is_empty() {
+            bucket_filter.insert("extent", extent);
+        }
+        let mut d = doc! {
+            "bucketFilter": bucket_filter,
             "eventFilter": self.filter_spec.clone(),
             "include": match &self.fields {
                 Some(f) => Bson::Array(f.iter().cloned().map(Bson::String).collect()),

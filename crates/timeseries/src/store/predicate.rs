@@ -7,6 +7,9 @@
 use bson::{doc, Bson, Document};
 use hourglass_query::compare::{compare_values, same_bracket};
 use hourglass_query::filter::Filter;
+use hourglass_query::geo::bbox::GeoBox;
+use hourglass_query::geo::shape::Pos;
+use hourglass_query::geo::GeoPred;
 use hourglass_query::QueryError;
 use std::cmp::Ordering;
 
@@ -132,6 +135,34 @@ pub(crate) fn only_meta_paths(k: &str, v: &Bson, meta_field: &str) -> bool {
     }
 }
 
+/// The box a geo condition (`{$geoWithin: ...}`, `{$geoIntersects: ...}`, `{$near: ...}`)
+/// can match inside, if it has one.
+fn geo_box(v: &Bson) -> Option<GeoBox> {
+    let Bson::Document(ops) = v else {
+        return None;
+    };
+    ops.iter().find_map(|(op, arg)| match op.as_str() {
+        "$geoWithin" | "$within" | "$geoIntersects" | "$near" | "$nearSphere" => {
+            hourglass_query::geo::bbox::of(&GeoPred::parse(op, arg, ops).ok()?)
+        }
+        _ => None,
+    })
+}
+
+/// The `[longitude, latitude]` of a control min or max of GeoJSON points (the
+/// per-field extremes of their `coordinates`).
+fn point_extent(v: &Bson) -> Option<Pos> {
+    let c = v.as_document()?.get_array("coordinates").ok()?;
+    let num = |b: &Bson| hourglass_query::num::Num::from_bson(b).map(|n| n.as_f64());
+    match c.as_slice() {
+        [x, y, ..] => Some(Pos {
+            x: num(x)?,
+            y: num(y)?,
+        }),
+        _ => None,
+    }
+}
+
 /// A range condition on a top-level measurement field that control min/max can refute.
 #[derive(Debug, Clone)]
 struct FieldRange {
@@ -165,6 +196,9 @@ pub struct BucketPredicate {
     /// not at all.
     pub meta_only: bool,
     ranges: Vec<FieldRange>,
+    /// Geo conditions on top-level measurement fields, as the box of longitudes and
+    /// latitudes they can match inside (refuted by the bucket's point extent).
+    geo: Vec<(String, GeoBox)>,
 }
 
 impl BucketPredicate {
@@ -199,6 +233,7 @@ impl BucketPredicate {
                 p.bounds = p.bounds.intersect(TimeBounds::from_condition(v));
             } else if !k.starts_with('$') && !k.contains('.') {
                 p.ranges.extend(field_ranges(k, v));
+                p.geo.extend(geo_box(v).map(|b| (k.to_string(), b)));
             }
         }
         if !meta.is_empty() {
@@ -216,7 +251,24 @@ impl BucketPredicate {
 
     /// Whether there are measurement ranges to check against control min/max.
     pub fn has_ranges(&self) -> bool {
-        !self.ranges.is_empty()
+        !self.ranges.is_empty() || !self.geo.is_empty()
+    }
+
+    /// The geo boxes buckets are pruned by, for explain: `{<field>: {lat: [lo, hi],
+    /// lon: [lo, hi] or null}}`.
+    pub fn geo_explain(&self) -> Document {
+        self.geo
+            .iter()
+            .map(|(f, b)| {
+                let lon = b
+                    .lon
+                    .map(|(lo, hi)| Bson::Array(vec![lo.into(), hi.into()]));
+                (
+                    f.clone(),
+                    Bson::Document(doc! {"lat": [b.lat.0, b.lat.1], "lon": lon}),
+                )
+            })
+            .collect()
     }
 
     /// Whether a series with this meta value may match.
@@ -243,31 +295,39 @@ impl BucketPredicate {
     /// [`BucketPredicate::refuted_by_control`] with `bounds(field)` giving a field's
     /// control (min, max), so a stored bucket reads only the fields the ranges name.
     pub fn refuted_by_bounds(&self, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) -> bool {
-        self.ranges.iter().any(|r| {
-            let Some((lo, hi)) = bounds(&r.field) else {
-                return false;
-            };
-            let (lo, hi) = (&lo, &hi);
-            // Only same-bracket scalars compare meaningfully; arrays and objects could
-            // match element-wise, so they never refute.
-            if !(same_bracket(lo, &r.value) && same_bracket(hi, &r.value))
-                || matches!(lo, Bson::Array(_) | Bson::Document(_))
-                || matches!(hi, Bson::Array(_) | Bson::Document(_))
-            {
-                return false;
-            }
-            let v = &r.value;
-            match r.op {
-                RangeOp::Gt => compare_values(hi, v) != Ordering::Greater,
-                RangeOp::Gte => compare_values(hi, v) == Ordering::Less,
-                RangeOp::Lt => compare_values(lo, v) != Ordering::Less,
-                RangeOp::Lte => compare_values(lo, v) == Ordering::Greater,
-                RangeOp::Eq => {
-                    compare_values(hi, v) == Ordering::Less
-                        || compare_values(lo, v) == Ordering::Greater
+        let outside_box = self.geo.iter().any(|(field, b)| match bounds(field) {
+            Some((lo, hi)) => match (point_extent(&lo), point_extent(&hi)) {
+                (Some(lo), Some(hi)) => b.excludes(lo, hi),
+                _ => false,
+            },
+            None => false,
+        });
+        outside_box
+            || self.ranges.iter().any(|r| {
+                let Some((lo, hi)) = bounds(&r.field) else {
+                    return false;
+                };
+                let (lo, hi) = (&lo, &hi);
+                // Only same-bracket scalars compare meaningfully; arrays and objects could
+                // match element-wise, so they never refute.
+                if !(same_bracket(lo, &r.value) && same_bracket(hi, &r.value))
+                    || matches!(lo, Bson::Array(_) | Bson::Document(_))
+                    || matches!(hi, Bson::Array(_) | Bson::Document(_))
+                {
+                    return false;
                 }
-            }
-        })
+                let v = &r.value;
+                match r.op {
+                    RangeOp::Gt => compare_values(hi, v) != Ordering::Greater,
+                    RangeOp::Gte => compare_values(hi, v) == Ordering::Less,
+                    RangeOp::Lt => compare_values(lo, v) != Ordering::Less,
+                    RangeOp::Lte => compare_values(lo, v) == Ordering::Greater,
+                    RangeOp::Eq => {
+                        compare_values(hi, v) == Ordering::Less
+                            || compare_values(lo, v) == Ordering::Greater
+                    }
+                }
+            })
     }
 }
 
