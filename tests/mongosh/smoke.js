@@ -50,5 +50,16 @@ check(t.getCollection('system.buckets.weather').countDocuments({}) === 1, 'one b
 const info = t.getCollectionInfos({ name: 'weather' })[0];
 check(info.type === 'timeseries', 'weather is a time-series collection');
 
+// operator helpers: db.currentOp() (the $currentOp stage) and db.fsyncLock()/fsyncUnlock()
+const ops = db.currentOp();
+check(ops.ok === 1 && Array.isArray(ops.inprog) && ops.inprog.length > 0, 'db.currentOp() lists operations');
+const locked = db.fsyncLock();
+check(locked.ok === 1 && Number(locked.lockCount) === 1, 'db.fsyncLock(): ' + JSON.stringify(locked));
+check(t.people.countDocuments({}) === 3, 'reads go on under fsyncLock');
+const unlocked = db.fsyncUnlock();
+check(unlocked.ok === 1 && Number(unlocked.lockCount) === 0, 'db.fsyncUnlock(): ' + JSON.stringify(unlocked));
+t.people.insertOne({ name: 'after-unlock' });
+check(t.people.countDocuments({}) === 4, 'writes proceed after fsyncUnlock');
+
 t.dropDatabase();
 print('mongosh smoke: all checks passed');

@@ -139,3 +139,18 @@ def test_idl_errors_carry_mongodb_code_names(db):
     with pytest.raises(OperationFailure) as e:
         db.command("update", "c", updates=[{"u": {"$set": {"a": 1}}}])
     assert (e.value.code, e.value.details["codeName"]) == (40414, "IDLFailedToParse")
+
+
+def test_an_address_in_use_stops_the_start_with_mongods_exit_code_48():
+    with tempfile.TemporaryDirectory(prefix="hourglass-busy-") as tmp:
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            proc = start(["--dbpath", f"{tmp}/db", "--port", str(port), "--bind_ip", "127.0.0.1"], tmp)
+            out, _ = proc.communicate(timeout=20)
+            assert proc.returncode == 48, out
+            assert f"127.0.0.1:{port}" in out.decode(errors="replace")
+        finally:
+            taken.close()

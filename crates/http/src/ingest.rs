@@ -142,6 +142,7 @@ pub fn insert(
     docs: Vec<Document>,
 ) -> Result<Written, IngestError> {
     let n = docs.len() as u64;
+    state.write_gate.wait_open(None);
     let out = state
         .timeseries
         .insert(&dest.buckets, &dest.options, docs, false)

@@ -12,8 +12,10 @@ pub mod fuzzing;
 pub mod operations;
 pub mod params;
 pub mod state;
+pub mod top;
 pub mod ttl;
 pub mod wire;
+pub mod write_gate;
 
 pub use client::ConnInfo;
 pub use error::CommandError;

@@ -118,6 +118,10 @@ pub struct ServerState {
     pub in_flight: InFlightBudget,
     pub command_latency: CommandLatency,
     pub access: crate::access::AccessControl,
+    /// Closed by `fsync: 1, lock: true`: writes wait.
+    pub write_gate: crate::write_gate::WriteGate,
+    /// Time per collection and kind of operation, for `top`.
+    pub top: crate::top::Top,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -179,6 +183,8 @@ impl ServerState {
             in_flight,
             command_latency: CommandLatency::new_with_constructor(latency_histogram),
             access: Default::default(),
+            write_gate: Default::default(),
+            top: Default::default(),
         }
     }
 }

@@ -35,7 +35,8 @@ pub fn run_pass(state: &ServerState) -> u64 {
         state.params.get("ttlMonitorEnabled"),
         Some(bson::Bson::Boolean(false))
     );
-    if !enabled {
+    // While fsyncLock holds, the pass waits for the next one.
+    if !enabled || state.write_gate.is_locked() {
         return 0;
     }
     let mut deleted = 0;

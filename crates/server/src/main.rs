@@ -219,6 +219,21 @@ fn apply_parameters(args: &Args, params: &Parameters) -> anyhow::Result<Document
     Ok(given)
 }
 
+/// A listening address that could not be bound: mongod exits with 48 (`EXIT_NET_ERROR`).
+#[derive(Debug)]
+struct ListenError(String);
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ListenError {}
+
+/// mongod's exit code for a listening failure.
+const EXIT_NET_ERROR: u8 = 48;
+
 fn main() -> std::process::ExitCode {
     let args = match Args::resolve(Cli::parse()) {
         Ok(a) => a,
@@ -232,7 +247,10 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("hourglass: {e:#}");
             tracing::error!("fatal: {e:#}");
-            std::process::ExitCode::FAILURE
+            match e.downcast_ref::<ListenError>() {
+                Some(_) => std::process::ExitCode::from(EXIT_NET_ERROR),
+                None => std::process::ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -318,7 +336,7 @@ async fn serve(
         };
         let l = TcpListener::bind(&addr)
             .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+            .map_err(|e| ListenError(format!("cannot listen on {addr}: {e}")))?;
         tracing::info!(address = %addr, "Waiting for connections");
         listeners.push(l);
     }
@@ -394,7 +412,7 @@ async fn bind_http(bind_ip: &str, port: u16, auth: bool) -> anyhow::Result<Vec<T
         let addr = std::net::SocketAddr::new(ip, port);
         let l = TcpListener::bind(addr)
             .await
-            .with_context(|| format!("cannot listen for HTTP on {addr}"))?;
+            .map_err(|e| ListenError(format!("cannot listen for HTTP on {addr}: {e}")))?;
         tracing::info!(address = %addr, "Waiting for HTTP requests");
         out.push(l);
     }

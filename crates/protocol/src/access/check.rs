@@ -84,6 +84,8 @@ const AUTHENTICATED: &[&str] = &[
 
 /// One action on the cluster.
 const CLUSTER: &[(&str, &str)] = &[
+    ("fsync", "fsync"),
+    ("fsyncUnlock", "unlock"),
     ("getCmdLineOpts", "getCmdLineOpts"),
     ("getLog", "getLog"),
     ("getParameter", "getParameter"),
@@ -91,6 +93,7 @@ const CLUSTER: &[(&str, &str)] = &[
     ("killOp", "killop"),
     ("serverStatus", "serverStatus"),
     ("setParameter", "setParameter"),
+    ("top", "top"),
 ];
 
 /// One action on the command's database.

@@ -68,7 +68,15 @@ pub fn aggregate(req: &Request) -> CmdResult {
         }
         None => false,
     };
-    let rest = if coll_stats.is_some() || index_stats || list_catalog {
+    // And a leading $currentOp (`{aggregate: 1}` on admin).
+    let current_op = match stages
+        .first()
+        .and_then(|s| s.get_document("$currentOp").ok())
+    {
+        Some(spec) => Some(super::current_op::stage_input(req, spec, coll.is_none())?),
+        None => None,
+    };
+    let rest = if coll_stats.is_some() || index_stats || list_catalog || current_op.is_some() {
         &stages[1..]
     } else {
         &stages[..]
@@ -87,12 +95,12 @@ pub fn aggregate(req: &Request) -> CmdResult {
     // A collectionless aggregate is allowed when the pipeline starts with $documents
     // or $listCatalog.
     let documents_only = coll.is_none() && pipeline.starts_with_documents();
-    let catalog_input = match list_catalog {
+    let stage_input = match list_catalog {
         true => Some(super::list_catalog::entries(req, coll.as_deref())?),
-        false => None,
+        false => current_op,
     };
     let coll = coll.or_else(|| {
-        (documents_only || catalog_input.is_some()).then(|| "$cmd.aggregate".to_string())
+        (documents_only || stage_input.is_some()).then(|| "$cmd.aggregate".to_string())
     });
     let Some(coll) = coll else {
         return Err(CommandError::invalid_options(
@@ -137,9 +145,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     let opts = ctx.run_options()?;
     let output = match coll_stats {
         _ if documents_only => pipeline.run_with(Vec::new(), &opts)?,
-        _ if catalog_input.is_some() => {
-            pipeline.run_with(catalog_input.unwrap_or_default(), &opts)?
-        }
+        _ if stage_input.is_some() => pipeline.run_with(stage_input.unwrap_or_default(), &opts)?,
         Some(spec) => pipeline.run_with(vec![coll_stats_stage(req, &coll, &spec)?], &opts)?,
         None if index_stats => pipeline.run_with(index_stats_stage(req, target), &opts)?,
         // Documents stream from the scan into the leading stages.

@@ -2,7 +2,7 @@
 
 use super::Request;
 use crate::error::{CmdResult, CommandError};
-use bson::{doc, Bson};
+use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 
 fn admin_only(req: &Request, name: &str) -> Result<(), CommandError> {
@@ -37,7 +37,62 @@ pub fn current_op(req: &Request) -> CmdResult {
         .filter(|d| filter.matches(d))
         .map(Bson::Document)
         .collect();
-    Ok(doc! {"inprog": inprog})
+    let mut reply = doc! {"inprog": inprog};
+    if req.state.write_gate.is_locked() {
+        reply.insert("fsyncLock", true);
+    }
+    Ok(reply)
+}
+
+/// The input of a `$currentOp` stage (`{aggregate: 1}` on `admin`): the operations in
+/// progress, the connection's own unless `allUsers`. Idle connections and sessions are
+/// not tracked, so asking for them is refused rather than answered without them.
+pub fn stage_input(
+    req: &Request,
+    spec: &Document,
+    collectionless: bool,
+) -> Result<Vec<Document>, CommandError> {
+    if req.db != "admin" || !collectionless {
+        return Err(CommandError::new(
+            73,
+            "InvalidNamespace",
+            "$currentOp must be run against the 'admin' database with {aggregate: 1}",
+        ));
+    }
+    let mut all_users = false;
+    for (k, v) in spec {
+        let flag = match v {
+            Bson::Boolean(b) => *b,
+            _ => {
+                return Err(CommandError::failed_to_parse(format!(
+                    "The '{k}' parameter of the $currentOp stage must be a boolean value, but found: {v}"
+                )))
+            }
+        };
+        match k.as_str() {
+            "allUsers" => all_users = flag,
+            "localOps" | "truncateOps" | "backtrace" => {}
+            "idleConnections" | "idleSessions" | "idleCursors" if flag => {
+                return Err(CommandError::invalid_options(format!(
+                    "$currentOp: '{k}: true' is not supported by this server (it tracks operations in progress only)"
+                )))
+            }
+            "idleConnections" | "idleSessions" | "idleCursors" => {}
+            other => {
+                return Err(CommandError::failed_to_parse(format!(
+                    "Unrecognized option '{other}' in $currentOp stage."
+                )))
+            }
+        }
+    }
+    Ok(req
+        .state
+        .ops
+        .all()
+        .into_iter()
+        .filter(|op| all_users || op.conn_id == req.conn.id)
+        .map(|op| op.to_document(&req.state.host))
+        .collect())
 }
 
 pub fn kill_op(req: &Request) -> CmdResult {

@@ -151,6 +151,18 @@ fn bucket_catalog_section(store: &hourglass_timeseries::TimeseriesStore) -> Opti
     Some(out)
 }
 
+/// `top` (admin only): time and counts per collection and kind of operation.
+pub fn top(req: &Request) -> CmdResult {
+    if req.db != "admin" {
+        return Err(crate::error::CommandError::new(
+            13,
+            "Unauthorized",
+            "top may only be run against the admin database.",
+        ));
+    }
+    Ok(doc! {"totals": req.state.top.totals()})
+}
+
 pub fn list_commands(_req: &Request) -> CmdResult {
     Ok(doc! {"commands": super::list_commands_doc()})
 }

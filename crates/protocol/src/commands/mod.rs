@@ -21,6 +21,7 @@ mod distinct;
 mod explain;
 mod find;
 mod find_and_modify;
+mod fsync;
 mod geo_index;
 mod handshake;
 mod indexes;
@@ -212,6 +213,16 @@ pub static COMMANDS: &[Command] = &[
         "Alias of findAndModify.",
     ),
     cmd(
+        "fsync",
+        fsync::fsync,
+        "Flushes all data to disk; with lock: true, holds writes until fsyncUnlock (admin only).",
+    ),
+    cmd(
+        "fsyncUnlock",
+        fsync::fsync_unlock,
+        "Releases one fsync lock (admin only).",
+    ),
+    cmd(
         "getCmdLineOpts",
         parameters::get_cmd_line_opts,
         "Returns the command line the server was started with.",
@@ -382,6 +393,11 @@ pub static COMMANDS: &[Command] = &[
         parameters::set_parameter,
         "Changes server parameters.",
     ),
+    cmd(
+        "top",
+        diagnostics::top,
+        "Returns time and counts per collection and kind of operation (admin only).",
+    ),
     crud("update", update::update, "Updates documents."),
     cmd(
         "updateRole",
@@ -427,10 +443,12 @@ pub fn dispatch(req: &Request) -> Document {
         Err(e) => return e.to_reply(),
     };
     let req = prepared.as_ref().unwrap_or(req);
-    let ns = match req.body.get(&name) {
-        Some(Bson::String(c)) => format!("{}.{c}", req.db),
+    let ns = match (req.body.get(&name), req.body.get("collection")) {
+        (Some(Bson::String(c)), _) => format!("{}.{c}", req.db),
+        (_, Some(Bson::String(c))) if name == "getMore" => format!("{}.{c}", req.db),
         _ => format!("{}.$cmd", req.db),
     };
+    let top_ns = ns.clone();
     let kind = match name.as_str() {
         "insert" => "insert",
         "update" => "update",
@@ -460,12 +478,30 @@ pub fn dispatch(req: &Request) -> Document {
         &req.body,
         req.interrupt.clone(),
     );
+    // While fsyncLock holds, a write waits here, visible to currentOp and killOp.
+    if fsync::WRITING.contains(&name.as_str())
+        && !req.state.write_gate.wait_open(Some(&req.interrupt))
+    {
+        return CommandError::new(
+            11601,
+            "Interrupted",
+            "operation was interrupted while waiting for fsyncUnlock",
+        )
+        .to_reply();
+    }
     let started = std::time::Instant::now();
     let result = (command.handler)(req);
+    let elapsed = started.elapsed();
     req.state
         .command_latency
         .get_or_create(&[("command", command.name)])
-        .observe(started.elapsed().as_secs_f64());
+        .observe(elapsed.as_secs_f64());
+    req.state.top.record(
+        &top_ns,
+        &name,
+        fsync::WRITING.contains(&name.as_str()),
+        elapsed.as_micros() as u64,
+    );
     match result {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {
