@@ -13,11 +13,7 @@ RUNS="${RUNS:-5}"
 PY="$ROOT/.venv/bin/python"
 cd "$ROOT"
 build
-if ! "$PY" -c 'import duckdb, pymongo' >/dev/null 2>&1; then
-    log "installing duckdb and pymongo into .venv"
-    [ -x "$PY" ] || python3 -m venv "$ROOT/.venv"
-    "$ROOT/.venv/bin/pip" install --quiet --disable-pip-version-check duckdb pymongo >&2
-fi
+ensure_py duckdb pymongo
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-geo.XXXXXX")"
 trap 'bench_cleanup "$WORK"' EXIT
 hg_start "$WORK/hg"

@@ -13,6 +13,17 @@ log() { echo "== $*" >&2; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# ensure_py MODULE... : installs the Python packages of the same names into .venv when one
+# of the modules does not import.
+ensure_py() {
+    local py="$ROOT/.venv/bin/python"
+    if ! "$py" -c "import $(IFS=,; echo "$*")" >/dev/null 2>&1; then
+        log "installing $* into .venv"
+        [ -x "$py" ] || python3 -m venv "$ROOT/.venv"
+        "$ROOT/.venv/bin/pip" install --quiet --disable-pip-version-check "$@" >&2
+    fi
+}
+
 build() {
     log "build"
     (cd "$ROOT" && cargo build --release -p hourglass-server -p hourglass-bench >&2)

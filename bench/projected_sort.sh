@@ -12,11 +12,7 @@ RUNS="${RUNS:-5}"
 PY="$ROOT/.venv/bin/python"
 cd "$ROOT"
 build
-if ! "$PY" -c 'import duckdb, chdb, pyarrow, pymongo' >/dev/null 2>&1; then
-    log "installing duckdb, chdb, pyarrow and pymongo into .venv"
-    [ -x "$PY" ] || python3 -m venv "$ROOT/.venv"
-    "$ROOT/.venv/bin/pip" install --quiet --disable-pip-version-check duckdb chdb pyarrow pymongo >&2
-fi
+ensure_py duckdb chdb pyarrow pymongo
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-projected.XXXXXX")"
 trap 'bench_cleanup "$WORK"' EXIT
 log "generating $HOSTS hosts x ${DURATION}s"

@@ -33,11 +33,8 @@ PY="$ROOT/.venv/bin/python"
 cd "$ROOT"
 build
 ensure_influx
-if ! "$PY" -c 'import duckdb, pytz' >/dev/null 2>&1; then
-    log "installing duckdb (+ pytz, which its TIMESTAMPTZ results need) into .venv"
-    [ -x "$PY" ] || python3 -m venv "$ROOT/.venv"
-    "$ROOT/.venv/bin/pip" install --quiet --disable-pip-version-check duckdb pytz >&2
-fi
+# pytz: DuckDB's TIMESTAMPTZ results need it.
+ensure_py duckdb pytz
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-query.XXXXXX")"
 trap 'bench_cleanup "$WORK"' EXIT

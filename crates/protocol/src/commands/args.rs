@@ -120,6 +120,21 @@ impl Request {
         check::listing_filter(&self.state, &self.conn, action, target, holds)
     }
 
+    /// Refuses an admin-only command run in another database (13, as MongoDB words it).
+    pub fn admin_only(&self) -> Result<(), CommandError> {
+        if self.db != "admin" {
+            return Err(CommandError::new(
+                13,
+                "Unauthorized",
+                format!(
+                    "{} may only be run against the admin database.",
+                    self.command_name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn command_name(&self) -> &str {
         self.body.keys().next().map(String::as_str).unwrap_or("")
     }

@@ -5,19 +5,8 @@ use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 
-fn admin_only(req: &Request, name: &str) -> Result<(), CommandError> {
-    if req.db != "admin" {
-        return Err(CommandError::new(
-            13,
-            "Unauthorized",
-            format!("{name} may only be run against the admin database."),
-        ));
-    }
-    Ok(())
-}
-
 pub fn current_op(req: &Request) -> CmdResult {
-    admin_only(req, "currentOp")?;
+    req.admin_only()?;
     // Fields other than the command name and $-options filter the output.
     let mut filter = bson::Document::new();
     for (k, v) in req.body.iter().skip(1) {
@@ -96,7 +85,7 @@ pub fn stage_input(
 }
 
 pub fn kill_op(req: &Request) -> CmdResult {
-    admin_only(req, "killOp")?;
+    req.admin_only()?;
     let opid = match req.body.get("op") {
         None => {
             return Err(CommandError::new(

@@ -153,13 +153,7 @@ fn bucket_catalog_section(store: &hourglass_timeseries::TimeseriesStore) -> Opti
 
 /// `top` (admin only): time and counts per collection and kind of operation.
 pub fn top(req: &Request) -> CmdResult {
-    if req.db != "admin" {
-        return Err(crate::error::CommandError::new(
-            13,
-            "Unauthorized",
-            "top may only be run against the admin database.",
-        ));
-    }
+    req.admin_only()?;
     Ok(doc! {"totals": req.state.top.totals()})
 }
 

@@ -37,19 +37,8 @@ pub const WRITING: &[&str] = &[
     "updateUser",
 ];
 
-fn admin_only(req: &Request, name: &str) -> Result<(), CommandError> {
-    if req.db != "admin" {
-        return Err(CommandError::new(
-            13,
-            "Unauthorized",
-            format!("{name} may only be run against the admin database."),
-        ));
-    }
-    Ok(())
-}
-
 pub fn fsync(req: &Request) -> CmdResult {
-    admin_only(req, "fsync")?;
+    req.admin_only()?;
     req.check_fields(&["lock", "async", "forBackup"])?;
     if req.opt_bool("async")? == Some(true) {
         return Err(CommandError::invalid_options(
@@ -77,7 +66,7 @@ pub fn fsync(req: &Request) -> CmdResult {
 }
 
 pub fn fsync_unlock(req: &Request) -> CmdResult {
-    admin_only(req, "fsyncUnlock")?;
+    req.admin_only()?;
     req.check_fields(&[])?;
     match req.state.write_gate.unlock() {
         None => Err(CommandError::new(
