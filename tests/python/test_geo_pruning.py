@@ -81,3 +81,10 @@ def test_a_match_after_geo_near_prunes_buckets_and_keeps_the_distance_order(flee
     stage = next(s["$_internalUnpackBucket"] for s in plan["stages"] if "$_internalUnpackBucket" in s)
     assert stage["bucketFilter"]["meta"] is not None
     assert stage["executionStats"]["bucketsUnpacked"] == 3
+
+
+def test_near_on_a_time_series_collection_is_refused_even_without_a_geo_index(fleet):
+    from pymongo.errors import OperationFailure
+    with pytest.raises(OperationFailure) as e:
+        list(fleet.fleet.find({"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [20, 10]}}}}))
+    assert e.value.code == 5626500

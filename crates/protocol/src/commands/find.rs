@@ -125,13 +125,13 @@ pub fn find(req: &Request) -> CmdResult {
         hint: hint.as_ref(),
         after: &needs,
     };
-    let near = filter.near().map(|(p, n)| (p.to_string(), n.clone()));
-    if let Some((path, _)) = &near {
-        super::geo_index::require(req, &coll, path)?;
-    }
     if let Target::TimeSeries { .. } = Target::resolve(req, &coll) {
         // A time-series read is an aggregation, where MongoDB allows no $near.
         filter.refuse_near()?;
+    }
+    let near = filter.near().map(|(p, n)| (p.to_string(), n.clone()));
+    if let Some((path, _)) = &near {
+        super::geo_index::require(req, &coll, path)?;
     }
     let (docs, sorted) =
         Target::resolve(req, &coll).scan_with(req, filter, req.opt_document("filter")?, &opts)?;
