@@ -207,3 +207,12 @@ def test_array_filter_mistakes_get_mongodb_errors_and_change_nothing(db, update,
         db.c.update_one({"_id": 1}, update, array_filters=filters or None)
     assert code_of(e) == code
     assert db.c.find_one({"_id": 1}) == {"_id": 1, "a": [1, 2]}
+
+
+def test_a_document_validator_is_refused_rather_than_stored_unenforced(db):
+    with pytest.raises(OperationFailure) as e:
+        db.create_collection("v", validator={"a": {"$exists": True}})
+    assert e.value.code == 72
+    assert "v" not in db.list_collection_names()
+    db.create_collection("w", validator={})
+    assert "w" in db.list_collection_names()
