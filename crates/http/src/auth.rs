@@ -65,8 +65,9 @@ pub fn forbidden(message: &str) -> Response {
         .into_response()
 }
 
-/// The user name and password a request carries, if any.
-fn credentials(req: &Request) -> Option<(String, String)> {
+/// The user name and password a request carries (its `Authorization` header, else the
+/// `u` and `p` of its `query`), if any.
+fn credentials(req: &Request, query: &HashMap<String, String>) -> Option<(String, String)> {
     if let Some(value) = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -86,16 +87,7 @@ fn credentials(req: &Request) -> Option<(String, String)> {
         let (u, p) = pair.split_once(':')?;
         return Some((u.to_string(), p.to_string()));
     }
-    let query: HashMap<String, String> =
-        serde_urlencoded::from_str(req.uri().query().unwrap_or("")).ok()?;
     Some((query.get("u")?.clone(), query.get("p")?.clone()))
-}
-
-fn auth_source(req: &Request) -> String {
-    serde_urlencoded::from_str::<HashMap<String, String>>(req.uri().query().unwrap_or(""))
-        .ok()
-        .and_then(|q| q.get("authSource").cloned())
-        .unwrap_or_else(|| "admin".to_string())
 }
 
 /// The middleware: authenticates the request (when access control is on) and hands the
@@ -107,10 +99,13 @@ pub async fn authenticate(
 ) -> Response {
     let conn = ConnInfo::new(0, "http".into());
     if state.access.enabled() && !OPEN_PATHS.contains(&req.uri().path()) {
-        let Some((user, password)) = credentials(&req) else {
+        let query: HashMap<String, String> =
+            serde_urlencoded::from_str(req.uri().query().unwrap_or("")).unwrap_or_default();
+        let Some((user, password)) = credentials(&req, &query) else {
             return unauthorized("unable to parse authentication credentials");
         };
-        let name = Name::new(user, auth_source(&req));
+        let source = query.get("authSource").map_or("admin", String::as_str);
+        let name = Name::new(user, source);
         let checked = {
             let (state, name) = (state.clone(), name.clone());
             // PBKDF2 when the password is not cached: off the async runtime.

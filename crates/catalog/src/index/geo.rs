@@ -10,37 +10,20 @@ use crate::error::{CatalogError, Result};
 use bson::{Bson, Document};
 use hourglass_query::error::{render_doc, QueryError};
 use hourglass_query::geo::{cells, shape};
-use hourglass_query::path::lookup_path;
 
 fn error(code: i32, msg: String) -> CatalogError {
     CatalogError::Query(QueryError::Location(code, msg))
 }
 
-/// The geometries at `path`: each value, or each element of an array that is not itself
-/// a coordinate pair (several locations in one document).
-fn values(doc: &Document, path: &str) -> Vec<Bson> {
-    let mut out = Vec::new();
-    for v in lookup_path(doc, path).into_iter().flatten() {
-        match v {
-            Bson::Null => {}
-            Bson::Array(items) if shape::legacy_point(v).is_none() => {
-                out.extend(items.iter().filter(|i| !matches!(i, Bson::Null)).cloned())
-            }
-            other => out.push(other.clone()),
-        }
-    }
-    out
-}
-
 /// The cells `doc` has under geo field `part`, or None when the field is absent (the
 /// document is then not in the index).
 pub fn cells(spec: &IndexSpec, part: &KeyPart, doc: &Document) -> Result<Option<Vec<Bson>>> {
-    let found = values(doc, &part.path);
+    let found = shape::geometries_at(doc, &part.path);
     if found.is_empty() {
         return Ok(None);
     }
     let mut out = Vec::new();
-    for v in &found {
+    for v in found.iter().copied() {
         match part.kind {
             KeyKind::Sphere => {
                 if let Some(reason) = shape::index_error(v) {

@@ -112,6 +112,11 @@ pub fn privilege_doc(p: &Privilege) -> Document {
     }
 }
 
+/// Privileges as a BSON array of `{resource, actions}`.
+pub fn privileges_bson(p: &[Privilege]) -> Vec<Bson> {
+    p.iter().map(|p| Bson::Document(privilege_doc(p))).collect()
+}
+
 /// Reads a `privileges` array (`[{resource, actions}]`), refusing unknown actions with
 /// MongoDB's message.
 pub fn parse_privileges(v: Option<&Bson>) -> Result<Vec<Privilege>, CommandError> {

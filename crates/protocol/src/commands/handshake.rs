@@ -75,12 +75,10 @@ pub fn connection_status(req: &Request) -> CmdResult {
         "authenticatedUserRoles": store::names_doc(&resolved.all, "role"),
     };
     if req.opt_bool("showPrivileges")?.unwrap_or(false) {
-        let privileges: Vec<bson::Bson> = resolved
-            .privileges
-            .iter()
-            .map(|p| bson::Bson::Document(roles::privilege_doc(p)))
-            .collect();
-        auth.insert("authenticatedUserPrivileges", privileges);
+        auth.insert(
+            "authenticatedUserPrivileges",
+            roles::privileges_bson(&resolved.privileges),
+        );
     }
     Ok(doc! {"authInfo": auth})
 }

@@ -479,9 +479,8 @@ pub fn dispatch(req: &Request) -> Document {
         req.interrupt.clone(),
     );
     // While fsyncLock holds, a write waits here, visible to currentOp and killOp.
-    if fsync::WRITING.contains(&name.as_str())
-        && !req.state.write_gate.wait_open(Some(&req.interrupt))
-    {
+    let writes = fsync::WRITING.contains(&name.as_str());
+    if writes && !req.state.write_gate.wait_open(Some(&req.interrupt)) {
         return CommandError::new(
             11601,
             "Interrupted",
@@ -496,12 +495,9 @@ pub fn dispatch(req: &Request) -> Document {
         .command_latency
         .get_or_create(&[("command", command.name)])
         .observe(elapsed.as_secs_f64());
-    req.state.top.record(
-        &top_ns,
-        &name,
-        fsync::WRITING.contains(&name.as_str()),
-        elapsed.as_micros() as u64,
-    );
+    req.state
+        .top
+        .record(&top_ns, &name, writes, elapsed.as_micros() as u64);
     match result {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {

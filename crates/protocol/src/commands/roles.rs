@@ -6,7 +6,7 @@ use super::users::{may_view, name_arg, wanted, Wanted};
 use super::Request;
 use crate::access::check::{self, Tgt};
 use crate::access::roles::{
-    self, parse_privileges, parse_role_list, privilege_doc, role_not_found,
+    self, parse_privileges, parse_role_list, privileges_bson, role_not_found,
 };
 use crate::access::store::{self, Kind, Name};
 use crate::error::{CmdResult, CommandError};
@@ -54,10 +54,6 @@ fn check_cycle(state: &crate::ServerState, role: &Name, held: &[Name]) -> Result
         )));
     }
     Ok(())
-}
-
-fn privileges_bson(p: &[Privilege]) -> Vec<Bson> {
-    p.iter().map(|p| Bson::Document(privilege_doc(p))).collect()
 }
 
 fn required_array<'a>(req: &'a Request, field: &str) -> Result<&'a Bson, CommandError> {

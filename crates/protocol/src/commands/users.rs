@@ -497,13 +497,7 @@ pub fn users_info(req: &Request) -> CmdResult {
         if show_privileges {
             let r = roles::resolve(&req.state, &store::role_names(stored.get("roles")))?;
             u.insert("inheritedRoles", store::names_doc(&r.all, "role"));
-            u.insert(
-                "inheritedPrivileges",
-                r.privileges
-                    .iter()
-                    .map(|p| Bson::Document(roles::privilege_doc(p)))
-                    .collect::<Vec<_>>(),
-            );
+            u.insert("inheritedPrivileges", roles::privileges_bson(&r.privileges));
             u.insert("inheritedAuthenticationRestrictions", Bson::Array(vec![]));
         }
         if filter.as_ref().is_none_or(|f| f.matches(&u)) {

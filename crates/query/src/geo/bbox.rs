@@ -6,7 +6,7 @@
 
 use super::pred::{GeoPred, Region};
 use super::shape::{Pos, Shape};
-use super::sphere::{self, vector};
+use super::sphere::{self, cross, dot, norm, scale, sub, unit, vector};
 
 /// A latitude interval and, when the region stays on one side of the antimeridian, a
 /// longitude interval (degrees, inclusive).
@@ -30,35 +30,19 @@ const SLACK: f64 = 1e-5;
 /// The latitude extremes of the great-circle arc from `a` to `b`.
 fn arc_lat_range(a: Pos, b: Pos) -> (f64, f64) {
     let (va, vb) = (vector(a), vector(b));
-    let n = [
-        va[1] * vb[2] - va[2] * vb[1],
-        va[2] * vb[0] - va[0] * vb[2],
-        va[0] * vb[1] - va[1] * vb[0],
-    ];
-    let mut lo = a.y.min(b.y);
-    let mut hi = a.y.max(b.y);
-    let nn = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-    if nn == 0.0 {
+    let (mut lo, mut hi) = (a.y.min(b.y), a.y.max(b.y));
+    let n = unit(cross(va, vb));
+    if norm(n) == 0.0 {
         return (lo, hi);
     }
-    let n = [n[0] / nn, n[1] / nn, n[2] / nn];
-    // The circle's northernmost point: the pole direction with its normal part removed.
-    let top = [-n[2] * n[0], -n[2] * n[1], 1.0 - n[2] * n[2]];
-    let tn = (top[0] * top[0] + top[1] * top[1] + top[2] * top[2]).sqrt();
-    if tn == 0.0 {
+    // The circle's northernmost point: the pole direction with its normal part removed
+    // (the southernmost is its opposite).
+    let top = unit(sub([0.0, 0.0, 1.0], scale(n, n[2])));
+    if norm(top) == 0.0 {
         return (lo, hi);
     }
-    for sign in [1.0, -1.0] {
-        let p = [sign * top[0] / tn, sign * top[1] / tn, sign * top[2] / tn];
-        let side = |x: [f64; 3], y: [f64; 3]| {
-            let c = [
-                x[1] * y[2] - x[2] * y[1],
-                x[2] * y[0] - x[0] * y[2],
-                x[0] * y[1] - x[1] * y[0],
-            ];
-            c[0] * n[0] + c[1] * n[1] + c[2] * n[2]
-        };
-        if side(va, p) >= 0.0 && side(p, vb) >= 0.0 {
+    for p in [top, scale(top, -1.0)] {
+        if dot(cross(va, p), n) >= 0.0 && dot(cross(p, vb), n) >= 0.0 {
             let lat = p[2].clamp(-1.0, 1.0).asin().to_degrees();
             lo = lo.min(lat);
             hi = hi.max(lat);

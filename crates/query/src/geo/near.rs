@@ -17,14 +17,9 @@ pub fn distance_of(doc: &Document, path: &str, near: &Near) -> Option<(f64, Bson
             }
         }
     };
-    for v in crate::path::lookup_path(doc, path).into_iter().flatten() {
-        match v {
-            Bson::Array(items) if shape::legacy_point(v).is_none() => {
-                items.iter().for_each(&mut consider)
-            }
-            other => consider(other),
-        }
-    }
+    shape::geometries_at(doc, path)
+        .into_iter()
+        .for_each(&mut consider);
     best
 }
 

@@ -3,7 +3,7 @@
 //! `$nearSphere` (with `$minDistance`/`$maxDistance`). `$geometry` regions are spherical;
 //! `$box`, `$polygon` and `$center` are flat, on the coordinates as numbers.
 
-use super::shape::{self, Pos, Shape};
+use super::shape::{self, number, Pos, Shape};
 use super::sphere::{self, EARTH_RADIUS_M};
 use crate::error::{render, QueryError};
 use bson::{Bson, Document};
@@ -45,10 +45,6 @@ pub enum GeoPred {
 
 fn bad(msg: impl Into<String>) -> QueryError {
     QueryError::bad(msg)
-}
-
-fn number(v: &Bson) -> Option<f64> {
-    crate::num::Num::from_bson(v).map(|n| n.as_f64())
 }
 
 fn point_arg(v: &Bson, what: &str) -> Result<Pos, QueryError> {

@@ -48,7 +48,8 @@ fn bad(msg: impl Into<String>) -> QueryError {
     QueryError::bad(msg)
 }
 
-fn number(v: &Bson) -> Option<f64> {
+/// A coordinate: any BSON number, as a double.
+pub fn number(v: &Bson) -> Option<f64> {
     crate::num::Num::from_bson(v).map(|n| n.as_f64())
 }
 
@@ -218,6 +219,23 @@ pub fn geojson(d: &Document) -> Result<Shape, QueryError> {
         ),
         other => return Err(bad(format!("unknown GeoJSON type: {other}"))),
     })
+}
+
+/// The values at `path` that stand for geometries: each value, or each element of an
+/// array that is not itself a coordinate pair (several locations in one document);
+/// nulls are skipped.
+pub fn geometries_at<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
+    let mut out = Vec::new();
+    for v in crate::path::lookup_path(doc, path).into_iter().flatten() {
+        match v {
+            Bson::Null => {}
+            Bson::Array(items) if legacy_point(v).is_none() => {
+                out.extend(items.iter().filter(|i| !matches!(i, Bson::Null)))
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A stored value as a geometry: GeoJSON, or a legacy pair. None when it is neither.

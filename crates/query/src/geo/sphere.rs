@@ -14,11 +14,11 @@ const EPS: f64 = 1e-9;
 
 type V = [f64; 3];
 
-fn dot(a: V, b: V) -> f64 {
+pub(super) fn dot(a: V, b: V) -> f64 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
-fn cross(a: V, b: V) -> V {
+pub(super) fn cross(a: V, b: V) -> V {
     [
         a[1] * b[2] - a[2] * b[1],
         a[2] * b[0] - a[0] * b[2],
@@ -26,19 +26,19 @@ fn cross(a: V, b: V) -> V {
     ]
 }
 
-fn norm(a: V) -> f64 {
+pub(super) fn norm(a: V) -> f64 {
     dot(a, a).sqrt()
 }
 
-fn scale(a: V, k: f64) -> V {
+pub(super) fn scale(a: V, k: f64) -> V {
     [a[0] * k, a[1] * k, a[2] * k]
 }
 
-fn sub(a: V, b: V) -> V {
+pub(super) fn sub(a: V, b: V) -> V {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 
-fn unit(a: V) -> V {
+pub(super) fn unit(a: V) -> V {
     let n = norm(a);
     if n == 0.0 {
         a

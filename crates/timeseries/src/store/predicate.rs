@@ -8,7 +8,7 @@ use bson::{doc, Bson, Document};
 use hourglass_query::compare::{compare_values, same_bracket};
 use hourglass_query::filter::Filter;
 use hourglass_query::geo::bbox::GeoBox;
-use hourglass_query::geo::shape::Pos;
+use hourglass_query::geo::shape::{self, Pos};
 use hourglass_query::geo::GeoPred;
 use hourglass_query::QueryError;
 use std::cmp::Ordering;
@@ -153,11 +153,10 @@ fn geo_box(v: &Bson) -> Option<GeoBox> {
 /// per-field extremes of their `coordinates`).
 fn point_extent(v: &Bson) -> Option<Pos> {
     let c = v.as_document()?.get_array("coordinates").ok()?;
-    let num = |b: &Bson| hourglass_query::num::Num::from_bson(b).map(|n| n.as_f64());
     match c.as_slice() {
         [x, y, ..] => Some(Pos {
-            x: num(x)?,
-            y: num(y)?,
+            x: shape::number(x)?,
+            y: shape::number(y)?,
         }),
         _ => None,
     }
