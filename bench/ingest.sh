@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Ingest comparison, one run: Hourglass (bench/src/bin/ingest.rs, 1/4/8 clients) beside
+# Ingest comparison, one run: Hourglass (bench/src/bin/ingest.rs, 1/2/4/8/16 clients) beside
 # InfluxDB 1.x (/work/shared/influx_load.py) on the same TSBS-like cpu-only data, at full
 # precision and at 2 decimals. See bench/README.md.
 #
-# Env: HOSTS (100), DURATION (86400 s), CLIENTS ("1 4 8"), BATCH (10000),
+# Env: HOSTS (100), DURATION (86400 s), CLIENTS ("1 2 4 8 16"), BATCH (10000),
 #      INFLUX_WORKERS (2, as the anchors), SHARED (dir of tsbs_gen.py / influx_load.py),
 #      KEEP=1 keeps the temp dir.
 set -euo pipefail
@@ -12,7 +12,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 HOSTS="${HOSTS:-100}"
 DURATION="${DURATION:-86400}"
-CLIENTS="${CLIENTS:-1 4 8}"
+CLIENTS="${CLIENTS:-1 2 4 8 16}"
 BATCH="${BATCH:-10000}"
 INFLUX_WORKERS="${INFLUX_WORKERS:-2}"
 

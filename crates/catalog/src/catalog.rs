@@ -325,9 +325,15 @@ impl Catalog {
             .collect()
     }
 
-    /// Makes everything durable (clean shutdown).
+    /// Makes everything durable and moves it out of the journal into the tables.
     pub fn flush(&self) -> Result<()> {
         self.engine.flush()?;
+        Ok(())
+    }
+
+    /// Clean shutdown, the last write of the process: [`Engine::shutdown`].
+    pub fn shutdown(&self) -> Result<()> {
+        self.engine.shutdown()?;
         Ok(())
     }
 }

@@ -142,6 +142,9 @@ pub fn insert(
     docs: Vec<Document>,
 ) -> Result<Written, IngestError> {
     let n = docs.len() as u64;
+    let raw = hourglass_timeseries::store::raw_measurements(&docs)
+        .map_err(|e| IngestError::Internal(e.to_string()))?;
+    let docs = raw.iter().map(|r| &**r).collect();
     state.write_gate.wait_open(None);
     let out = state
         .timeseries

@@ -291,6 +291,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args, state.clone(), tls.map(Arc::new)))?;
+    // Nothing writes after the final flush: the TTL monitor and any writing command still
+    // running wait at the write gate.
+    state.write_gate.lock();
     match state.timeseries.close_all() {
         // Open buckets are durable as deltas; the next start closes them.
         Err(e) if e.is_out_of_space() => {
@@ -298,7 +301,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         other => other.context("closing open time-series buckets failed")?,
     }
-    state.catalog.flush().context("final flush failed")?;
+    state.catalog.shutdown().context("final flush failed")?;
     tracing::info!("shutdown complete");
     Ok(())
 }

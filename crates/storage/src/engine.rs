@@ -307,13 +307,18 @@ impl Engine {
 
     /// Writes every tree's in-memory table out to its table files, compacts each tree
     /// fully (dropping overwritten values and tombstones, e.g. the deltas of buckets that
-    /// were closed) and syncs (clean shutdown), so that the data no longer lives in the
-    /// journal and the files hold only live data.
+    /// were closed) and syncs, so that the data no longer lives in the journal and the
+    /// files hold only live data (`fsync` command, clean shutdown).
     ///
     /// Everything is durable after the first sync; the table writes and compactions that
     /// follow only move data out of the journal. On a full disk they are skipped (and
     /// logged): the journal keeps the data and the next start replays it.
     pub fn flush(&self) -> Result<()> {
+        self.flush_tables().map(|_| ())
+    }
+
+    /// [`Engine::flush`]; true when every tree's data was written to its tables.
+    fn flush_tables(&self) -> Result<bool> {
         self.db.persist(PersistMode::SyncAll)?;
         let compact = || -> Result<()> {
             for name in self.db.list_keyspace_names() {
@@ -327,10 +332,38 @@ impl Engine {
         match self.check_space(0).and_then(|()| compact()) {
             Err(e) if e.is_out_of_space() => {
                 tracing::warn!(error = %e, "disk full at shutdown: data stays in the journal, replayed at the next start");
-                Ok(())
+                Ok(false)
             }
-            other => other,
+            Err(e) => Err(e),
+            Ok(()) => Ok(true),
         }
+    }
+
+    /// Clean shutdown, the last call on the engine before the process exits (nothing may
+    /// write after it): [`Engine::flush`], then, when every tree's data is in its tables,
+    /// the journal files are truncated to zero bytes. They hold only what the tables
+    /// already hold (fjall rotates its journal only every 64 MB, so after a flush the
+    /// active journal still takes up to 64 MB of allocated blocks). They are emptied, not
+    /// removed: fjall recovers its sequence number from the tables only when it finds a
+    /// journal, and without one the next start would see no data. On a full disk the
+    /// journal stays and is replayed.
+    pub fn shutdown(&self) -> Result<()> {
+        if !self.flush_tables()? {
+            return Ok(());
+        }
+        let dir = self.path.join("engine");
+        let mut freed = 0u64;
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "jnl") {
+                let file = std::fs::OpenOptions::new().write(true).open(&path)?;
+                freed += file.metadata().map(|m| m.len()).unwrap_or(0);
+                file.set_len(0)?;
+                file.sync_all()?;
+            }
+        }
+        tracing::info!(bytes = freed, "journal emptied after the final flush");
+        Ok(())
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -376,6 +409,46 @@ mod tests {
         assert_eq!(snap.get(&t, b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
         let all: Vec<_> = snap.scan_prefix(&t, b"k").collect::<Result<_>>().unwrap();
         assert_eq!(all.len(), 2);
+    }
+
+    #[test]
+    fn clean_shutdown_empties_the_journal_and_keeps_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let e = Engine::open(dir.path()).unwrap();
+            let t = e.tree("t").unwrap();
+            let mut b = e.batch();
+            for i in 0..1000u32 {
+                b.put(&t, &i.to_be_bytes(), &[7u8; 100]);
+            }
+            e.commit(b).unwrap();
+            e.shutdown().unwrap();
+            let journal_bytes: u64 = std::fs::read_dir(dir.path().join("engine"))
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jnl"))
+                .map(|p| std::fs::metadata(p).unwrap().len())
+                .sum();
+            assert_eq!(journal_bytes, 0);
+        }
+        let e = Engine::open(dir.path()).unwrap();
+        let t = e.tree("t").unwrap();
+        let all: Vec<_> = e
+            .snapshot()
+            .scan_prefix(&t, b"")
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(all.len(), 1000);
+        let mut b = e.batch();
+        b.put(&t, b"after", b"restart");
+        e.commit(b).unwrap();
+        drop((t, e));
+        let e = Engine::open(dir.path()).unwrap();
+        let t = e.tree("t").unwrap();
+        assert!(
+            e.snapshot().get(&t, b"after").unwrap().is_some(),
+            "the new journal works"
+        );
     }
 
     #[test]

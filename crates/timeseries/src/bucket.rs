@@ -47,20 +47,19 @@
 //! size of every measurement without its meta field.
 
 use hourglass_query::bson_size::{bson_size, element_size};
-use hourglass_query::pipeline::mem::{approx_size, doc_size};
+use hourglass_query::pipeline::mem::approx_size;
 
 /// Memory of an empty open bucket besides its meta value: the bucket and catalog entry
 /// structs, their map slots and the key of the series (measured order of magnitude).
 const BUCKET_OVERHEAD: usize = 1024;
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Range;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, DateTime, Document};
-use hourglass_query::compare::{canonical_type_rank, compare_values};
 
-use crate::column::{decode_column, encode_column};
+use crate::column::decode_column;
+use crate::column_builder::ColumnBuilder;
 use crate::error::TsError;
 use crate::meta::normalize_meta;
 use crate::options::TimeseriesOptions;
@@ -69,102 +68,6 @@ use crate::options::TimeseriesOptions;
 pub const FORMAT_VERSION: u8 = 1;
 /// Largest measurement count `decode_compressed` accepts.
 pub const MAX_DECODE_COUNT: usize = 1 << 20;
-
-/// Shape of one field's values, used to detect schema changes.
-#[derive(Debug, Clone, PartialEq)]
-enum SchemaNode {
-    Scalar(u8),
-    Object(HashMap<String, SchemaNode>),
-    Array(Vec<SchemaNode>),
-}
-
-impl SchemaNode {
-    fn of(v: &Bson) -> SchemaNode {
-        match v {
-            Bson::Document(d) => SchemaNode::Object(
-                d.iter()
-                    .map(|(k, v)| (k.clone(), SchemaNode::of(v)))
-                    .collect(),
-            ),
-            Bson::Array(a) => SchemaNode::Array(a.iter().map(SchemaNode::of).collect()),
-            other => SchemaNode::Scalar(canonical_type_rank(other)),
-        }
-    }
-
-    fn compatible(&self, v: &Bson) -> bool {
-        match (self, v) {
-            (SchemaNode::Object(m), Bson::Document(d)) => {
-                d.iter().all(|(k, v)| node_accepts(m.get(k), v))
-            }
-            (SchemaNode::Array(a), Bson::Array(b)) => {
-                a.iter().zip(b.iter()).all(|(n, v)| n.compatible(v))
-            }
-            (SchemaNode::Scalar(r), v) if !matches!(v, Bson::Document(_) | Bson::Array(_)) => {
-                *r == canonical_type_rank(v)
-            }
-            _ => false,
-        }
-    }
-
-    fn update(&mut self, v: &Bson) {
-        match (self, v) {
-            (SchemaNode::Object(m), Bson::Document(d)) => {
-                for (k, v) in d {
-                    match m.get_mut(k) {
-                        Some(n) => n.update(v),
-                        None => {
-                            m.insert(k.clone(), SchemaNode::of(v));
-                        }
-                    }
-                }
-            }
-            (SchemaNode::Array(a), Bson::Array(b)) => {
-                for (i, v) in b.iter().enumerate() {
-                    match a.get_mut(i) {
-                        Some(n) => n.update(v),
-                        None => a.push(SchemaNode::of(v)),
-                    }
-                }
-            }
-            (node, v) => *node = SchemaNode::of(v),
-        }
-    }
-}
-
-fn node_accepts(node: Option<&SchemaNode>, v: &Bson) -> bool {
-    match node {
-        None => true,
-        Some(n) => n.compatible(v),
-    }
-}
-
-fn merge_extreme(cur: &mut Bson, new: &Bson, want: Ordering) {
-    match (cur, new) {
-        (Bson::Document(a), Bson::Document(b)) => {
-            for (k, v) in b {
-                match a.get_mut(k) {
-                    Some(c) => merge_extreme(c, v, want),
-                    None => {
-                        a.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (Bson::Array(a), Bson::Array(b)) => {
-            for (i, v) in b.iter().enumerate() {
-                match a.get_mut(i) {
-                    Some(c) => merge_extreme(c, v, want),
-                    None => a.push(v.clone()),
-                }
-            }
-        }
-        (cur, new) => {
-            if compare_values(new, cur) == want {
-                *cur = new.clone();
-            }
-        }
-    }
-}
 
 /// Process-unique 8 trailing ObjectId bytes; the first 4 carry `seconds`
 /// (clamped to the u32 range, so times before 1970 get 0).
@@ -175,7 +78,7 @@ fn bucket_object_id(min_time_ms: i64) -> ObjectId {
     ObjectId::from_bytes(b)
 }
 
-/// An open (in-memory) bucket.
+/// An open (in-memory) bucket: its measurements as columns (see [`crate::column_builder`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bucket {
     pub id: ObjectId,
@@ -185,21 +88,23 @@ pub struct Bucket {
     pub max_time_ms: i64,
     /// The normalized meta value; `None` = measurements had no meta field.
     pub meta: Option<Bson>,
-    /// Measurements without their meta field, in insertion order.
-    pub measurements: Vec<Document>,
-    pub min: Document,
-    pub max: Document,
+    /// Number of measurements.
+    count: usize,
+    /// Data fields in first-seen order (the bucket's `data` order), each with its values
+    /// without the meta field, its control min/max and its schema.
+    columns: Vec<ColumnBuilder>,
+    column_of: HashMap<String, usize>,
     pub size_bytes: usize,
-    /// Memory the open bucket holds, as allocated (documents in memory, the control
-    /// min/max and schema, the meta value in the catalog's maps): what the bucket
-    /// catalog's memory threshold counts.
+    /// Memory the open bucket holds, as allocated (column values, the control min/max
+    /// and schema, the meta value in the catalog's maps): what the bucket catalog's
+    /// memory threshold counts.
     pub heap_bytes: usize,
     pub time_field: String,
     pub meta_field: Option<String>,
-    /// Data fields in first-seen order (the bucket's `data` order).
-    fields: Vec<String>,
-    schema: HashMap<String, SchemaNode>,
 }
+
+/// A measurement's data fields (its meta field left out), as an insert reads them.
+pub type Fields<'a> = [(&'a str, Bson)];
 
 impl Bucket {
     /// Opens a bucket whose minimum time is `first_time_ms` rounded down.
@@ -231,34 +136,41 @@ impl Bucket {
             min_time_ms,
             max_time_ms: min_time_ms,
             meta,
-            measurements: Vec::new(),
-            min: Document::new(),
-            max: Document::new(),
+            count: 0,
+            columns: Vec::new(),
+            column_of: HashMap::new(),
             size_bytes,
             heap_bytes,
             time_field: options.time_field.clone(),
             meta_field: options.meta_field.clone(),
-            fields: Vec::new(),
-            schema: HashMap::new(),
         }
     }
 
     /// Number of measurements.
     pub fn count(&self) -> usize {
-        self.measurements.len()
+        self.count
     }
 
     /// Data field names in the bucket's `data` order.
-    pub fn fields(&self) -> &[String] {
-        &self.fields
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.columns.iter().map(|c| c.name.as_str())
     }
 
-    /// Removes the meta field from a measurement.
-    fn strip_meta(&self, mut m: Document) -> Document {
-        if let Some(mf) = &self.meta_field {
-            m.remove(mf);
+    /// The column of `name`, looked up first at position `hint` (measurements mostly
+    /// repeat the bucket's field order).
+    fn column_index(&self, hint: usize, name: &str) -> Option<usize> {
+        match self.columns.get(hint) {
+            Some(c) if c.name == name => Some(hint),
+            _ => self.column_of.get(name).copied(),
         }
-        m
+    }
+
+    /// A measurement document's data fields (without its meta field).
+    fn fields_of<'a>(&self, m: &'a Document) -> Vec<(&'a str, Bson)> {
+        m.iter()
+            .filter(|(k, _)| Some(k.as_str()) != self.meta_field.as_deref())
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect()
     }
 
     /// Size the measurement adds to the bucket (see the module docs).
@@ -277,51 +189,105 @@ impl Bucket {
     /// False when adding `m` would change a field's type bracket or turn a
     /// scalar into an object/array (or back): MongoDB's schema-change rule.
     pub fn is_schema_compatible(&self, m: &Document) -> bool {
-        m.iter()
-            .filter(|(k, _)| Some(k.as_str()) != self.meta_field.as_deref())
-            .all(|(k, v)| node_accepts(self.schema.get(k), v))
+        self.accepts(&self.fields_of(m))
+    }
+
+    /// [`Bucket::is_schema_compatible`] of a measurement's data fields.
+    pub fn accepts(&self, fields: &Fields<'_>) -> bool {
+        fields.iter().enumerate().all(|(j, (k, v))| {
+            self.column_index(j, k)
+                .is_none_or(|i| self.columns[i].accepts(v))
+        })
     }
 
     /// Appends a measurement (its meta field, if any, is dropped) and updates
     /// control min/max, the schema and the size.
     pub fn add(&mut self, m: Document) {
-        let m = self.strip_meta(m);
-        self.size_bytes += bson_size(&m);
+        let size = self.measurement_size(&m);
+        let fields = self.fields_of(&m);
+        self.add_fields(&fields, size);
+    }
+
+    /// Appends a measurement given as its data fields and its size without the meta
+    /// field.
+    pub fn add_fields(&mut self, fields: &Fields<'_>, size: usize) {
+        let row = self.count;
+        self.size_bytes += size;
         // The first measurement also shapes min, max and the schema (about its size each).
-        let copies = if self.measurements.is_empty() { 4 } else { 1 };
-        self.heap_bytes += copies * doc_size(&m) as usize;
-        for (k, v) in &m {
-            if !self.schema.contains_key(k) {
-                self.fields.push(k.clone());
-                self.schema.insert(k.clone(), SchemaNode::of(v));
-            } else if let Some(n) = self.schema.get_mut(k) {
-                n.update(v);
-            }
-            match self.min.get_mut(k) {
-                Some(c) => merge_extreme(c, v, Ordering::Less),
+        let copies = if row == 0 { 4 } else { 1 };
+        for (j, (k, v)) in fields.iter().enumerate() {
+            self.heap_bytes += copies * ColumnBuilder::value_bytes(v) + 1;
+            match self.column_index(j, k) {
+                Some(i) => self.columns[i].push(row, v),
                 None => {
-                    self.min.insert(k.clone(), v.clone());
+                    self.heap_bytes += 64 + k.len();
+                    self.column_of.insert(k.to_string(), self.columns.len());
+                    self.columns.push(ColumnBuilder::new(k, row, v));
                 }
             }
-            match self.max.get_mut(k) {
-                Some(c) => merge_extreme(c, v, Ordering::Greater),
-                None => {
-                    self.max.insert(k.clone(), v.clone());
+            if *k == self.time_field {
+                if let Bson::DateTime(t) = v {
+                    self.max_time_ms = self.max_time_ms.max(t.timestamp_millis());
                 }
             }
         }
-        if let Some(Bson::DateTime(t)) = m.get(&self.time_field) {
-            self.max_time_ms = self.max_time_ms.max(t.timestamp_millis());
-            self.min.insert(
-                self.time_field.clone(),
-                Bson::DateTime(DateTime::from_millis(self.min_time_ms)),
-            );
-        }
-        self.measurements.push(m);
+        self.count += 1;
+    }
+
+    /// One data field's values, a slot per measurement (`None`: the bucket has no such
+    /// field).
+    pub fn column_values(&self, field: &str) -> Option<Vec<Option<Bson>>> {
+        let i = *self.column_of.get(field)?;
+        Some(self.columns[i].to_values(self.count))
+    }
+
+    /// Measurement `i` without its meta field, fields in `data` order.
+    pub fn row(&self, i: usize) -> Option<Document> {
+        (i < self.count).then(|| {
+            self.columns
+                .iter()
+                .filter_map(|c| Some((c.name.clone(), c.get(i)?)))
+                .collect()
+        })
+    }
+
+    /// `control.min`: per data field the smallest value; the time field's is the
+    /// bucket's rounded minimum time.
+    pub fn control_min(&self) -> Document {
+        self.columns
+            .iter()
+            .map(|c| {
+                let v = if c.name == self.time_field {
+                    Bson::DateTime(DateTime::from_millis(self.min_time_ms))
+                } else {
+                    c.min.clone()
+                };
+                (c.name.clone(), v)
+            })
+            .collect()
+    }
+
+    /// `control.max`: per data field the largest value.
+    pub fn control_max(&self) -> Document {
+        self.columns
+            .iter()
+            .map(|c| (c.name.clone(), c.max.clone()))
+            .collect()
+    }
+
+    /// A field's control `min` and `max`.
+    pub fn control_bounds(&self, field: &str) -> Option<(Bson, Bson)> {
+        let c = &self.columns[*self.column_of.get(field)?];
+        let min = if c.name == self.time_field {
+            Bson::DateTime(DateTime::from_millis(self.min_time_ms))
+        } else {
+            c.min.clone()
+        };
+        Some((min, c.max.clone()))
     }
 
     fn control(&self, closed: Option<bool>) -> Document {
-        let mut c = doc! {"version": 1, "min": self.min.clone(), "max": self.max.clone()};
+        let mut c = doc! {"version": 1, "min": self.control_min(), "max": self.control_max()};
         if let Some(closed) = closed {
             c.insert("closed", closed);
         }
@@ -337,14 +303,14 @@ impl Bucket {
             d.insert("meta", m.clone());
         }
         let mut data = Document::new();
-        for f in &self.fields {
+        for c in &self.columns {
             let mut col = Document::new();
-            for (i, m) in self.measurements.iter().enumerate() {
-                if let Some(v) = m.get(f) {
-                    col.insert(i.to_string(), v.clone());
+            for (i, v) in c.to_values(self.count).into_iter().enumerate() {
+                if let Some(v) = v {
+                    col.insert(i.to_string(), v);
                 }
             }
-            data.insert(f.clone(), col);
+            data.insert(c.name.clone(), col);
         }
         d.insert("data", data);
         d
@@ -361,22 +327,15 @@ impl Bucket {
             header.insert("metaField", mf.clone());
         }
         let mut out = vec![FORMAT_VERSION];
-        out.extend_from_slice(&(self.measurements.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.count as u32).to_le_bytes());
         if header.to_writer(&mut out).is_err() {
             // Only keys with NUL bytes fail, which MongoDB's BSON cannot hold.
             let _ = doc! {"_id": self.id}.to_writer(&mut out);
         }
         let columns: Vec<(&String, Vec<u8>)> = self
-            .fields
+            .columns
             .iter()
-            .map(|f| {
-                let vals: Vec<Option<Bson>> = self
-                    .measurements
-                    .iter()
-                    .map(|m| m.get(f).cloned())
-                    .collect();
-                (f, encode_column(&vals))
-            })
+            .map(|c| (&c.name, c.encode(self.count)))
             .collect();
         out.extend_from_slice(&(columns.len() as u32).to_le_bytes());
         let mut offset = 0u32;
@@ -778,19 +737,10 @@ pub fn unpack_measurement_rows(
     rows: Option<&[bool]>,
 ) -> Vec<Document> {
     let cols: Vec<(&str, Vec<Option<Bson>>)> = bucket
-        .fields
+        .columns
         .iter()
-        .filter(|f| is_wanted(wanted, f))
-        .map(|f| {
-            (
-                f.as_str(),
-                bucket
-                    .measurements
-                    .iter()
-                    .map(|m| m.get(f).cloned())
-                    .collect(),
-            )
-        })
+        .filter(|c| is_wanted(wanted, &c.name))
+        .map(|c| (c.name.as_str(), c.to_values(bucket.count)))
         .collect();
     assemble(
         bucket.count(),
@@ -860,11 +810,11 @@ mod tests {
         b.add(doc! {"t": date(1000), "m": "s", "_id": 1, "v": 5.0, "o": {"a": 1, "b": 9}});
         b.add(doc! {"t": date(2000), "m": "s", "_id": 2, "v": 3, "o": {"a": 4, "b": 2}});
         assert_eq!(
-            b.min,
+            b.control_min(),
             doc! {"t": date(0), "_id": 1, "v": 3, "o": {"a": 1, "b": 2}}
         );
         assert_eq!(
-            b.max,
+            b.control_max(),
             doc! {"t": date(2000), "_id": 2, "v": 5.0, "o": {"a": 4, "b": 9}}
         );
         let d = b.to_document(false);
@@ -872,7 +822,7 @@ mod tests {
             d,
             doc! {
                 "_id": b.id,
-                "control": {"version": 1, "min": b.min.clone(), "max": b.max.clone()},
+                "control": {"version": 1, "min": b.control_min(), "max": b.control_max()},
                 "meta": "s",
                 "data": {
                     "t": {"0": date(1000), "1": date(2000)},
@@ -949,7 +899,7 @@ mod tests {
         );
         assert_eq!(
             dec.control_document(),
-            &doc! {"version": 1, "min": b.min.clone(), "max": b.max.clone()}
+            &doc! {"version": 1, "min": b.control_min(), "max": b.control_max()}
         );
     }
 

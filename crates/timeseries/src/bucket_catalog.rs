@@ -18,14 +18,15 @@
 //! `idle_memory_threshold`, the least recently used buckets not touched by
 //! that insert are closed (`numBucketsClosedDueToMemoryThreshold`).
 
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
-use std::ops::Range;
 
 use bson::oid::ObjectId;
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawBsonRef, RawDocument};
 
-use crate::bucket::Bucket;
+use crate::bucket::{Bucket, Fields};
 use crate::error::TsError;
+use crate::measurement::{to_bson, Measurement};
 use crate::meta::{meta_key, normalize_meta};
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
@@ -118,14 +119,25 @@ pub struct InsertOutcome {
     pub inserted: usize,
     /// Per-document errors: index in the input and the error (code 2).
     pub errors: Vec<(usize, TsError)>,
-    /// For each bucket still open after the call that received measurements:
-    /// the index range of the new measurements within the bucket.
-    pub appended: Vec<(ObjectId, Range<usize>)>,
+    /// For each bucket still open after the call that received measurements: the new
+    /// measurements without their meta field, as BSON documents back to back (the
+    /// bucket's next delta record).
+    pub deltas: Vec<(ObjectId, Vec<u8>)>,
     /// Buckets closed by this call, complete (including measurements added
     /// by this call); they are no longer open.
     pub closed: Vec<Bucket>,
     /// Buckets opened by this call (some may also be in `closed`).
     pub opened: Vec<ObjectId>,
+    /// Closed buckets this call reopened (some may also be in `closed`).
+    pub reopened: Vec<ObjectId>,
+}
+
+/// What a query for a closed bucket to reopen found.
+pub enum Reopening {
+    Found(Box<Bucket>),
+    None,
+    /// The query failed (the insert goes on with a new bucket).
+    Failed,
 }
 
 #[derive(Debug)]
@@ -141,41 +153,24 @@ struct OpenBucket {
 pub struct BucketCatalog {
     options: TimeseriesOptions,
     budget: Arc<CatalogBudget>,
-    by_meta: HashMap<Vec<u8>, ObjectId>,
+    by_meta: FxHashMap<Vec<u8>, ObjectId>,
     buckets: HashMap<ObjectId, OpenBucket>,
     stats: BucketStats,
     clock: u64,
     memory: usize,
-    /// Recently seen raw meta values (by their BSON bytes) with their normalized form
+    /// Recently seen raw meta elements (by their BSON bytes) with their normalized form
     /// and series key: a loader sends the same series over and over, and normalizing
     /// (clone, sort, encode) each measurement's meta was a tenth of the ingest profile.
     /// Looked up by hash: a linear scan comparing whole documents took a third of the
     /// line-protocol ingest profile at 100 series.
-    meta_cache: HashMap<Vec<u8>, (Option<Bson>, Vec<u8>)>,
+    meta_cache: FxHashMap<Vec<u8>, Arc<Series>>,
 }
+
+/// A series: its normalized meta value and its key.
+type Series = (Option<Bson>, Vec<u8>);
 
 /// Series remembered by the meta cache (emptied when full).
 const META_CACHE_SIZE: usize = 4096;
-
-/// The bytes of a raw meta value, as the meta cache's key (`None` when it cannot be
-/// encoded; the caller then goes without the cache).
-fn raw_meta_bytes(raw: Option<&Bson>) -> Option<Vec<u8>> {
-    let mut buf = Vec::with_capacity(256);
-    match raw {
-        None => {}
-        Some(Bson::Document(d)) => {
-            buf.push(0x03);
-            d.to_writer(&mut buf).ok()?;
-        }
-        Some(other) => {
-            buf.push(other.element_type() as u8);
-            bson::Document::from_iter([(String::new(), other.clone())])
-                .to_writer(&mut buf)
-                .ok()?;
-        }
-    }
-    Some(buf)
-}
 
 fn time_error(time_field: &str) -> TsError {
     TsError::BadValue(format!(
@@ -188,12 +183,12 @@ impl BucketCatalog {
         BucketCatalog {
             options,
             budget,
-            by_meta: HashMap::new(),
+            by_meta: FxHashMap::default(),
             buckets: HashMap::new(),
             stats: BucketStats::default(),
             clock: 0,
             memory: 0,
-            meta_cache: HashMap::new(),
+            meta_cache: FxHashMap::default(),
         }
     }
 
@@ -240,7 +235,13 @@ impl BucketCatalog {
         }
     }
 
-    fn rollover_reason(&mut self, id: ObjectId, t: i64, m: &Document) -> Option<CloseReason> {
+    fn rollover_reason(
+        &mut self,
+        id: ObjectId,
+        t: i64,
+        size: usize,
+        fields: &Fields<'_>,
+    ) -> Option<CloseReason> {
         let span = self.options.max_span_millis();
         let limits = self.budget.limits();
         let ob = self.buckets.get_mut(&id)?;
@@ -254,7 +255,7 @@ impl BucketCatalog {
         if b.count() >= limits.max_count {
             return Some(CloseReason::Count);
         }
-        let new_size = b.size_bytes + b.measurement_size(m);
+        let new_size = b.size_bytes + size;
         if new_size > limits.max_size {
             if b.count() < limits.min_count && new_size <= limits.large_max_size {
                 if !ob.kept_open_for_large {
@@ -265,7 +266,7 @@ impl BucketCatalog {
                 return Some(CloseReason::Size);
             }
         }
-        if !ob.bucket.is_schema_compatible(m) {
+        if !ob.bucket.accepts(fields) {
             return Some(CloseReason::SchemaChange);
         }
         None
@@ -294,36 +295,65 @@ impl BucketCatalog {
         Some(Arc::unwrap_or_clone(ob.bucket))
     }
 
-    /// The normalized meta value and series key of a measurement's raw meta.
-    fn series_key(&mut self, raw: Option<&Bson>) -> (Option<Bson>, Vec<u8>) {
-        let raw_bytes = raw_meta_bytes(raw);
-        if let Some((normalized, key)) = raw_bytes.as_ref().and_then(|b| self.meta_cache.get(b)) {
-            return (normalized.clone(), key.clone());
+    /// The normalized meta value and series key of a measurement's raw meta element.
+    fn series_key(&mut self, raw: Option<(&[u8], RawBsonRef<'_>)>) -> Result<Arc<Series>, TsError> {
+        let Some((element, value)) = raw else {
+            return Ok(Arc::new((None, meta_key(None))));
+        };
+        if let Some(series) = self.meta_cache.get(element) {
+            return Ok(series.clone());
         }
-        let normalized = raw.map(normalize_meta);
+        let normalized = Some(normalize_meta(&to_bson(value)?));
         let key = meta_key(normalized.as_ref());
-        if let Some(b) = raw_bytes {
-            if self.meta_cache.len() >= META_CACHE_SIZE {
-                self.meta_cache.clear();
-            }
-            self.meta_cache.insert(b, (normalized.clone(), key.clone()));
+        if self.meta_cache.len() >= META_CACHE_SIZE {
+            self.meta_cache.clear();
         }
-        (normalized, key)
+        let series = Arc::new((normalized, key));
+        self.meta_cache.insert(element.to_vec(), series.clone());
+        Ok(series)
     }
 
     /// Inserts measurements in order. Each must hold a BSON date in the
     /// time field, else it gets a code-2 error; `ordered` stops at the first
     /// error, otherwise the remaining measurements are still inserted.
-    pub fn insert(&mut self, measurements: Vec<Document>, ordered: bool) -> InsertOutcome {
+    ///
+    /// When a measurement finds no open bucket of its series that takes it (none open, or
+    /// its time is outside the open one's span), `reopen` is asked for a closed bucket of
+    /// the series (by series key) whose span holds the time and that has room; such a
+    /// bucket becomes the series' open bucket again (MongoDB 6.3+'s bucket reopening) and
+    /// is returned in `reopened`.
+    pub fn insert(
+        &mut self,
+        measurements: &[&RawDocument],
+        ordered: bool,
+        reopen: &mut dyn FnMut(&[u8], i64) -> Reopening,
+    ) -> InsertOutcome {
         let mut out = InsertOutcome::default();
         self.clock += 1;
         let epoch = self.clock;
-        // Buckets that received measurements, with the first new index.
-        let mut touched: Vec<(ObjectId, usize)> = Vec::new();
+        // Buckets that received measurements, with the new rows' bytes for their delta.
+        let mut touched: Vec<(ObjectId, Vec<u8>)> = Vec::new();
         let mut opened_now: HashSet<ObjectId> = HashSet::new();
-        for (i, m) in measurements.into_iter().enumerate() {
-            let t = match self.check_time(&m) {
-                Ok(t) => t,
+        let max = hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
+        for (i, raw) in measurements.iter().enumerate() {
+            let read = if raw.as_bytes().len() > max {
+                Err(TsError::TooLarge(format!(
+                    "Measurement of {} bytes is over the maximum document size of {max} bytes",
+                    raw.as_bytes().len()
+                )))
+            } else {
+                Measurement::read(
+                    raw,
+                    &self.options.time_field,
+                    self.options.meta_field.as_deref(),
+                )
+                .and_then(|m| match m.time {
+                    Some(t) => Ok((m, t)),
+                    None => Err(time_error(&self.options.time_field)),
+                })
+            };
+            let (m, t) = match read {
+                Ok(r) => r,
                 Err(e) => {
                     out.errors.push((i, e));
                     if ordered {
@@ -332,28 +362,57 @@ impl BucketCatalog {
                     continue;
                 }
             };
-            let raw = self.options.meta_field.as_ref().and_then(|f| m.get(f));
-            let (meta, key) = self.series_key(raw);
-            let mut target = self.by_meta.get(&key).copied();
-            match target {
-                Some(id) => {
-                    if let Some(reason) = self.rollover_reason(id, t, &m) {
-                        if let Some(b) = self.take(id) {
-                            self.count_close(reason);
-                            out.closed.push(b);
-                        }
-                        target = None;
+            let series = match self.series_key(m.meta) {
+                Ok(k) => k,
+                Err(e) => {
+                    out.errors.push((i, e));
+                    if ordered {
+                        break;
                     }
+                    continue;
                 }
-                None => self.stats.num_buckets_opened_due_to_metadata += 1,
+            };
+            let (meta, key) = &*series;
+            let size = m.size_without_meta();
+            let mut target = self.by_meta.get(key).copied();
+            let mut backward = false;
+            let had_open = target.is_some();
+            let mut may_reopen = !had_open;
+            if let Some(id) = target {
+                if let Some(reason) = self.rollover_reason(id, t, size, &m.fields) {
+                    if let Some(b) = self.take(id) {
+                        self.count_close(reason);
+                        out.closed.push(b);
+                    }
+                    target = None;
+                    backward = reason == CloseReason::TimeBackward;
+                    may_reopen =
+                        matches!(reason, CloseReason::TimeBackward | CloseReason::TimeForward);
+                }
+            }
+            if may_reopen {
+                target = self.try_reopen(key, t, reopen, &mut out);
+            }
+            if target.is_none() && !had_open {
+                self.stats.num_buckets_opened_due_to_metadata += 1;
             }
             let id = match target {
                 Some(id) => id,
                 None => {
-                    let b = Bucket::new(&self.options, meta, t);
+                    // Going back in time, a new bucket ends at the measurement rather than
+                    // starting there, so that a series sent backwards fills buckets as
+                    // fully as one sent forwards.
+                    let first = if backward {
+                        let unit = self.options.bucket_rounding_seconds.saturating_mul(1000);
+                        t.saturating_sub(self.options.max_span_millis())
+                            .saturating_add(unit)
+                    } else {
+                        t
+                    };
+                    let b = Bucket::new(&self.options, meta.clone(), first.min(t));
                     let id = b.id;
                     self.charge(b.heap_bytes);
-                    self.by_meta.insert(key, id);
+                    self.by_meta.insert(key.clone(), id);
                     self.buckets.insert(
                         id,
                         OpenBucket {
@@ -368,11 +427,16 @@ impl BucketCatalog {
                 }
             };
             if let Some(ob) = self.buckets.get_mut(&id) {
-                if !touched.iter().any(|(t, _)| *t == id) {
-                    touched.push((id, ob.bucket.count()));
-                }
+                let rows = match touched.iter().position(|(t, _)| *t == id) {
+                    Some(p) => &mut touched[p].1,
+                    None => {
+                        touched.push((id, Vec::with_capacity(raw.as_bytes().len() * 8)));
+                        &mut touched.last_mut().expect("just pushed").1
+                    }
+                };
+                m.write_without_meta(rows);
                 let before = ob.bucket.heap_bytes;
-                Arc::make_mut(&mut ob.bucket).add(m);
+                Arc::make_mut(&mut ob.bucket).add_fields(&m.fields, size);
                 ob.last_used = epoch;
                 let grown = ob.bucket.heap_bytes.saturating_sub(before);
                 self.charge(grown);
@@ -390,12 +454,49 @@ impl BucketCatalog {
             self.stats.record_commit(out.inserted);
         }
         out.closed.extend(self.close_idle(epoch));
-        for (id, start) in touched {
-            if let Some(ob) = self.buckets.get(&id) {
-                out.appended.push((id, start..ob.bucket.count()));
-            }
-        }
+        out.deltas = touched
+            .into_iter()
+            .filter(|(id, _)| self.buckets.contains_key(id))
+            .collect();
         out
+    }
+
+    /// Asks `reopen` for a closed bucket of series `key` that takes time `t` and makes it
+    /// the series' open bucket.
+    fn try_reopen(
+        &mut self,
+        key: &[u8],
+        t: i64,
+        reopen: &mut dyn FnMut(&[u8], i64) -> Reopening,
+        out: &mut InsertOutcome,
+    ) -> Option<ObjectId> {
+        self.stats.num_buckets_queried += 1;
+        let bucket = match reopen(key, t) {
+            Reopening::Found(b) => *b,
+            Reopening::None => return None,
+            Reopening::Failed => {
+                self.stats.num_bucket_queries_failed += 1;
+                return None;
+            }
+        };
+        if out.closed.iter().any(|b| b.id == bucket.id) || self.buckets.contains_key(&bucket.id) {
+            // Closed earlier in this call (its stored copy is older) or open already.
+            return None;
+        }
+        let limits = self.budget.limits();
+        if bucket.count() >= limits.max_count || bucket.size_bytes >= limits.max_size {
+            self.stats.num_bucket_reopenings_failed += 1;
+            return None;
+        }
+        self.stats.num_buckets_fetched += 1;
+        self.stats.num_buckets_reopened += 1;
+        let id = bucket.id;
+        if let Some(displaced) = self.restore(bucket) {
+            self.stats.num_buckets_closed_due_to_reopening += 1;
+            out.closed.push(displaced);
+        }
+        out.reopened.push(id);
+        Some(id)
     }
 
     /// Closes this collection's least recently used buckets while the open buckets of all
@@ -521,6 +622,36 @@ impl BucketCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Inserts documents through the raw path.
+    trait InsertDocs {
+        fn insert_docs(&mut self, docs: Vec<Document>, ordered: bool) -> InsertOutcome;
+    }
+
+    impl InsertDocs for BucketCatalog {
+        fn insert_docs(&mut self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
+            let raw = crate::store::raw_measurements(&docs).unwrap();
+            let raw: Vec<&RawDocument> = raw.iter().map(|r| &**r).collect();
+            self.insert(&raw, ordered, &mut |_, _| Reopening::None)
+        }
+    }
+
+    /// Each delta's bucket and number of rows.
+    fn delta_rows(out: &InsertOutcome) -> Vec<(ObjectId, usize)> {
+        out.deltas
+            .iter()
+            .map(|(id, rows)| {
+                let mut n = 0;
+                let mut rest = &rows[..];
+                while rest.len() >= 4 {
+                    let len = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                    rest = &rest[len..];
+                    n += 1;
+                }
+                (*id, n)
+            })
+            .collect()
+    }
     use bson::{doc, DateTime};
 
     const T0: i64 = 1_700_000_040_000; // a whole minute
@@ -542,7 +673,7 @@ mod tests {
     #[test]
     fn twenty_five_hundred_measurements_make_three_buckets() {
         let mut c = catalog();
-        let out = c.insert(series(2500, "a"), true);
+        let out = c.insert_docs(series(2500, "a"), true);
         assert_eq!(out.inserted, 2500);
         assert_eq!(out.opened.len(), 3);
         assert_eq!(out.closed.len(), 2);
@@ -554,17 +685,19 @@ mod tests {
         assert_eq!(s.num_bucket_inserts, 3);
         assert_eq!(s.num_buckets_opened_due_to_metadata, 1);
         assert_eq!((s.num_commits, s.num_measurements_committed), (1, 2500));
-        assert_eq!(out.appended, vec![(out.opened[2], 0..500)]);
+        assert_eq!(delta_rows(&out), vec![(out.opened[2], 500)]);
     }
 
     #[test]
-    fn appended_ranges_follow_the_bucket() {
+    fn deltas_hold_the_new_rows_of_each_open_bucket() {
         let mut c = catalog();
-        let a = c.insert(series(2, "a"), true);
+        let a = c.insert_docs(series(2, "a"), true);
         let id = a.opened[0];
-        assert_eq!(a.appended, vec![(id, 0..2)]);
-        let b = c.insert(vec![doc! {"t": date(T0 + 5000), "m": "a"}], true);
-        assert_eq!(b.appended, vec![(id, 2..3)]);
+        assert_eq!(delta_rows(&a), vec![(id, 2)]);
+        let b = c.insert_docs(vec![doc! {"t": date(T0 + 5000), "m": "a", "v": 7.5}], true);
+        assert_eq!(delta_rows(&b), vec![(id, 1)]);
+        let row: Document = bson::from_slice(&b.deltas[0].1).unwrap();
+        assert_eq!(row, doc! {"t": date(T0 + 5000), "v": 7.5}, "meta left out");
         assert!(b.opened.is_empty());
         assert_eq!(c.stats().num_bucket_updates, 1);
     }
@@ -572,10 +705,10 @@ mod tests {
     #[test]
     fn time_forward_closes_at_the_span() {
         let mut c = catalog();
-        c.insert(vec![doc! {"t": date(T0 + 1500), "m": 1}], true);
-        let out = c.insert(vec![doc! {"t": date(T0 + 3_599_999), "m": 1}], true);
+        c.insert_docs(vec![doc! {"t": date(T0 + 1500), "m": 1}], true);
+        let out = c.insert_docs(vec![doc! {"t": date(T0 + 3_599_999), "m": 1}], true);
         assert!(out.closed.is_empty());
-        let out = c.insert(vec![doc! {"t": date(T0 + 3_600_000), "m": 1}], true);
+        let out = c.insert_docs(vec![doc! {"t": date(T0 + 3_600_000), "m": 1}], true);
         assert_eq!(out.closed.len(), 1);
         assert_eq!(c.stats().num_buckets_closed_due_to_time_forward, 1);
     }
@@ -583,15 +716,16 @@ mod tests {
     #[test]
     fn time_backward_closes_only_before_the_rounded_min() {
         let mut c = catalog();
-        c.insert(vec![doc! {"t": date(T0 + 30_000), "m": 1}], true);
-        let out = c.insert(vec![doc! {"t": date(T0 + 1), "m": 1}], true);
+        c.insert_docs(vec![doc! {"t": date(T0 + 30_000), "m": 1}], true);
+        let out = c.insert_docs(vec![doc! {"t": date(T0 + 1), "m": 1}], true);
         assert!(out.closed.is_empty(), "same rounded minute");
-        let out = c.insert(vec![doc! {"t": date(T0 - 1), "m": 1}], true);
+        let out = c.insert_docs(vec![doc! {"t": date(T0 - 1), "m": 1}], true);
         assert_eq!(out.closed.len(), 1);
         assert_eq!(c.stats().num_buckets_closed_due_to_time_backward, 1);
         assert_eq!(
             c.open_buckets().next().map(|b| b.min_time_ms),
-            Some(T0 - 60_000)
+            Some(T0 - 3_600_000),
+            "a bucket opened going back in time ends at the measurement"
         );
     }
 
@@ -602,7 +736,7 @@ mod tests {
         let docs: Vec<Document> = (0..12)
             .map(|i| doc! {"t": date(T0 + i), "m": 1, "s": big.clone()})
             .collect();
-        let out = c.insert(docs, true);
+        let out = c.insert_docs(docs, true);
         // 7 fit in 125 KB; 8th and 9th/10th stay open while count < 10.
         assert_eq!(out.closed.len(), 1);
         assert_eq!(out.closed[0].count(), 10);
@@ -619,7 +753,7 @@ mod tests {
         };
         let mut c = with_limits(TimeseriesOptions::new("t", None), limits);
         let s = "y".repeat(300);
-        let out = c.insert(
+        let out = c.insert_docs(
             (0..5)
                 .map(|i| doc! {"t": date(T0 + i), "s": s.clone()})
                 .collect(),
@@ -633,10 +767,10 @@ mod tests {
     #[test]
     fn schema_change_closes() {
         let mut c = catalog();
-        c.insert(vec![doc! {"t": date(T0), "m": 1, "x": 1}], true);
-        let out = c.insert(vec![doc! {"t": date(T0 + 1), "m": 1, "x": 2.5}], true);
+        c.insert_docs(vec![doc! {"t": date(T0), "m": 1, "x": 1}], true);
+        let out = c.insert_docs(vec![doc! {"t": date(T0 + 1), "m": 1, "x": 2.5}], true);
         assert!(out.closed.is_empty());
-        let out = c.insert(vec![doc! {"t": date(T0 + 2), "m": 1, "x": "s"}], true);
+        let out = c.insert_docs(vec![doc! {"t": date(T0 + 2), "m": 1, "x": "s"}], true);
         assert_eq!(out.closed.len(), 1);
         assert_eq!(c.stats().num_buckets_closed_due_to_schema_change, 1);
     }
@@ -650,7 +784,7 @@ mod tests {
     /// The memory one open bucket of `series(3, ..)` takes.
     fn one_bucket_memory() -> usize {
         let mut c = catalog();
-        c.insert(series(3, "a"), true);
+        c.insert_docs(series(3, "a"), true);
         c.memory_usage()
     }
 
@@ -662,11 +796,11 @@ mod tests {
             ..Limits::default()
         };
         let mut c = with_limits(TimeseriesOptions::new("t", Some("m")), limits);
-        assert!(c.insert(series(3, "a"), true).closed.is_empty());
-        let out = c.insert(series(3, "b"), true);
+        assert!(c.insert_docs(series(3, "a"), true).closed.is_empty());
+        let out = c.insert_docs(series(3, "b"), true);
         let metas: Vec<_> = out.closed.iter().map(|b| b.meta.clone()).collect();
         assert_eq!(metas, vec![Some(Bson::String("a".into()))]);
-        let out = c.insert(series(3, "c"), true);
+        let out = c.insert_docs(series(3, "c"), true);
         let metas: Vec<_> = out.closed.iter().map(|b| b.meta.clone()).collect();
         assert_eq!(metas, vec![Some(Bson::String("b".into()))]);
         assert_eq!(c.stats().num_buckets_closed_due_to_memory_threshold, 2);
@@ -677,7 +811,7 @@ mod tests {
         );
         assert!(c.memory_usage() > 0 && c.memory_usage() <= one * 3 / 2);
         assert!(out
-            .appended
+            .deltas
             .iter()
             .all(|(id, _)| c.open_bucket(*id).is_some()));
     }
@@ -685,7 +819,7 @@ mod tests {
     #[test]
     fn equal_metas_in_any_field_order_share_a_bucket() {
         let mut c = catalog();
-        let out = c.insert(
+        let out = c.insert_docs(
             vec![
                 doc! {"t": date(T0), "m": {"a": 1, "b": 2}},
                 doc! {"t": date(T0 + 1), "m": {"b": 2, "a": 1}},
@@ -706,7 +840,7 @@ mod tests {
     #[test]
     fn ordered_insert_stops_at_the_first_bad_time() {
         let mut c = catalog();
-        let out = c.insert(
+        let out = c.insert_docs(
             vec![
                 doc! {"t": date(T0)},
                 doc! {"t": 5},
@@ -727,7 +861,7 @@ mod tests {
     #[test]
     fn unordered_insert_reports_every_bad_time() {
         let mut c = catalog();
-        let out = c.insert(
+        let out = c.insert_docs(
             vec![
                 doc! {"x": 1},
                 doc! {"t": date(T0)},
@@ -746,15 +880,15 @@ mod tests {
     #[test]
     fn clear_and_restore_manage_open_buckets() {
         let mut c = catalog();
-        c.insert(series(2, "a"), true);
-        c.insert(series(2, "b"), true);
+        c.insert_docs(series(2, "a"), true);
+        c.insert_docs(series(2, "b"), true);
         let a = c.clear_meta(Some(&Bson::String("a".into()))).unwrap();
         assert_eq!(a.count(), 2);
         assert_eq!(c.open_buckets().count(), 1);
         assert!(c.restore(a.clone()).is_none());
         assert_eq!(c.open_bucket(a.id).map(Bucket::count), Some(2));
-        let out = c.insert(series(1, "a"), true);
-        assert_eq!(out.appended, vec![(a.id, 2..3)]);
+        let out = c.insert_docs(series(1, "a"), true);
+        assert_eq!(delta_rows(&out), vec![(a.id, 1)]);
         assert_eq!(c.close_all().len(), 2);
         assert_eq!(c.memory_usage(), 0);
         assert_eq!(c.stats().num_buckets_closed_due_to_count, 0);
@@ -784,12 +918,12 @@ mod tests {
         let opts = TimeseriesOptions::new("t", Some("m"));
         let mut a = BucketCatalog::new(opts.clone(), budget.clone());
         let mut b = BucketCatalog::new(opts, budget.clone());
-        assert!(a.insert(series(3, "a"), true).closed.is_empty());
+        assert!(a.insert_docs(series(3, "a"), true).closed.is_empty());
         // b's only bucket is the one this insert uses: nothing of b can close yet.
-        assert!(b.insert(series(3, "b"), true).closed.is_empty());
+        assert!(b.insert_docs(series(3, "b"), true).closed.is_empty());
         assert!(budget.memory() > one * 3 / 2);
         // a's next insert sees the total of both collections and closes its idle bucket.
-        let out = a.insert(series(3, "c"), true);
+        let out = a.insert_docs(series(3, "c"), true);
         assert_eq!(out.closed.len(), 1);
         assert_eq!(budget.memory(), a.memory_usage() + b.memory_usage());
     }
@@ -799,12 +933,12 @@ mod tests {
         let budget = Arc::new(CatalogBudget::default());
         budget.set_limits(Limits::default());
         let mut c = BucketCatalog::new(TimeseriesOptions::new("t", Some("m")), budget.clone());
-        assert!(c.insert(series(2, "a"), true).closed.is_empty());
+        assert!(c.insert_docs(series(2, "a"), true).closed.is_empty());
         budget.set_limits(Limits {
             max_count: 2,
             ..Limits::default()
         });
-        let out = c.insert(series(1, "a"), true);
+        let out = c.insert_docs(series(1, "a"), true);
         assert_eq!(out.closed.len(), 1);
         assert_eq!(c.stats().num_buckets_closed_due_to_count, 1);
     }

@@ -98,21 +98,81 @@ pub fn encode_column(values: &[Option<Bson>]) -> Vec<u8> {
         return vec![TAG_EMPTY, 0];
     }
     let (tag, payload) = encode_payload(&present);
-    let mut out = Vec::with_capacity(2 + values.len() / 8 + payload.len() + 1);
-    out.push(tag);
-    if present.len() == values.len() {
-        out.push(0);
-    } else {
-        out.push(FLAG_BITMAP);
-        let mut bitmap = vec![0u8; values.len().div_ceil(8)];
-        for (i, v) in values.iter().enumerate() {
-            if v.is_some() {
-                bitmap[i / 8] |= 1 << (i % 8);
-            }
+    let rows: Option<Vec<bool>> =
+        (present.len() < values.len()).then(|| values.iter().map(Option::is_some).collect());
+    frame(tag, rows.as_deref(), &payload)
+}
+
+/// The present values of a column of one type, as an open bucket builds them.
+pub enum TypedValues<'a> {
+    Date(&'a [i64]),
+    Double(&'a [f64]),
+    Int32(&'a [i32]),
+    Int64(&'a [i64]),
+    ObjectId(&'a [[u8; 12]]),
+}
+
+/// Encodes a column whose present values all have one type, straight from the typed
+/// vector; `rows` marks the rows that have a value (`None`: every row). The bytes are
+/// those [`encode_column`] writes for the same values.
+pub fn encode_typed_column(values: TypedValues<'_>, rows: Option<&[bool]>) -> Vec<u8> {
+    let encoded = match values {
+        TypedValues::Date(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_DATE, p)),
+        TypedValues::Double(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_DOUBLE, p)),
+        TypedValues::Int32(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_INT32, p)),
+        TypedValues::Int64(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_INT64, p)),
+        TypedValues::ObjectId(v) if !v.is_empty() => {
+            encode_object_ids(v).map(|p| (TAG_OBJECT_ID, p))
         }
-        out.extend_from_slice(&bitmap);
+        _ => return vec![TAG_EMPTY, 0],
+    };
+    match encoded {
+        Some((tag, payload)) => frame(tag, rows.filter(|r| r.contains(&false)), &payload),
+        None => {
+            let owned: Vec<Bson> = match values {
+                TypedValues::Date(v) => v
+                    .iter()
+                    .map(|t| Bson::DateTime(DateTime::from_millis(*t)))
+                    .collect(),
+                TypedValues::Double(v) => v.iter().map(|x| Bson::Double(*x)).collect(),
+                TypedValues::Int32(v) => v.iter().map(|x| Bson::Int32(*x)).collect(),
+                TypedValues::Int64(v) => v.iter().map(|x| Bson::Int64(*x)).collect(),
+                TypedValues::ObjectId(v) => v
+                    .iter()
+                    .map(|o| Bson::ObjectId(ObjectId::from_bytes(*o)))
+                    .collect(),
+            };
+            let mut next = owned.into_iter();
+            let all: Vec<Option<Bson>> = match rows {
+                Some(rows) => rows
+                    .iter()
+                    .map(|has| if *has { next.next() } else { None })
+                    .collect(),
+                None => next.map(Some).collect(),
+            };
+            encode_column(&all)
+        }
     }
-    out.extend_from_slice(&payload);
+}
+
+/// Tag, flags, the presence bitmap when some row lacks a value, then the payload.
+fn frame(tag: u8, rows: Option<&[bool]>, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + rows.map_or(0, |r| r.len() / 8 + 1) + payload.len());
+    out.push(tag);
+    match rows {
+        None => out.push(0),
+        Some(rows) => {
+            out.push(FLAG_BITMAP);
+            let mut bitmap = vec![0u8; rows.len().div_ceil(8)];
+            for (i, has) in rows.iter().enumerate() {
+                if *has {
+                    bitmap[i / 8] |= 1 << (i % 8);
+                }
+            }
+            out.extend_from_slice(&bitmap);
+        }
+    }
+    out.extend_from_slice(payload);
     out
 }
 
@@ -151,8 +211,55 @@ fn encode_payload(present: &[&Bson]) -> (u8, Vec<u8>) {
         .unwrap_or_else(|| (TAG_GENERAL, encode_general(present)))
 }
 
-fn pco_compress<T: pco::data_types::Number>(nums: &[T]) -> Option<Vec<u8>> {
-    pco::standalone::simpler_compress(nums, pco::DEFAULT_COMPRESSION_LEVEL).ok()
+/// pco's compression level: 4 rather than its default 8. On 1,000-value columns (one
+/// bucket) level 4 compressed 2.4x faster (125 vs 305 ns per value, full-precision random
+/// walk) for 0.9% more bytes, and the same bytes at 2 decimals (decision 0009).
+const PCO_LEVEL: usize = 4;
+
+/// A number pco compresses, with an approximate `f64` for choosing the delta encoding.
+trait Compressible: pco::data_types::Number + Copy {
+    fn approx(self) -> f64;
+}
+
+macro_rules! compressible {
+    ($($t:ty),*) => {$(
+        impl Compressible for $t {
+            fn approx(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
+}
+compressible!(f64, i64, i32, u32, u64);
+
+/// The delta encoding for a column: first-order deltas when consecutive values are
+/// closer to each other than to their mean (a random walk, regular times), none
+/// otherwise. pco's automatic choice picked the same encodings on bucket-sized columns but
+/// took 60% of the compression time (170 vs 69 ns per value; decision 0009).
+fn delta_spec<T: Compressible>(nums: &[T]) -> pco::DeltaSpec {
+    if nums.len() < 3 {
+        return pco::DeltaSpec::None;
+    }
+    let mean = nums.iter().map(|x| x.approx()).sum::<f64>() / nums.len() as f64;
+    let spread: f64 = nums.iter().map(|x| (x.approx() - mean).powi(2)).sum();
+    let steps: f64 = nums
+        .windows(2)
+        .map(|w| (w[1].approx() - w[0].approx()).powi(2))
+        .sum();
+    // Differences of independent values have twice their variance: deltas pay off only
+    // below that.
+    if steps < spread {
+        pco::DeltaSpec::TryConsecutive(1)
+    } else {
+        pco::DeltaSpec::None
+    }
+}
+
+fn pco_compress<T: Compressible>(nums: &[T]) -> Option<Vec<u8>> {
+    let config = pco::ChunkConfig::default()
+        .with_compression_level(PCO_LEVEL)
+        .with_delta_spec(delta_spec(nums));
+    pco::standalone::simple_compress(nums, &config).ok()
 }
 
 fn encode_object_ids(ids: &[[u8; 12]]) -> Option<Vec<u8>> {

@@ -10,10 +10,12 @@
 pub mod bucket;
 pub mod bucket_catalog;
 pub mod column;
+pub mod column_builder;
 pub mod error;
 pub mod exec;
 pub mod gorilla;
 pub mod index_spec;
+pub mod measurement;
 pub mod meta;
 pub mod options;
 pub mod stats;

@@ -7,8 +7,24 @@ use crate::client::ConnInfo;
 use crate::error::CommandError;
 use crate::state::ServerState;
 use crate::wire::{DocSequence, MAX_WRITE_BATCH};
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use std::sync::Arc;
+
+/// `insert`'s documents as the request holds them.
+pub enum InsertDocuments {
+    Sequence(DocSequence),
+    Body(Vec<RawDocumentBuf>),
+}
+
+impl InsertDocuments {
+    /// The documents, borrowed.
+    pub fn docs(&self) -> Vec<&RawDocument> {
+        match self {
+            InsertDocuments::Sequence(seq) => seq.raw_documents().collect(),
+            InsertDocuments::Body(docs) => docs.iter().map(|d| &**d).collect(),
+        }
+    }
+}
 
 pub struct Request {
     pub state: Arc<ServerState>,
@@ -231,38 +247,27 @@ impl Request {
         Ok(docs)
     }
 
-    /// `insert`'s documents, each decoded on its own: a document MongoDB refuses as such
-    /// (two top-level `_id` fields) is an error of that statement only.
-    pub fn insert_documents(&self) -> Result<Vec<Result<Document, CommandError>>, CommandError> {
+    /// `insert`'s documents, raw: the request's document sequence itself (each document
+    /// checked as BSON by the wire layer), or the body's array encoded.
+    pub fn insert_documents(&self) -> Result<InsertDocuments, CommandError> {
         let seq = {
             let mut sequences = self.sequences.lock();
             let pos = sequences.iter().position(|(name, _)| name == "documents");
             pos.map(|p| sequences.swap_remove(p).1)
         };
         let Some(seq) = seq else {
-            return Ok(self
+            return self
                 .write_statements("documents")?
-                .into_iter()
-                .map(Ok)
-                .collect());
+                .iter()
+                .map(|d| {
+                    RawDocumentBuf::from_document(d)
+                        .map_err(|e| CommandError::new(22, "InvalidBSON", e.to_string()))
+                })
+                .collect::<Result<_, _>>()
+                .map(InsertDocuments::Body);
         };
         check_batch_len(seq.len())?;
-        Ok(seq
-            .raw_documents()
-            .map(|raw| {
-                let ids = raw
-                    .into_iter()
-                    .filter(|f| matches!(f, Ok((k, _)) if *k == "_id"))
-                    .count();
-                if ids > 1 {
-                    return Err(CommandError::bad_value(
-                        "can't have multiple _id fields in one document",
-                    ));
-                }
-                bson::from_slice::<Document>(raw.as_bytes())
-                    .map_err(|e| CommandError::new(22, "InvalidBSON", e.to_string()))
-            })
-            .collect())
+        Ok(InsertDocuments::Sequence(seq))
     }
 
     fn documents_bounded(&self, field: &str, max: usize) -> Result<Vec<Document>, CommandError> {

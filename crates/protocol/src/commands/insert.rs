@@ -4,7 +4,7 @@ use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
-use bson::{doc, Document};
+use bson::{doc, Document, RawDocument};
 use hourglass_catalog::CatalogError;
 
 /// One entry of `writeErrors`.
@@ -22,62 +22,61 @@ pub fn write_error(index: usize, e: &CatalogError) -> Document {
     d
 }
 
+/// MongoDB's refusal of a document with two top-level `_id` fields (time-series
+/// measurements get it from the bucket catalog).
+const MULTIPLE_IDS: &str = "can't have multiple _id fields in one document";
+
 pub fn insert(req: &Request) -> CmdResult {
     req.check_fields(&["documents", "ordered"])?;
     let coll = req.collection()?;
     super::views::refuse_on_view(req, &coll)?;
-    let statements = req.insert_documents()?;
+    let batch = req.insert_documents()?;
+    let statements = batch.docs();
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let n = statements.len() as u64;
-    // Documents refused before the write (an ordered insert stops at the first), and the
-    // statement index of each document passed on.
-    let mut refused: Vec<Document> = Vec::new();
-    let mut docs = Vec::with_capacity(statements.len());
-    let mut index_of = Vec::with_capacity(statements.len());
-    for (i, s) in statements.into_iter().enumerate() {
-        match s {
-            Ok(d) => {
-                docs.push(d);
-                index_of.push(i);
+    let (inserted, mut errors, refused): (usize, Vec<Document>, Vec<Document>) =
+        match Target::resolve(req, &coll) {
+            Target::TimeSeries { buckets, options } => {
+                // Measurements go to the bucket catalog raw, never decoded into documents.
+                let (docs, index_of, refused) = accept(&statements, ordered, Ok);
+                let out = req
+                    .state
+                    .timeseries
+                    .insert(&buckets, &options, docs, ordered)?;
+                let errors = out
+                    .errors
+                    .into_iter()
+                    .map(|(j, e)| CommandError::from(e).write_error(statement(&index_of, j)))
+                    .collect();
+                (out.inserted, errors, refused)
             }
-            Err(e) => {
-                refused.push(e.write_error(i));
-                if ordered {
-                    break;
-                }
+            Target::Buckets { .. } => {
+                return Err(CommandError::invalid_options(
+                    "direct inserts into a time-series buckets collection are not supported",
+                ))
             }
-        }
-    }
-    let statement = |j: usize| index_of.get(j).copied().unwrap_or(j);
-    let (inserted, mut errors): (usize, Vec<Document>) = match Target::resolve(req, &coll) {
-        Target::TimeSeries { buckets, options } => {
-            let out = req
-                .state
-                .timeseries
-                .insert(&buckets, &options, docs, ordered)?;
-            let errors = out
-                .errors
-                .into_iter()
-                .map(|(j, e)| CommandError::from(e).write_error(statement(j)))
-                .collect();
-            (out.inserted, errors)
-        }
-        Target::Buckets { .. } => {
-            return Err(CommandError::invalid_options(
-                "direct inserts into a time-series buckets collection are not supported",
-            ))
-        }
-        Target::Regular(_) => {
-            let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
-            let out = collection.insert(docs, ordered);
-            let errors = out
-                .errors
-                .iter()
-                .map(|(j, e)| write_error(statement(*j), e))
-                .collect();
-            (out.inserted, errors)
-        }
-    };
+            Target::Regular(_) => {
+                let (docs, index_of, refused) = accept(&statements, ordered, |raw| {
+                    let ids = raw
+                        .into_iter()
+                        .filter(|f| matches!(f, Ok((k, _)) if *k == "_id"))
+                        .count();
+                    if ids > 1 {
+                        return Err(CommandError::bad_value(MULTIPLE_IDS));
+                    }
+                    bson::from_slice::<Document>(raw.as_bytes())
+                        .map_err(|e| CommandError::new(22, "InvalidBSON", e.to_string()))
+                });
+                let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
+                let out = collection.insert(docs, ordered);
+                let errors = out
+                    .errors
+                    .iter()
+                    .map(|(j, e)| write_error(statement(&index_of, *j), e))
+                    .collect();
+                (out.inserted, errors, refused)
+            }
+        };
     // An ordered insert reports only the first failure: one of the write's, which comes
     // before the refused document, or else the refused document.
     if !ordered || errors.is_empty() {
@@ -90,4 +89,36 @@ pub fn insert(req: &Request) -> CmdResult {
         reply.insert("writeErrors", errors);
     }
     Ok(reply)
+}
+
+/// The statement index of the `j`-th document passed on to the write.
+fn statement(index_of: &[usize], j: usize) -> usize {
+    index_of.get(j).copied().unwrap_or(j)
+}
+
+/// The documents `take` passes on to the write, the statement index of each, and those
+/// it refuses as write errors (an ordered insert stops at the first).
+fn accept<'a, T>(
+    statements: &[&'a RawDocument],
+    ordered: bool,
+    take: impl Fn(&'a RawDocument) -> Result<T, CommandError>,
+) -> (Vec<T>, Vec<usize>, Vec<Document>) {
+    let mut refused = Vec::new();
+    let mut docs = Vec::with_capacity(statements.len());
+    let mut index_of = Vec::with_capacity(statements.len());
+    for (i, s) in statements.iter().enumerate() {
+        match take(s) {
+            Ok(d) => {
+                docs.push(d);
+                index_of.push(i);
+            }
+            Err(e) => {
+                refused.push(e.write_error(i));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    (docs, index_of, refused)
 }

@@ -418,7 +418,7 @@ mod tests {
             }
             docs.push(d);
         }
-        store.insert(&c, &o, docs, true).unwrap();
+        store.insert_docs(&c, &o, docs, true).unwrap();
         let t = |m: i64| bson::DateTime::from_millis(T0 + m * 60_000);
         let (out, plan) = check_same(
             &store,
@@ -548,9 +548,9 @@ mod tests {
         }
         // Half the measurements in stored (compressed) buckets, half in open ones.
         let open = docs.split_off(1500);
-        store.insert(&c, &o, docs, true).unwrap();
+        store.insert_docs(&c, &o, docs, true).unwrap();
         store.close_all().unwrap();
-        store.insert(&c, &o, open, true).unwrap();
+        store.insert_docs(&c, &o, open, true).unwrap();
         let m = doc! {"$match": {"u": {"$gt": 50.0}}};
         let cases: Vec<Vec<Document>> = vec![
             vec![

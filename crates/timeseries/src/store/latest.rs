@@ -28,7 +28,7 @@ fn newest(times: impl Iterator<Item = Option<i64>>) -> Option<(usize, i64)> {
 
 /// Measurement `i` of an open bucket in unpack order (time, meta, data fields).
 fn open_row(b: &Bucket, i: usize, options: &TimeseriesOptions) -> Option<Document> {
-    let m = b.measurements.get(i)?;
+    let m = b.row(i)?;
     let tf = options.time_field.as_str();
     let mut d = Document::new();
     if let Some(t) = m.get(tf) {
@@ -37,11 +37,9 @@ fn open_row(b: &Bucket, i: usize, options: &TimeseriesOptions) -> Option<Documen
     if let (Some(mf), Some(meta)) = (&options.meta_field, &b.meta) {
         d.insert(mf.clone(), meta.clone());
     }
-    for f in b.fields() {
+    for (f, v) in m {
         if f != tf {
-            if let Some(v) = m.get(f) {
-                d.insert(f.clone(), v.clone());
-            }
+            d.insert(f, v);
         }
     }
     Some(d)
@@ -94,7 +92,8 @@ impl TimeseriesStore {
             .collect();
         for b in &open {
             in_memory.insert(b.id);
-            if let Some((i, t)) = newest(b.measurements.iter().map(|m| time_of(m.get(tf)))) {
+            let times = b.column_values(tf).unwrap_or_default();
+            if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
                 offer(&mut best, b.meta.as_ref(), t, &|| open_row(b, i, options));
             }
         }

@@ -9,6 +9,7 @@
 //! buckets from memory and the closed ones from one storage snapshot taken under the
 //! same lock, so they see every committed measurement exactly once.
 
+mod compressor;
 mod geo;
 mod indexes;
 mod keys;
@@ -25,14 +26,15 @@ pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
 pub use scan::{BucketScan, ScanCounters};
 pub use view::BucketView;
 
+use crate::bucket::decode_compressed_owned;
 use crate::bucket::Bucket;
-use crate::bucket_catalog::{BucketCatalog, CatalogBudget, Limits};
+use crate::bucket_catalog::{BucketCatalog, CatalogBudget, Limits, Reopening};
 use crate::error::TsError;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
 use bson::oid::ObjectId;
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
 use keys::*;
@@ -106,6 +108,10 @@ struct Series {
     closing: HashMap<ObjectId, Arc<Bucket>>,
     /// Cached series directory (meta key -> meta), loaded on first use.
     directory: Option<Arc<Directory>>,
+    /// The collection was dropped: closed buckets still queued are not stored.
+    dropped: bool,
+    /// Buckets reopened whose first delta is not written yet.
+    reopened: std::collections::HashSet<ObjectId>,
 }
 
 impl Series {
@@ -148,6 +154,7 @@ pub struct TsInsertOutcome {
 pub struct TimeseriesStore {
     series: Mutex<HashMap<u64, Arc<Mutex<Series>>>>,
     budget: Arc<CatalogBudget>,
+    compressor: Arc<compressor::Compressor>,
 }
 
 fn corrupt(msg: impl Into<String>) -> StoreError {
@@ -171,7 +178,14 @@ fn open_buckets_in(
             let min = header
                 .get_i64("min")
                 .map_err(|_| corrupt("first delta of a bucket lacks its min time"))?;
-            let bucket = Bucket::with_id(options, id, header.get("meta").cloned(), min);
+            let stored = match header.get_bool("reopened") {
+                Ok(true) => snap.get(buckets.tree(), &bucket_key(CLOSED, &id))?,
+                _ => None,
+            };
+            let bucket = match stored {
+                Some(bytes) => decode_compressed_owned(bytes)?.to_bucket()?,
+                None => Bucket::with_id(options, id, header.get("meta").cloned(), min),
+            };
             out.push((bucket, 0));
         }
         let Some((bucket, n)) = out.last_mut() else {
@@ -219,24 +233,80 @@ fn split_documents(bytes: &[u8]) -> impl Iterator<Item = Result<Document, StoreE
     })
 }
 
-/// A delta record: a header document (`{min, meta}` for a bucket's first delta, else
-/// empty) followed by the new measurements, each as BSON, back to back.
-fn encode_delta(bucket: &Bucket, first: bool, new: &[Document]) -> Result<Vec<u8>, StoreError> {
+/// A delta record: a header document (`{min, meta, reopened?}` for a bucket's first
+/// delta, else empty) followed by the new measurements (`rows`: BSON documents back to
+/// back). `reopened: true` says the bucket is also stored closed, with the measurements
+/// it had when it was reopened: a restart rebuilds it from that and its deltas.
+fn encode_delta(
+    bucket: &Bucket,
+    first: bool,
+    reopened: bool,
+    rows: &[u8],
+) -> Result<Vec<u8>, StoreError> {
     let mut header = Document::new();
     if first {
         header.insert("min", bucket.min_time_ms);
         if let Some(meta) = &bucket.meta {
             header.insert("meta", meta.clone());
         }
+        if reopened {
+            header.insert("reopened", true);
+        }
     }
-    let mut out = Vec::with_capacity(64 + new.len() * 256);
+    let mut out = Vec::with_capacity(64 + rows.len());
     header
         .to_writer(&mut out)
         .map_err(|e| corrupt(e.to_string()))?;
-    for m in new {
-        m.to_writer(&mut out).map_err(|e| corrupt(e.to_string()))?;
-    }
+    out.extend_from_slice(rows);
     Ok(out)
+}
+
+/// A closed bucket of series `key` whose span holds time `t`, to reopen: the newest one
+/// starting within a span before `t` that is not in memory already.
+fn reopen_candidate(
+    snap: &Snapshot,
+    buckets: &Collection,
+    closing: &HashMap<ObjectId, Arc<Bucket>>,
+    key: &[u8],
+    t: i64,
+    span: i64,
+) -> Reopening {
+    let lo = t.saturating_sub(span).saturating_add(1);
+    let (start, end) = meta_index_range(key, lo, t);
+    let found = (|| -> Result<Option<Bucket>, StoreError> {
+        for entry in snap.range(buckets.tree(), &start, Some(&end), true) {
+            let (k, _) = entry?;
+            let Some(id) = meta_index_id(&k) else {
+                continue;
+            };
+            if closing.contains_key(&id) {
+                continue;
+            }
+            let Some(bytes) = snap.get(buckets.tree(), &bucket_key(CLOSED, &id))? else {
+                continue;
+            };
+            return Ok(Some(decode_compressed_owned(bytes)?.to_bucket()?));
+        }
+        Ok(None)
+    })();
+    match found {
+        Ok(Some(b)) => Reopening::Found(Box::new(b)),
+        Ok(None) => Reopening::None,
+        Err(e) => {
+            tracing::warn!(ns = %buckets.namespace(), error = %e, "looking for a bucket to reopen failed");
+            Reopening::Failed
+        }
+    }
+}
+
+/// Measurements given as documents, in the raw form inserts take.
+pub fn raw_measurements(docs: &[Document]) -> Result<Vec<RawDocumentBuf>, StoreError> {
+    docs.iter()
+        .map(|d| {
+            RawDocumentBuf::from_document(d)
+                .map_err(|e| StoreError::Ts(TsError::BadValue(e.to_string())))
+        })
+        .collect()
 }
 
 /// Stages the writes that close `bucket`: its compressed form, meta-index and
@@ -328,6 +398,8 @@ impl TimeseriesStore {
             next_seq: HashMap::new(),
             closing: HashMap::new(),
             directory: None,
+            dropped: false,
+            reopened: Default::default(),
         }));
         all.insert(buckets.id, series.clone());
         Ok(series)
@@ -336,6 +408,7 @@ impl TimeseriesStore {
     /// Closes every open bucket of every collection (clean shutdown): compressed
     /// buckets in, deltas out.
     pub fn close_all(&self) -> Result<(), StoreError> {
+        self.compressor.drain();
         let all: Vec<Arc<Mutex<Series>>> = self.series.lock().values().cloned().collect();
         for series in all {
             let mut s = series.lock();
@@ -375,7 +448,9 @@ impl TimeseriesStore {
 
     /// Forgets the state of a dropped buckets collection.
     pub fn forget(&self, buckets: &Collection) {
-        self.series.lock().remove(&buckets.id);
+        if let Some(series) = self.series.lock().remove(&buckets.id) {
+            series.lock().dropped = true;
+        }
     }
 
     /// Inserts measurements: one atomic, durable batch of deltas and closed buckets.
@@ -383,7 +458,7 @@ impl TimeseriesStore {
         &self,
         buckets: &Arc<Collection>,
         options: &TimeseriesOptions,
-        measurements: Vec<Document>,
+        measurements: Vec<&RawDocument>,
         ordered: bool,
     ) -> Result<TsInsertOutcome, StoreError> {
         let series = self.series(buckets, options)?;
@@ -392,49 +467,57 @@ impl TimeseriesStore {
             Self::refuse_bad_geometry(buckets, options, measurements, ordered)?;
         // Refused before the catalog takes any measurement, so a full disk leaves nothing
         // of the insert visible.
-        let bytes: usize = measurements
-            .iter()
-            .map(hourglass_query::bson_size::bson_size)
-            .sum();
+        let bytes: usize = measurements.iter().map(|m| m.as_bytes().len()).sum();
         engine.check_space(bytes as u64)?;
         let mut s = series.lock();
         let mut batch = engine.batch();
-        let (out, closing) = Self::stage_insert(&mut s, &mut batch, measurements, ordered)?;
+        let (out, closing) = Self::stage_insert(&mut s, &mut batch, &measurements, ordered)?;
         let appended = engine.apply(batch);
         drop(s);
         let appended = appended?;
-        // Compress the closed buckets outside the lock so that other inserters go on:
-        // a closed bucket takes no more measurements (reads find it in `closing`), and
-        // its close (compressed bucket in, deltas out) is one atomic batch of its own.
-        // The reply waits for both.
-        let mut close = engine.batch();
-        for (bucket, deltas) in &closing {
-            stage_close(&mut close, buckets, bucket, *deltas);
-        }
-        let closed = engine.apply(close);
-        // A close that failed keeps its buckets readable from `closing` (their deltas are
-        // durable; the next start closes them).
-        if !closing.is_empty() && closed.is_ok() {
-            let mut s = series.lock();
-            for (bucket, _) in &closing {
-                s.closing.remove(&bucket.id);
-            }
-        }
-        engine.wait_durable(appended.max(closed?))?;
+        // The closed buckets are compressed and stored off the request path: their deltas
+        // are durable, and reads find them in `closing` until they are stored.
+        self.compressor.submit(&series, closing);
+        engine.wait_durable(appended)?;
         self.expire_idle_elsewhere(buckets.id);
         Ok(Self::with_refused(out, positions, refused, ordered))
+    }
+
+    /// [`TimeseriesStore::insert`] of measurements given as documents.
+    #[cfg(test)]
+    pub(crate) fn insert_docs(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        measurements: Vec<Document>,
+        ordered: bool,
+    ) -> Result<TsInsertOutcome, StoreError> {
+        let raw = raw_measurements(&measurements)?;
+        self.insert(
+            buckets,
+            options,
+            raw.iter().map(|r| &**r).collect(),
+            ordered,
+        )
     }
 
     /// Takes out the measurements the collection's 2dsphere indexes cannot hold (with an
     /// ordered insert, those from the first one on); returns the kept ones, their
     /// positions in the input, and the refusals.
     #[allow(clippy::type_complexity)]
-    fn refuse_bad_geometry(
+    fn refuse_bad_geometry<'a>(
         buckets: &Collection,
         options: &TimeseriesOptions,
-        measurements: Vec<Document>,
+        measurements: Vec<&'a RawDocument>,
         ordered: bool,
-    ) -> Result<(Vec<Document>, Option<Vec<usize>>, Vec<(usize, StoreError)>), StoreError> {
+    ) -> Result<
+        (
+            Vec<&'a RawDocument>,
+            Option<Vec<usize>>,
+            Vec<(usize, StoreError)>,
+        ),
+        StoreError,
+    > {
         let fields = Self::geo_fields(buckets, options)?;
         if fields.is_empty() {
             return Ok((measurements, None, Vec::new()));
@@ -443,7 +526,10 @@ impl TimeseriesStore {
         let mut positions = Vec::with_capacity(measurements.len());
         let mut refused = Vec::new();
         for (i, m) in measurements.into_iter().enumerate() {
-            match geo::check(&m, &fields) {
+            let checked = bson::from_slice::<Document>(m.as_bytes())
+                .map_err(|e| StoreError::Ts(TsError::BadValue(e.to_string())))
+                .and_then(|d| geo::check(&d, &fields));
+            match checked {
                 Ok(()) => {
                     kept.push(m);
                     positions.push(i);
@@ -518,10 +604,21 @@ impl TimeseriesStore {
     fn stage_insert(
         s: &mut Series,
         batch: &mut Batch,
-        measurements: Vec<Document>,
+        measurements: &[&RawDocument],
         ordered: bool,
     ) -> Result<(TsInsertOutcome, Closing), StoreError> {
-        let out = s.catalog.insert(measurements, ordered);
+        let snap = s.buckets.engine().snapshot();
+        let Series {
+            buckets,
+            catalog,
+            closing,
+            ..
+        } = &mut *s;
+        let span = catalog.options().max_span_millis();
+        let mut reopen =
+            |key: &[u8], t: i64| reopen_candidate(&snap, buckets, closing, key, t, span);
+        let out = catalog.insert(measurements, ordered, &mut reopen);
+        s.reopened.extend(out.reopened.iter().copied());
         let mut closing = Vec::with_capacity(out.closed.len());
         for b in out.closed {
             let deltas = s.next_seq.remove(&b.id).unwrap_or(0);
@@ -531,13 +628,13 @@ impl TimeseriesStore {
             closing.push((b, deltas));
         }
         let tree = s.buckets.tree().clone();
-        for (id, range) in &out.appended {
+        for (id, rows) in &out.deltas {
             let Some(bucket) = s.catalog.open_bucket(*id) else {
                 continue;
             };
-            let slice = bucket.measurements.get(range.clone()).unwrap_or(&[]);
             let seq = s.next_seq.get(id).copied().unwrap_or(0);
-            let bytes = encode_delta(bucket, seq == 0, slice)?;
+            let reopened = seq == 0 && s.reopened.remove(id);
+            let bytes = encode_delta(bucket, seq == 0, reopened, rows)?;
             batch.put(&tree, &delta_key(id, seq), &bytes);
             s.next_seq.insert(*id, seq + 1);
         }
@@ -710,7 +807,7 @@ mod tests {
         let (_cat, c, opts) = open(dir.path());
         let store = TimeseriesStore::default();
         let docs: Vec<Document> = (0..2500).map(|i| measurement(i, "a")).collect();
-        let out = store.insert(&c, &opts, docs, true).unwrap();
+        let out = store.insert_docs(&c, &opts, docs, true).unwrap();
         assert_eq!(out.inserted, 2500);
         assert_eq!(store.stats(&c).num_buckets_closed_due_to_count, 2);
         let buckets = store.bucket_documents(&c, &opts).unwrap();
@@ -738,7 +835,12 @@ mod tests {
             doc! {"t": bson::DateTime::from_millis(1), "v": 1},
             doc! {"t": bson::DateTime::from_millis(2)},
         ];
-        let bytes = encode_delta(&b, true, &ms).unwrap();
+        let rows: Vec<u8> = raw_measurements(&ms)
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_bytes().to_vec())
+            .collect();
+        let bytes = encode_delta(&b, true, false, &rows).unwrap();
         let docs: Vec<Document> = split_documents(&bytes).collect::<Result<_, _>>().unwrap();
         assert_eq!(docs.len(), 3);
         assert_eq!(docs[0].get_i64("min").unwrap(), 0);
@@ -755,7 +857,7 @@ mod tests {
             let store = TimeseriesStore::default();
             for i in 0..10 {
                 store
-                    .insert(
+                    .insert_docs(
                         &c,
                         &opts,
                         vec![measurement(i, "a"), measurement(i, "b")],
@@ -769,17 +871,30 @@ mod tests {
         let opts = options_of(&c).unwrap();
         let store = TimeseriesStore::default();
         store
-            .insert(&c, &opts, vec![measurement(100, "a")], true)
+            .insert_docs(&c, &opts, vec![measurement(100, "a")], true)
             .unwrap();
         let buckets = store.bucket_documents(&c, &opts).unwrap();
         assert_eq!(
             buckets.len(),
-            3,
-            "two closed at restart, one new open bucket"
+            2,
+            "two closed at restart, one of them reopened for the same hour"
         );
+        assert_eq!(store.stats(&c).num_buckets_reopened, 1);
         assert_eq!(
             collect(store.measurements(&c, &opts, &BucketPredicate::all(), None)).len(),
             21
         );
+        // A crash now: the reopened bucket is stored with its 10 measurements and its
+        // delta holds the 11th; the next start rebuilds it from both.
+        drop((store, c, cat));
+        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
+        let c = cat.get("db", "system.buckets.m").unwrap();
+        let store = TimeseriesStore::default();
+        assert_eq!(
+            collect(store.measurements(&c, &opts, &BucketPredicate::all(), None)).len(),
+            21,
+            "a reopened bucket survives a crash with its stored and new measurements"
+        );
+        assert_eq!(store.bucket_documents(&c, &opts).unwrap().len(), 2);
     }
 }

@@ -14,8 +14,8 @@
 use super::keys::*;
 use super::scan::scan_locked;
 use super::{
-    meta_key, stage_remove, stage_store, BucketPredicate, BucketView, Series, StoreError,
-    TimeseriesStore,
+    meta_key, raw_measurements, stage_remove, stage_store, BucketPredicate, BucketView, Series,
+    StoreError, TimeseriesStore,
 };
 use crate::bucket::Bucket;
 use crate::options::TimeseriesOptions;
@@ -238,7 +238,9 @@ impl TimeseriesStore {
         }
         let mut closing = Vec::new();
         if !reinsert.is_empty() {
-            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, reinsert, true)?;
+            let reinsert = raw_measurements(&reinsert)?;
+            let reinsert: Vec<&bson::RawDocument> = reinsert.iter().map(|r| &**r).collect();
+            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, &reinsert, true)?;
             if let Some((_, e)) = ins.errors.into_iter().next() {
                 return Err(e);
             }
@@ -395,7 +397,9 @@ impl TimeseriesStore {
             }
         }
         if !reinsert.is_empty() {
-            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, reinsert, true)?;
+            let reinsert = raw_measurements(&reinsert)?;
+            let reinsert: Vec<&bson::RawDocument> = reinsert.iter().map(|r| &**r).collect();
+            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, &reinsert, true)?;
             if let Some((_, e)) = ins.errors.into_iter().next() {
                 return Err(e);
             }
@@ -468,7 +472,7 @@ mod tests {
             .map(|i| doc! {"t": bson::DateTime::from_millis(T0 + i * 1000), "tag": {"host": "a"}, "v": i})
             .collect();
         docs.extend((0..10).map(|i| doc! {"t": bson::DateTime::from_millis(T0 + i * 1000), "tag": {"host": "b"}, "v": i}));
-        store.insert(&c, &opts, docs, true).unwrap();
+        store.insert_docs(&c, &opts, docs, true).unwrap();
         (cat, c, opts, store)
     }
 
@@ -596,7 +600,7 @@ mod tests {
         assert_eq!(z.len(), 1);
         // A new measurement for the old meta opens a new bucket; the meta index finds z.
         store
-            .insert(
+            .insert_docs(
                 &c,
                 &o,
                 vec![doc! {"t": bson::DateTime::from_millis(T0), "tag": {"host": "b"}}],

@@ -72,7 +72,7 @@ impl Iterator for BucketScan {
 fn open_may_match(p: &BucketPredicate, options: &TimeseriesOptions, b: &Bucket) -> bool {
     !p.bounds.excludes(Some(b.min_time_ms), Some(b.max_time_ms))
         && p.meta_matches(options.meta_field.as_deref(), b.meta.as_ref())
-        && !p.refuted_by_control(&b.min, &b.max)
+        && !p.refuted_by_control(&b.control_min(), &b.control_max())
 }
 
 fn stored_may_match(

@@ -48,7 +48,7 @@ impl BucketView {
     pub fn control_bounds(&self, field: &str) -> Option<(Bson, Bson)> {
         match self {
             BucketView::Stored(b) => b.control_bounds(field),
-            BucketView::Open(b) => Some((b.min.get(field)?.clone(), b.max.get(field)?.clone())),
+            BucketView::Open(b) => b.control_bounds(field),
         }
     }
 
@@ -64,7 +64,7 @@ impl BucketView {
     pub fn field_names(&self) -> Vec<&str> {
         match self {
             BucketView::Stored(b) => b.field_names().collect(),
-            BucketView::Open(b) => b.fields().iter().map(String::as_str).collect(),
+            BucketView::Open(b) => b.fields().collect(),
         }
     }
 
@@ -72,17 +72,7 @@ impl BucketView {
     pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
         match self {
             BucketView::Stored(b) => b.column(field),
-            BucketView::Open(b) => {
-                if !b.fields().iter().any(|f| f == field) {
-                    return Ok(None);
-                }
-                Ok(Some(
-                    b.measurements
-                        .iter()
-                        .map(|m| m.get(field).cloned())
-                        .collect(),
-                ))
-            }
+            BucketView::Open(b) => Ok(b.column_values(field)),
         }
     }
 

@@ -1,0 +1,139 @@
+//! Closed buckets compressed and stored off the insert path. An insert that closes
+//! buckets acknowledges once its deltas are durable and hands the closed buckets to a
+//! background worker, which compresses each and applies its close (compressed bucket in,
+//! deltas out) as one atomic batch; until then reads find the bucket in its series'
+//! `closing` map, and the deltas keep it durable. When more than [`QUEUE_LIMIT`] bytes of
+//! buckets wait, inserts store buckets themselves (backpressure). A clean shutdown drains
+//! the queue before closing the open buckets.
+
+use super::{stage_close, Series};
+use crate::bucket::Bucket;
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bytes of closed buckets (as held in memory) that may wait for the worker.
+const QUEUE_LIMIT: usize = 256 << 20;
+
+/// How long the worker waits for work before it ends (a new one starts on demand).
+const IDLE: Duration = Duration::from_secs(2);
+
+struct Job {
+    series: Arc<Mutex<Series>>,
+    bucket: Arc<Bucket>,
+    deltas: u32,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    bytes: usize,
+    worker: bool,
+}
+
+/// The queue of closed buckets and its worker.
+#[derive(Default)]
+pub(super) struct Compressor {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+impl Compressor {
+    /// Hands closed buckets to the worker; stores buckets in the caller's thread while the
+    /// queue is over its limit.
+    pub(super) fn submit(
+        self: &Arc<Self>,
+        series: &Arc<Mutex<Series>>,
+        closing: Vec<(Arc<Bucket>, u32)>,
+    ) {
+        if closing.is_empty() {
+            return;
+        }
+        let mut q = self.queue.lock();
+        for (bucket, deltas) in closing {
+            q.bytes += bucket.heap_bytes;
+            q.jobs.push_back(Job {
+                series: series.clone(),
+                bucket,
+                deltas,
+            });
+        }
+        if !q.worker {
+            q.worker = true;
+            let me = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("bucket-compressor".into())
+                .spawn(move || me.work());
+            if spawned.is_err() {
+                q.worker = false;
+            }
+        }
+        self.ready.notify_one();
+        while q.bytes > QUEUE_LIMIT || !q.worker {
+            let Some(job) = Self::pop(&mut q) else { break };
+            drop(q);
+            store(job);
+            q = self.queue.lock();
+        }
+    }
+
+    fn pop(q: &mut Queue) -> Option<Job> {
+        let job = q.jobs.pop_front()?;
+        q.bytes = q.bytes.saturating_sub(job.bucket.heap_bytes);
+        Some(job)
+    }
+
+    fn work(&self) {
+        loop {
+            let mut q = self.queue.lock();
+            if q.jobs.is_empty()
+                && self.ready.wait_for(&mut q, IDLE).timed_out()
+                && q.jobs.is_empty()
+            {
+                q.worker = false;
+                return;
+            }
+            let Some(job) = Self::pop(&mut q) else {
+                continue;
+            };
+            drop(q);
+            store(job);
+        }
+    }
+
+    /// Stores every waiting bucket in the caller's thread (clean shutdown).
+    pub(super) fn drain(&self) {
+        loop {
+            let job = Self::pop(&mut self.queue.lock());
+            match job {
+                Some(job) => store(job),
+                None => return,
+            }
+        }
+    }
+}
+
+/// Compresses and stores one closed bucket; the bucket leaves `closing` once its close is
+/// applied. A close that fails keeps the bucket readable from `closing` (its deltas are
+/// durable; the next start closes it).
+fn store(job: Job) {
+    let buckets = {
+        let s = job.series.lock();
+        if s.dropped {
+            return;
+        }
+        s.buckets.clone()
+    };
+    let engine = buckets.engine();
+    let mut batch = engine.batch();
+    stage_close(&mut batch, &buckets, &job.bucket, job.deltas);
+    match engine.apply(batch) {
+        Ok(_) => {
+            job.series.lock().closing.remove(&job.bucket.id);
+        }
+        Err(e) => {
+            tracing::warn!(ns = %buckets.namespace(), error = %e, "storing a closed bucket failed; it stays as deltas until the next start");
+        }
+    }
+}
