@@ -4,7 +4,7 @@
 # precision and at 2 decimals. See bench/README.md.
 #
 # Env: HOSTS (100), DURATION (86400 s), CLIENTS ("1 2 4 8 16"), BATCH (10000),
-#      INFLUX_WORKERS (2, as the anchors), SHARED (dir of tsbs_gen.py / influx_load.py),
+#      INFLUX_WORKERS ("2 8"; ratios are to the first, as the anchors' 2), SHARED (dir of tsbs_gen.py / influx_load.py),
 #      KEEP=1 keeps the temp dir.
 set -euo pipefail
 
@@ -14,7 +14,7 @@ HOSTS="${HOSTS:-100}"
 DURATION="${DURATION:-86400}"
 CLIENTS="${CLIENTS:-1 2 4 8 16}"
 BATCH="${BATCH:-10000}"
-INFLUX_WORKERS="${INFLUX_WORKERS:-2}"
+INFLUX_WORKERS="${INFLUX_WORKERS:-2 8}"
 
 cd "$ROOT"
 build
@@ -37,11 +37,11 @@ ls -l "$WORK" >&2
 
 # InfluxDB: start on a temp dir, load with influx_load.py, wait for the WAL to be
 # snapshotted into TSM files (cold after 5 s), measure, stop.
-influx_run() { # name -> prints "rows_per_s bytes_per_value(tsm) bytes_per_value(dir)"
-    local name="$1" dir="$WORK/influx-$1"
+influx_run() { # name workers -> prints "rows_per_s bytes_per_value(tsm) bytes_per_value(dir)"
+    local name="$1" workers="$2" dir="$WORK/influx-$1-$2"
     influx_start "$dir"
     local out
-    out=$(python3 "$SHARED/influx_load.py" "$WORK/$name.lines" --port "$INFLUX_PORT" --workers "$INFLUX_WORKERS" --batch "$BATCH" --db bench)
+    out=$(python3 "$SHARED/influx_load.py" "$WORK/$name.lines" --port "$INFLUX_PORT" --workers "$workers" --batch "$BATCH" --db bench)
     echo "influx[$name]: $out" >&2
     influx_wait_wal "$dir"
     local tsm all
@@ -68,8 +68,12 @@ for name in full dec2; do
         rm -rf "$WORK/hg-$name-$c"
         HG+=("$c $(sed -n 's/.*rows_per_s=\([0-9]*\).*metrics_per_s=\([0-9]*\).* bytes_per_value=\([^ ]*\).*alloc_bytes_per_value=\([^ ]*\).*table_bytes_per_value=\([^ ]*\).*/\1 \2 \3 \4 \5/p' <<<"$res")")
     done
-    echo "== $label: influxdb" >&2
-    read -r irps itsm iall < <(influx_run "$name")
+    declare -a INF=()
+    for w in $INFLUX_WORKERS; do
+        echo "== $label: influxdb, $w workers" >&2
+        INF+=("$w $(influx_run "$name" "$w")")
+    done
+    read -r _ irps _ _ <<<"${INF[0]}"
     {
         echo
         echo "### $label ($HOSTS hosts x ${DURATION}s = $ROWS rows, batch $BATCH)"
@@ -81,8 +85,12 @@ for name in full dec2; do
             ratio=$(awk -v a="$rps" -v b="$irps" 'BEGIN {printf "%.2f", (b>0 ? a/b : 0)}')
             printf "| hourglass | %s | %s | %s | %.2f (tables; %.2f whole dir, %.2f allocated) | %s |\n" "$c" "$(fmt "$rps")" "$(fmt "$mps")" "$tbpv" "$bpv" "$abpv" "$ratio"
         done
-        printf "| influxdb 1.x (influx_load.py) | %s | %s | %s | %s (TSM; %s whole dir) | 1.00 |\n" \
-            "$INFLUX_WORKERS" "$(fmt "$irps")" "$(fmt $((irps * 10)))" "$itsm" "$iall"
+        for line in "${INF[@]}"; do
+            read -r w wrps wtsm wall <<<"$line"
+            ratio=$(awk -v a="$wrps" -v b="$irps" 'BEGIN {printf "%.2f", (b>0 ? a/b : 0)}')
+            printf "| influxdb 1.x (influx_load.py) | %s | %s | %s | %s (TSM; %s whole dir) | %s |\n" \
+                "$w" "$(fmt "$wrps")" "$(fmt $((wrps * 10)))" "$wtsm" "$wall" "$ratio"
+        done
     } | tee -a "$WORK/tables.md"
 done
 echo

@@ -297,12 +297,18 @@ impl Engine {
 
     /// Blocks until the batch behind `ticket` is durable.
     pub fn wait_durable(&self, ticket: u64) -> Result<()> {
+        self.wait_durable_shared(ticket).map(|_| ())
+    }
+
+    /// [`Engine::wait_durable`]; true when another writer's sync covered the batch
+    /// (group commit).
+    pub fn wait_durable_shared(&self, ticket: u64) -> Result<bool> {
         if ticket == 0 {
-            return Ok(());
+            return Ok(false);
         }
-        self.group
-            .wait_durable(ticket, || self.db.persist(PersistMode::SyncAll))?;
-        Ok(())
+        Ok(self
+            .group
+            .wait_durable(ticket, || self.db.persist(PersistMode::SyncAll))?)
     }
 
     /// Writes every tree's in-memory table out to its table files, compacts each tree
@@ -324,7 +330,13 @@ impl Engine {
             for name in self.db.list_keyspace_names() {
                 let ks = self.db.keyspace(&name, KeyspaceCreateOptions::default)?;
                 ks.rotate_memtable_and_wait()?;
-                ks.major_compact()?;
+                // Twice: after a busy load (8 writers) one major compaction still left a
+                // third of the buckets tree superseded (9.4 bytes per value after a clean
+                // shutdown; 6.5 after the second, as after a restart).
+                for _ in 0..2 {
+                    self.wait_for_compactions();
+                    ks.major_compact()?;
+                }
             }
             self.db.persist(PersistMode::SyncAll)?;
             Ok(())
@@ -364,6 +376,15 @@ impl Engine {
         }
         tracing::info!(bytes = freed, "journal emptied after the final flush");
         Ok(())
+    }
+
+    /// Waits (up to a minute) until no background compaction runs (a major compaction
+    /// leaves out the tables a running one holds).
+    fn wait_for_compactions(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.db.active_compactions() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     pub fn snapshot(&self) -> Snapshot {

@@ -48,18 +48,25 @@ impl GroupCommit {
         st.applied
     }
 
-    /// Blocks until `ticket` is durable, running `sync` if nobody else is.
-    pub fn wait_durable<E>(&self, ticket: u64, sync: impl Fn() -> Result<(), E>) -> Result<(), E> {
+    /// Blocks until `ticket` is durable, running `sync` if nobody else is. Returns true
+    /// when another writer's sync made it durable (the write was group-committed).
+    pub fn wait_durable<E>(
+        &self,
+        ticket: u64,
+        sync: impl Fn() -> Result<(), E>,
+    ) -> Result<bool, E> {
         let mut st = self.state.lock();
+        let mut ran = false;
         loop {
             if st.synced >= ticket {
-                return Ok(());
+                return Ok(!ran);
             }
             if st.syncing {
                 self.done.wait(&mut st);
                 continue;
             }
             st.syncing = true;
+            ran = true;
             let target = st.applied;
             drop(st);
             let started = std::time::Instant::now();
@@ -121,6 +128,24 @@ mod tests {
         let syncs = real_syncs.load(Ordering::Relaxed);
         assert!(syncs < 400, "every commit synced alone: {syncs}");
         assert_eq!(syncs, gc.sync_count());
+    }
+
+    #[test]
+    fn a_write_covered_by_another_writers_sync_is_group_committed() {
+        let gc = GroupCommit::default();
+        let first = gc.ticket();
+        let second = gc.ticket();
+        assert_eq!(
+            gc.wait_durable(second, || Ok::<(), ()>(())),
+            Ok(false),
+            "ran the sync"
+        );
+        assert_eq!(
+            gc.wait_durable(first, || Ok::<(), ()>(())),
+            Ok(true),
+            "rode on it"
+        );
+        assert_eq!(gc.sync_count(), 1);
     }
 
     #[test]

@@ -146,6 +146,9 @@ struct OpenBucket {
     bucket: Arc<Bucket>,
     last_used: u64,
     kept_open_for_large: bool,
+    /// The insert (by epoch) that last appended to the bucket, and the bucket's slot in
+    /// that insert's list of touched buckets.
+    touched: Option<(u64, usize)>,
 }
 
 /// Open buckets of one time-series collection.
@@ -419,6 +422,7 @@ impl BucketCatalog {
                             bucket: Arc::new(b),
                             last_used: epoch,
                             kept_open_for_large: false,
+                            touched: None,
                         },
                     );
                     out.opened.push(id);
@@ -427,13 +431,15 @@ impl BucketCatalog {
                 }
             };
             if let Some(ob) = self.buckets.get_mut(&id) {
-                let rows = match touched.iter().position(|(t, _)| *t == id) {
-                    Some(p) => &mut touched[p].1,
-                    None => {
+                let slot = match ob.touched {
+                    Some((e, slot)) if e == epoch => slot,
+                    _ => {
                         touched.push((id, Vec::with_capacity(raw.as_bytes().len() * 8)));
-                        &mut touched.last_mut().expect("just pushed").1
+                        ob.touched = Some((epoch, touched.len() - 1));
+                        touched.len() - 1
                     }
                 };
+                let rows = &mut touched[slot].1;
                 m.write_without_meta(rows);
                 let before = ob.bucket.heap_bytes;
                 Arc::make_mut(&mut ob.bucket).add_fields(&m.fields, size);
@@ -593,6 +599,7 @@ impl BucketCatalog {
                 bucket: Arc::new(bucket),
                 last_used: self.clock,
                 kept_open_for_large: false,
+                touched: None,
             },
         );
         displaced

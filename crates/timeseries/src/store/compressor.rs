@@ -30,6 +30,8 @@ struct Queue {
     jobs: VecDeque<Job>,
     bytes: usize,
     worker: bool,
+    /// Jobs taken off the queue and not stored yet.
+    in_flight: usize,
 }
 
 /// The queue of closed buckets and its worker.
@@ -37,6 +39,8 @@ struct Queue {
 pub(super) struct Compressor {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// Signalled when a job is stored.
+    stored: Condvar,
 }
 
 impl Compressor {
@@ -73,7 +77,7 @@ impl Compressor {
         while q.bytes > QUEUE_LIMIT || !q.worker {
             let Some(job) = Self::pop(&mut q) else { break };
             drop(q);
-            store(job);
+            self.store(job);
             q = self.queue.lock();
         }
     }
@@ -81,7 +85,15 @@ impl Compressor {
     fn pop(q: &mut Queue) -> Option<Job> {
         let job = q.jobs.pop_front()?;
         q.bytes = q.bytes.saturating_sub(job.bucket.heap_bytes);
+        q.in_flight += 1;
         Some(job)
+    }
+
+    fn store(&self, job: Job) {
+        store(job);
+        let mut q = self.queue.lock();
+        q.in_flight -= 1;
+        self.stored.notify_all();
     }
 
     fn work(&self) {
@@ -98,17 +110,23 @@ impl Compressor {
                 continue;
             };
             drop(q);
-            store(job);
+            self.store(job);
         }
     }
 
-    /// Stores every waiting bucket in the caller's thread (clean shutdown).
+    /// Stores every waiting bucket in the caller's thread and waits for the one the
+    /// worker may be storing (clean shutdown: nothing may write after the final flush).
     pub(super) fn drain(&self) {
+        let mut q = self.queue.lock();
         loop {
-            let job = Self::pop(&mut self.queue.lock());
-            match job {
-                Some(job) => store(job),
-                None => return,
+            if let Some(job) = Self::pop(&mut q) {
+                drop(q);
+                self.store(job);
+                q = self.queue.lock();
+            } else if q.in_flight > 0 {
+                self.stored.wait(&mut q);
+            } else {
+                return;
             }
         }
     }

@@ -478,7 +478,14 @@ impl TimeseriesStore {
         // The closed buckets are compressed and stored off the request path: their deltas
         // are durable, and reads find them in `closing` until they are stored.
         self.compressor.submit(&series, closing);
-        engine.wait_durable(appended)?;
+        if engine.wait_durable_shared(appended)? && out.inserted > 0 {
+            // Another insert's sync made these measurements durable: group commit.
+            series
+                .lock()
+                .catalog
+                .stats_mut()
+                .record_group_commit_wait(out.inserted);
+        }
         self.expire_idle_elsewhere(buckets.id);
         Ok(Self::with_refused(out, positions, refused, ordered))
     }
@@ -607,7 +614,6 @@ impl TimeseriesStore {
         measurements: &[&RawDocument],
         ordered: bool,
     ) -> Result<(TsInsertOutcome, Closing), StoreError> {
-        let snap = s.buckets.engine().snapshot();
         let Series {
             buckets,
             catalog,
@@ -615,8 +621,12 @@ impl TimeseriesStore {
             ..
         } = &mut *s;
         let span = catalog.options().max_span_millis();
-        let mut reopen =
-            |key: &[u8], t: i64| reopen_candidate(&snap, buckets, closing, key, t, span);
+        // One snapshot for the insert's reopening queries, taken at the first one.
+        let mut snap = None;
+        let mut reopen = |key: &[u8], t: i64| {
+            let snap = snap.get_or_insert_with(|| buckets.engine().snapshot());
+            reopen_candidate(snap, buckets, closing, key, t, span)
+        };
         let out = catalog.insert(measurements, ordered, &mut reopen);
         s.reopened.extend(out.reopened.iter().copied());
         let mut closing = Vec::with_capacity(out.closed.len());
