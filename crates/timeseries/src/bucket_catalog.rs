@@ -167,13 +167,16 @@ pub struct BucketCatalog {
     /// Looked up by hash: a linear scan comparing whole documents took a third of the
     /// line-protocol ingest profile at 100 series.
     meta_cache: FxHashMap<Vec<u8>, Arc<Series>>,
+    meta_cache_bytes: usize,
 }
 
 /// A series: its normalized meta value and its key.
 type Series = (Option<Bson>, Vec<u8>);
 
-/// Series remembered by the meta cache (emptied when full).
-const META_CACHE_SIZE: usize = 4096;
+/// Bytes of raw meta elements and series keys the meta cache holds before it is emptied:
+/// a few hundred thousand series of small meta values. At 4,096 series, 100,000 series
+/// normalized their meta on every measurement.
+const META_CACHE_BYTES: usize = 32 << 20;
 
 fn time_error(time_field: &str) -> TsError {
     TsError::BadValue(format!(
@@ -192,6 +195,7 @@ impl BucketCatalog {
             clock: 0,
             memory: 0,
             meta_cache: FxHashMap::default(),
+            meta_cache_bytes: 0,
         }
     }
 
@@ -308,8 +312,10 @@ impl BucketCatalog {
         }
         let normalized = Some(normalize_meta(&to_bson(value)?));
         let key = meta_key(normalized.as_ref());
-        if self.meta_cache.len() >= META_CACHE_SIZE {
+        self.meta_cache_bytes += element.len() + key.len();
+        if self.meta_cache_bytes > META_CACHE_BYTES {
             self.meta_cache.clear();
+            self.meta_cache_bytes = element.len() + key.len();
         }
         let series = Arc::new((normalized, key));
         self.meta_cache.insert(element.to_vec(), series.clone());
@@ -338,6 +344,8 @@ impl BucketCatalog {
         let mut touched: Vec<(ObjectId, Vec<u8>)> = Vec::new();
         let mut opened_now: HashSet<ObjectId> = HashSet::new();
         let max = hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
+        // The fields of the measurement being read, reused from one to the next.
+        let mut scratch = Vec::with_capacity(16);
         for (i, raw) in measurements.iter().enumerate() {
             let read = if raw.as_bytes().len() > max {
                 Err(TsError::TooLarge(format!(
@@ -349,6 +357,7 @@ impl BucketCatalog {
                     raw,
                     &self.options.time_field,
                     self.options.meta_field.as_deref(),
+                    std::mem::take(&mut scratch),
                 )
                 .and_then(|m| match m.time {
                     Some(t) => Ok((m, t)),
@@ -448,6 +457,7 @@ impl BucketCatalog {
                 self.charge(grown);
                 out.inserted += 1;
             }
+            scratch = m.fields;
         }
         for (id, _) in &touched {
             if opened_now.contains(id) {

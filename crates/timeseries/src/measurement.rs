@@ -38,19 +38,23 @@ pub fn to_bson(v: RawBsonRef<'_>) -> Result<Bson, TsError> {
 }
 
 impl<'a> Measurement<'a> {
-    /// Reads `doc` (already checked as BSON by the wire layer).
+    /// Reads `doc` (already checked as BSON by the wire layer); its fields go into
+    /// `fields` (emptied first: the caller passes the previous measurement's back, so that
+    /// reading a batch allocates once).
     pub fn read(
         doc: &'a RawDocument,
         time_field: &str,
         meta_field: Option<&str>,
+        mut fields: Vec<(&'a str, Bson)>,
     ) -> Result<Measurement<'a>, TsError> {
         let bytes = doc.as_bytes();
+        fields.clear();
         let mut m = Measurement {
             doc,
             time: None,
             meta_element: None,
             meta: None,
-            fields: Vec::with_capacity(16),
+            fields,
         };
         let mut at = 4;
         let mut ids = 0;

@@ -614,6 +614,16 @@ impl TimeseriesStore {
         measurements: &[&RawDocument],
         ordered: bool,
     ) -> Result<(TsInsertOutcome, Closing), StoreError> {
+        // Only series with a closed bucket (the series directory) are queried: a new
+        // series has nothing to reopen.
+        let known = match &s.directory {
+            Some(d) => d.clone(),
+            None => {
+                let engine = s.buckets.engine().clone();
+                let buckets = s.buckets.clone();
+                scan::directory(s, &engine.snapshot(), &buckets)?
+            }
+        };
         let Series {
             buckets,
             catalog,
@@ -624,6 +634,9 @@ impl TimeseriesStore {
         // One snapshot for the insert's reopening queries, taken at the first one.
         let mut snap = None;
         let mut reopen = |key: &[u8], t: i64| {
+            if !known.contains_key(key) {
+                return Reopening::None;
+            }
             let snap = snap.get_or_insert_with(|| buckets.engine().snapshot());
             reopen_candidate(snap, buckets, closing, key, t, span)
         };
