@@ -302,6 +302,28 @@ impl BucketCatalog {
         Some(Arc::unwrap_or_clone(ob.bucket))
     }
 
+    /// Reads a measurement (its fields into `scratch`) and its time: at most 16 MB, with
+    /// a date in the time field.
+    fn read<'a>(
+        &self,
+        raw: &'a RawDocument,
+        scratch: Vec<(&'a str, Bson)>,
+    ) -> Result<(Measurement<'a>, i64), TsError> {
+        let len = raw.as_bytes().len();
+        let max = hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
+        if len > max {
+            return Err(TsError::TooLarge(format!(
+                "Measurement of {len} bytes is over the maximum document size of {max} bytes"
+            )));
+        }
+        let time_field = &self.options.time_field;
+        let m = Measurement::read(raw, time_field, self.options.meta_field.as_deref(), scratch)?;
+        match m.time {
+            Some(t) => Ok((m, t)),
+            None => Err(time_error(time_field)),
+        }
+    }
+
     /// The normalized meta value and series key of a measurement's raw meta element.
     fn series_key(&mut self, raw: Option<(&[u8], RawBsonRef<'_>)>) -> Result<Arc<Series>, TsError> {
         let Some((element, value)) = raw else {
@@ -343,39 +365,14 @@ impl BucketCatalog {
         // Buckets that received measurements, with the new rows' bytes for their delta.
         let mut touched: Vec<(ObjectId, Vec<u8>)> = Vec::new();
         let mut opened_now: HashSet<ObjectId> = HashSet::new();
-        let max = hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
         // The fields of the measurement being read, reused from one to the next.
         let mut scratch = Vec::with_capacity(16);
         for (i, raw) in measurements.iter().enumerate() {
-            let read = if raw.as_bytes().len() > max {
-                Err(TsError::TooLarge(format!(
-                    "Measurement of {} bytes is over the maximum document size of {max} bytes",
-                    raw.as_bytes().len()
-                )))
-            } else {
-                Measurement::read(
-                    raw,
-                    &self.options.time_field,
-                    self.options.meta_field.as_deref(),
-                    std::mem::take(&mut scratch),
-                )
-                .and_then(|m| match m.time {
-                    Some(t) => Ok((m, t)),
-                    None => Err(time_error(&self.options.time_field)),
-                })
-            };
-            let (m, t) = match read {
+            let read = self
+                .read(raw, std::mem::take(&mut scratch))
+                .and_then(|(m, t)| Ok((self.series_key(m.meta)?, m, t)));
+            let (series, m, t) = match read {
                 Ok(r) => r,
-                Err(e) => {
-                    out.errors.push((i, e));
-                    if ordered {
-                        break;
-                    }
-                    continue;
-                }
-            };
-            let series = match self.series_key(m.meta) {
-                Ok(k) => k,
                 Err(e) => {
                     out.errors.push((i, e));
                     if ordered {

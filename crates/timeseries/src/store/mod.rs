@@ -644,6 +644,7 @@ impl TimeseriesStore {
         s.reopened.extend(out.reopened.iter().copied());
         let mut closing = Vec::with_capacity(out.closed.len());
         for b in out.closed {
+            s.reopened.remove(&b.id);
             let deltas = s.next_seq.remove(&b.id).unwrap_or(0);
             s.note_closed(&b);
             let b = Arc::new(b);
