@@ -4,8 +4,6 @@ clean shutdown that leaves no journal behind."""
 
 import datetime as dt
 import signal
-import tempfile
-from pathlib import Path
 
 from pymongo import MongoClient
 
@@ -47,70 +45,61 @@ def test_series_sent_backwards_fills_as_few_buckets_as_sent_forwards():
         assert abs(backwards - forwards) <= 1, (forwards, backwards)
 
 
-def test_restart_then_more_data_for_the_same_hour_reopens_the_last_bucket():
-    with tempfile.TemporaryDirectory() as tmp:
-        dbpath = Path(tmp) / "db"
-        dbpath.mkdir()
-        with running_server(dbpath=dbpath) as (_, port, _):
-            db = _client(port).ingest
-            db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
-            db.m.insert_many(_rows("a", 0, 30) + _rows("b", 0, 30))
-            before = _buckets(db, "m")
-        with running_server(dbpath=dbpath) as (_, port, _):
-            db = _client(port).ingest
-            db.m.insert_many(_rows("a", 300, 30))
-            stats = _catalog_stats(db, "m")
-            assert stats["numBucketsReopened"] == 1
-            assert stats["numBucketsQueried"] >= 1
-            assert _buckets(db, "m") == before
-            assert db.m.count_documents({"tags.host": "a"}) == 60
-            # A late measurement whose hour has a stored bucket goes back into it.
-            db.m.insert_one({"t": T0 + dt.timedelta(seconds=5), "tags": {"host": "b"}, "v": -1.0})
-            assert _catalog_stats(db, "m")["numBucketsReopened"] == 2
-            assert _buckets(db, "m") == before
+def test_restart_then_more_data_for_the_same_hour_reopens_the_last_bucket(tmp_path):
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
+        db.m.insert_many(_rows("a", 0, 30) + _rows("b", 0, 30))
+        before = _buckets(db, "m")
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        db.m.insert_many(_rows("a", 300, 30))
+        stats = _catalog_stats(db, "m")
+        assert stats["numBucketsReopened"] == 1
+        assert stats["numBucketsQueried"] >= 1
+        assert _buckets(db, "m") == before
+        assert db.m.count_documents({"tags.host": "a"}) == 60
+        # A late measurement whose hour has a stored bucket goes back into it.
+        db.m.insert_one({"t": T0 + dt.timedelta(seconds=5), "tags": {"host": "b"}, "v": -1.0})
+        assert _catalog_stats(db, "m")["numBucketsReopened"] == 2
+        assert _buckets(db, "m") == before
 
 
-def test_reopened_bucket_keeps_every_measurement_across_kill_9():
-    with tempfile.TemporaryDirectory() as tmp:
-        dbpath = Path(tmp) / "db"
-        dbpath.mkdir()
-        with running_server(dbpath=dbpath) as (_, port, _):
-            db = _client(port).ingest
-            db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
-            db.m.insert_many(_rows("a", 0, 40))
-        with running_server(dbpath=dbpath) as (proc, port, _):
-            db = _client(port).ingest
-            db.m.insert_many(_rows("a", 400, 40))  # acknowledged, into the reopened bucket
-            assert _catalog_stats(db, "m")["numBucketsReopened"] == 1
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        with running_server(dbpath=dbpath) as (_, port, _):
-            db = _client(port).ingest
-            assert db.m.count_documents({}) == 80
-            assert sorted(d["v"] for d in db.m.find({}, {"v": 1})) == sorted(
-                [float(i) for i in range(40)] * 2
-            )
-            assert _buckets(db, "m") == 1
+def test_reopened_bucket_keeps_every_measurement_across_kill_9(tmp_path):
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
+        db.m.insert_many(_rows("a", 0, 40))
+    with running_server(dbpath=tmp_path) as (proc, port, _):
+        db = _client(port).ingest
+        db.m.insert_many(_rows("a", 400, 40))  # acknowledged, into the reopened bucket
+        assert _catalog_stats(db, "m")["numBucketsReopened"] == 1
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        assert db.m.count_documents({}) == 80
+        assert sorted(d["v"] for d in db.m.find({}, {"v": 1})) == sorted(
+            [float(i) for i in range(40)] * 2
+        )
+        assert _buckets(db, "m") == 1
 
 
-def test_clean_shutdown_leaves_an_empty_journal_and_the_data():
-    with tempfile.TemporaryDirectory() as tmp:
-        dbpath = Path(tmp) / "db"
-        dbpath.mkdir()
-        with running_server(dbpath=dbpath) as (_, port, _):
-            db = _client(port).ingest
-            db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
-            for h in range(20):
-                db.m.insert_many(_rows(f"h{h}", 0, 500))
-        journals = list(dbpath.rglob("*.jnl"))
-        assert journals, "fjall keeps its journal file"
-        allocated = sum(p.stat().st_blocks * 512 for p in journals)
-        assert allocated == 0, f"journal still holds {allocated} bytes after a clean shutdown"
-        with running_server(dbpath=dbpath) as (_, port, _):
-            db = _client(port).ingest
-            assert db.m.count_documents({}) == 10_000
-            db.m.insert_one({"t": T0, "tags": {"host": "new"}, "v": 1.0})
-            assert db.m.count_documents({}) == 10_001
+def test_clean_shutdown_leaves_an_empty_journal_and_the_data(tmp_path):
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
+        for h in range(20):
+            db.m.insert_many(_rows(f"h{h}", 0, 500))
+    journals = list(tmp_path.rglob("*.jnl"))
+    assert journals, "fjall keeps its journal file"
+    allocated = sum(p.stat().st_blocks * 512 for p in journals)
+    assert allocated == 0, f"journal still holds {allocated} bytes after a clean shutdown"
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        assert db.m.count_documents({}) == 10_000
+        db.m.insert_one({"t": T0, "tags": {"host": "new"}, "v": 1.0})
+        assert db.m.count_documents({}) == 10_001
 
 
 def test_concurrent_inserts_are_group_committed():

@@ -251,19 +251,21 @@ impl Bucket {
         })
     }
 
+    /// A column's control min: the time field's is the bucket's rounded minimum time.
+    fn min_of(&self, c: &ColumnBuilder) -> Bson {
+        if c.name == self.time_field {
+            Bson::DateTime(DateTime::from_millis(self.min_time_ms))
+        } else {
+            c.min.clone()
+        }
+    }
+
     /// `control.min`: per data field the smallest value; the time field's is the
     /// bucket's rounded minimum time.
     pub fn control_min(&self) -> Document {
         self.columns
             .iter()
-            .map(|c| {
-                let v = if c.name == self.time_field {
-                    Bson::DateTime(DateTime::from_millis(self.min_time_ms))
-                } else {
-                    c.min.clone()
-                };
-                (c.name.clone(), v)
-            })
+            .map(|c| (c.name.clone(), self.min_of(c)))
             .collect()
     }
 
@@ -278,12 +280,7 @@ impl Bucket {
     /// A field's control `min` and `max`.
     pub fn control_bounds(&self, field: &str) -> Option<(Bson, Bson)> {
         let c = &self.columns[*self.column_of.get(field)?];
-        let min = if c.name == self.time_field {
-            Bson::DateTime(DateTime::from_millis(self.min_time_ms))
-        } else {
-            c.min.clone()
-        };
-        Some((min, c.max.clone()))
+        Some((self.min_of(c), c.max.clone()))
     }
 
     fn control(&self, closed: Option<bool>) -> Document {

@@ -654,16 +654,7 @@ mod tests {
     fn delta_rows(out: &InsertOutcome) -> Vec<(ObjectId, usize)> {
         out.deltas
             .iter()
-            .map(|(id, rows)| {
-                let mut n = 0;
-                let mut rest = &rows[..];
-                while rest.len() >= 4 {
-                    let len = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                    rest = &rest[len..];
-                    n += 1;
-                }
-                (*id, n)
-            })
+            .map(|(id, rows)| (*id, crate::store::split_documents(rows).count()))
             .collect()
     }
     use bson::{doc, DateTime};

@@ -114,45 +114,18 @@ pub enum TypedValues<'a> {
 
 /// Encodes a column whose present values all have one type, straight from the typed
 /// vector; `rows` marks the rows that have a value (`None`: every row). The bytes are
-/// those [`encode_column`] writes for the same values.
-pub fn encode_typed_column(values: TypedValues<'_>, rows: Option<&[bool]>) -> Vec<u8> {
-    let encoded = match values {
-        TypedValues::Date(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_DATE, p)),
-        TypedValues::Double(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_DOUBLE, p)),
-        TypedValues::Int32(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_INT32, p)),
-        TypedValues::Int64(v) if !v.is_empty() => pco_compress(v).map(|p| (TAG_INT64, p)),
-        TypedValues::ObjectId(v) if !v.is_empty() => {
-            encode_object_ids(v).map(|p| (TAG_OBJECT_ID, p))
-        }
-        _ => return vec![TAG_EMPTY, 0],
+/// those [`encode_column`] writes for the same values; `None` when pco refuses the values
+/// (the caller then encodes them as [`encode_column`] does).
+pub fn encode_typed_column(values: TypedValues<'_>, rows: Option<&[bool]>) -> Option<Vec<u8>> {
+    let (tag, payload) = match values {
+        TypedValues::Date(v) if !v.is_empty() => (TAG_DATE, pco_compress(v)?),
+        TypedValues::Double(v) if !v.is_empty() => (TAG_DOUBLE, pco_compress(v)?),
+        TypedValues::Int32(v) if !v.is_empty() => (TAG_INT32, pco_compress(v)?),
+        TypedValues::Int64(v) if !v.is_empty() => (TAG_INT64, pco_compress(v)?),
+        TypedValues::ObjectId(v) if !v.is_empty() => (TAG_OBJECT_ID, encode_object_ids(v)?),
+        _ => return Some(vec![TAG_EMPTY, 0]),
     };
-    match encoded {
-        Some((tag, payload)) => frame(tag, rows.filter(|r| r.contains(&false)), &payload),
-        None => {
-            let owned: Vec<Bson> = match values {
-                TypedValues::Date(v) => v
-                    .iter()
-                    .map(|t| Bson::DateTime(DateTime::from_millis(*t)))
-                    .collect(),
-                TypedValues::Double(v) => v.iter().map(|x| Bson::Double(*x)).collect(),
-                TypedValues::Int32(v) => v.iter().map(|x| Bson::Int32(*x)).collect(),
-                TypedValues::Int64(v) => v.iter().map(|x| Bson::Int64(*x)).collect(),
-                TypedValues::ObjectId(v) => v
-                    .iter()
-                    .map(|o| Bson::ObjectId(ObjectId::from_bytes(*o)))
-                    .collect(),
-            };
-            let mut next = owned.into_iter();
-            let all: Vec<Option<Bson>> = match rows {
-                Some(rows) => rows
-                    .iter()
-                    .map(|has| if *has { next.next() } else { None })
-                    .collect(),
-                None => next.map(Some).collect(),
-            };
-            encode_column(&all)
-        }
-    }
+    Some(frame(tag, rows.filter(|r| r.contains(&false)), &payload))
 }
 
 /// Tag, flags, the presence bitmap when some row lacks a value, then the payload.

@@ -358,6 +358,7 @@ impl ColumnBuilder {
                 .resize(rows, false);
         }
         encode_typed_column(typed, present.as_deref())
+            .unwrap_or_else(|| encode_column(&self.to_values(rows)))
     }
 }
 

@@ -6,7 +6,7 @@
 //! buckets wait, inserts store buckets themselves (backpressure). A clean shutdown drains
 //! the queue before closing the open buckets.
 
-use super::{stage_close, Series};
+use super::{stage_close, Closing, Series};
 use crate::bucket::Bucket;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -46,11 +46,7 @@ pub(super) struct Compressor {
 impl Compressor {
     /// Hands closed buckets to the worker; stores buckets in the caller's thread while the
     /// queue is over its limit.
-    pub(super) fn submit(
-        self: &Arc<Self>,
-        series: &Arc<Mutex<Series>>,
-        closing: Vec<(Arc<Bucket>, u32)>,
-    ) {
+    pub(super) fn submit(self: &Arc<Self>, series: &Arc<Mutex<Series>>, closing: Closing) {
         if closing.is_empty() {
             return;
         }

@@ -211,7 +211,9 @@ fn load_directory(snap: &Snapshot, buckets: &Collection) -> Result<Directory, St
 }
 
 /// The BSON documents stored back to back in `bytes` (a delta record).
-fn split_documents(bytes: &[u8]) -> impl Iterator<Item = Result<Document, StoreError>> + '_ {
+pub(crate) fn split_documents(
+    bytes: &[u8],
+) -> impl Iterator<Item = Result<Document, StoreError>> + '_ {
     let mut rest = bytes;
     std::iter::from_fn(move || {
         if rest.is_empty() {
