@@ -172,6 +172,8 @@ BAD_LINES = {
     "tag_named_time": f"mal,time=x v=1 {T0_NS}",
     "field_named_tags": f'mal tags="x" {T0_NS}',
     "field_named_ns_with_sub_ms_timestamp": f"mal ns=1i {T0_NS + 1}",
+    "nul_in_tag_key": f"mal,k\x00x=y v=1 {T0_NS}",
+    "nul_in_field_key": f"mal v\x00w=1 {T0_NS}",
 }
 
 
@@ -202,6 +204,22 @@ def test_malformed_line_v2_is_400_invalid_naming_the_line_and_valid_lines_are_wr
     assert re.search(r"\bline 2\b", body["message"]), body
     assert "partial write" in body["message"], body
     assert stored_mal(http_server, dbname) == [("a", 1.0), ("b", 3.0)]
+
+
+def test_a_line_that_is_not_utf8_is_400_and_the_lines_around_it_are_written(http_server, dbname):
+    body = b"\n".join([GOOD1.encode(), b"mal,k=\xff\xfe v=2 " + str(T0_NS).encode(),
+                        GOOD3.encode()])
+    r = post_lines(http_server, body, db=dbname)
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert re.search(r"\bline 2\b.*invalid UTF-8", r.json()["error"]), r.text
+    assert stored_mal(http_server, dbname) == [("a", 1.0), ("b", 3.0)]
+
+
+def test_a_repeated_tag_or_field_key_keeps_its_last_value(http_server, dbname):
+    write_ok(http_server, f"rep,k=a,j=1,k=b v=1,w=2i,v=3 {T0_NS}", dbname)
+    doc = one(http_server, dbname, "rep")
+    assert doc["tags"] == {"j": "1", "k": "b"}
+    assert (doc["v"], doc["w"]) == (3.0, 2)
 
 
 def test_first_bad_line_is_named_when_several_are_bad(http_server, dbname):

@@ -4,6 +4,7 @@
 //! same bucket catalog and group commit as a MongoDB `insert`; durable on return).
 
 use crate::auth::Caller;
+use crate::measurement_bson::DocBuffer;
 use bson::{doc, Bson, Document};
 use hourglass_catalog::Collection;
 use hourglass_protocol::access::check::Tgt;
@@ -139,12 +140,10 @@ pub struct Written {
 pub fn insert(
     state: &ServerState,
     dest: &Destination,
-    docs: Vec<Document>,
+    docs: &DocBuffer,
 ) -> Result<Written, IngestError> {
     let n = docs.len() as u64;
-    let raw = hourglass_timeseries::store::raw_measurements(&docs)
-        .map_err(|e| IngestError::Internal(e.to_string()))?;
-    let docs = raw.iter().map(|r| &**r).collect();
+    let docs = docs.documents();
     state.write_gate.wait_open(None);
     let out = state
         .timeseries

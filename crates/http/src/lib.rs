@@ -7,7 +7,7 @@
 //! With `--auth`, [`auth`] authenticates every request but the health checks and each
 //! runs as its user. Routes by module: [`influx`] (line-protocol writes), [`influx_admin`] (database DDL
 //! and health checks), [`remote_write`] (Prometheus), [`metrics`]; [`ingest`] is what both write paths share (database existence, creating
-//! the time-series collection, inserting), [`body`] reads a request body within the size
+//! the time-series collection, inserting), [`measurement_bson`] writes their measurement documents as BSON bytes, [`body`] reads a request body within the size
 //! limit and undoes its content encoding.
 
 mod auth;
@@ -16,6 +16,7 @@ mod influx;
 mod influx_admin;
 mod ingest;
 pub mod line_protocol;
+mod measurement_bson;
 mod metrics;
 mod remote_write;
 

@@ -54,13 +54,62 @@ impl std::fmt::Display for LineError {
 
 /// Every point of `body` with its line number, and every malformed line.
 pub fn parse(body: &[u8]) -> (Vec<(usize, Point<'_>)>, Vec<LineError>) {
-    let mut p = Parser {
-        b: body,
-        pos: 0,
-        line: 1,
-    };
     let mut points = Vec::new();
     let mut errors = Vec::new();
+    // UTF-8 is checked once for the whole body; a line that is not UTF-8 is malformed
+    // and the text around it is parsed as usual.
+    let (mut rest, mut line) = (body, 1);
+    loop {
+        let bad = match std::str::from_utf8(rest) {
+            Ok(text) => {
+                parse_text(text, line, &mut points, &mut errors);
+                break;
+            }
+            Err(e) => e.valid_up_to(),
+        };
+        let line_start = rest[..bad]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |i| i + 1);
+        let line_end = rest[bad..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(rest.len(), |i| bad + i + 1);
+        if let Ok(text) = std::str::from_utf8(&rest[..line_start]) {
+            parse_text(text, line, &mut points, &mut errors);
+            line += text.bytes().filter(|&c| c == b'\n').count();
+        }
+        errors.push(LineError {
+            line,
+            text: error_text(&rest[line_start..line_end]),
+            reason: "invalid UTF-8".to_string(),
+        });
+        line += 1;
+        rest = &rest[line_end..];
+    }
+    (points, errors)
+}
+
+/// A malformed line as an error quotes it: its first 200 bytes.
+fn error_text(line: &[u8]) -> String {
+    String::from_utf8_lossy(&line[..line.len().min(200)])
+        .trim_end()
+        .to_string()
+}
+
+/// The points and malformed lines of `text`, whose first line is number `line`.
+fn parse_text<'a>(
+    text: &'a str,
+    line: usize,
+    points: &mut Vec<(usize, Point<'a>)>,
+    errors: &mut Vec<LineError>,
+) {
+    let mut p = Parser {
+        s: text,
+        b: text.as_bytes(),
+        pos: 0,
+        line,
+    };
     while p.pos < p.b.len() {
         p.skip_blanks();
         let (start, line) = (p.pos, p.line);
@@ -82,24 +131,22 @@ pub fn parse(body: &[u8]) -> (Vec<(usize, Point<'_>)>, Vec<LineError>) {
                 p.pos = start;
                 p.line = line;
                 p.skip_line();
-                let end = p.pos.min(start + 200);
-                let text = String::from_utf8_lossy(&body[start..end])
-                    .trim_end()
-                    .to_string();
                 errors.push(LineError {
                     line,
-                    text,
+                    text: error_text(&p.b[start..p.pos]),
                     reason: reason.to_string(),
                 });
             }
         }
     }
-    (points, errors)
 }
 
 type Reason = &'static str;
 
+/// Token boundaries are ASCII bytes, so every token is a slice of `s` on character
+/// boundaries.
 struct Parser<'a> {
+    s: &'a str,
     b: &'a [u8],
     pos: usize,
     line: usize,
@@ -114,7 +161,28 @@ enum Part {
     FieldKey,
 }
 
+/// Bytes that end a token or start an escape, by part.
+const MEASUREMENT_STOPS: [bool; 256] = stop_table(b", \n\\");
+const NAME_STOPS: [bool; 256] = stop_table(b"=, \n\\");
+
+const fn stop_table(stops: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < stops.len() {
+        table[stops[i] as usize] = true;
+        i += 1;
+    }
+    table
+}
+
 impl Part {
+    fn stops(self) -> &'static [bool; 256] {
+        match self {
+            Part::Measurement => &MEASUREMENT_STOPS,
+            _ => &NAME_STOPS,
+        }
+    }
+
     fn ends_at(self, c: u8) -> bool {
         match self {
             Part::Measurement => c == b',' || c == b' ' || c == b'\n',
@@ -237,6 +305,22 @@ impl<'a> Parser<'a> {
     fn token(&mut self, part: Part) -> Result<Cow<'a, str>, Reason> {
         let b: &'a [u8] = self.b;
         let start = self.pos;
+        // Most tokens have no escape: find their end with one table lookup a byte.
+        let stops = part.stops();
+        while let Some(&c) = b.get(self.pos) {
+            if stops[usize::from(c)] {
+                break;
+            }
+            self.pos += 1;
+        }
+        if b.get(self.pos) != Some(&b'\\') {
+            return self
+                .s
+                .get(start..self.pos)
+                .map(Cow::Borrowed)
+                .ok_or("invalid UTF-8");
+        }
+        self.pos = start;
         let mut owned: Option<Vec<u8>> = None;
         while let Some(c) = self.peek() {
             if part.ends_at(c) {
@@ -259,9 +343,11 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         match owned {
-            None => std::str::from_utf8(&b[start..self.pos])
+            None => self
+                .s
+                .get(start..self.pos)
                 .map(Cow::Borrowed)
-                .map_err(|_| "invalid UTF-8"),
+                .ok_or("invalid UTF-8"),
             Some(o) => String::from_utf8(o)
                 .map(Cow::Owned)
                 .map_err(|_| "invalid UTF-8"),
@@ -279,8 +365,7 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
         }
-        let raw = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| "invalid UTF-8")?;
-        scalar(raw)
+        scalar(self.s.get(start..self.pos).ok_or("invalid UTF-8")?)
     }
 
     /// A double-quoted string; `\"` and `\\` are escapes, other backslashes are literal.
@@ -318,9 +403,7 @@ impl<'a> Parser<'a> {
             Some(_) => return Err("invalid field format"),
         }
         let s = match owned {
-            None => {
-                Cow::Borrowed(std::str::from_utf8(&b[start..end]).map_err(|_| "invalid UTF-8")?)
-            }
+            None => Cow::Borrowed(self.s.get(start..end).ok_or("invalid UTF-8")?),
             Some(o) => Cow::Owned(String::from_utf8(o).map_err(|_| "invalid UTF-8")?),
         };
         Ok(FieldValue::Str(s))
@@ -334,7 +417,7 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
         }
-        let raw = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| "bad timestamp")?;
+        let raw = self.s.get(start..self.pos).ok_or("bad timestamp")?;
         if raw.is_empty()
             || !raw
                 .trim_start_matches('-')

@@ -96,6 +96,23 @@ fn malformed_lines_are_reported_and_the_rest_parsed() {
 }
 
 #[test]
+fn a_line_that_is_not_utf8_is_malformed_and_its_neighbours_are_written() {
+    let mut body = b"cpu f=1 1\ncpu,h=".to_vec();
+    body.extend_from_slice(&[0xff, 0xfe]);
+    body.extend_from_slice(b" f=2 2\n\ncpu,h=\xc3\xa9 f=3 3\ncpu f=");
+    body.push(0xc3);
+    let (points, errors) = parse(&body);
+    let good: Vec<(usize, &str)> = points
+        .iter()
+        .map(|(line, p)| (*line, p.tags.first().map_or("", |t| t.1.as_ref())))
+        .collect();
+    assert_eq!(good, vec![(1, ""), (4, "\u{e9}")]);
+    let bad: Vec<(usize, &str)> = errors.iter().map(|e| (e.line, e.reason.as_str())).collect();
+    assert_eq!(bad, vec![(2, "invalid UTF-8"), (5, "invalid UTF-8")]);
+    assert_eq!(errors[0].text, "cpu,h=\u{fffd}\u{fffd} f=2 2");
+}
+
+#[test]
 fn numbers_line_protocol_does_not_have_are_refused() {
     for bad in [
         "inf",

@@ -16,11 +16,12 @@
 use crate::auth::Caller;
 use crate::body::{self, BodyError};
 use crate::ingest::{self, IngestError};
+use crate::measurement_bson::DocBuffer;
 use axum::body::Body;
 use axum::extract::{Extension, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use bson::{doc, Bson, Document};
+use bson::{doc, Document};
 use hourglass_protocol::ServerState;
 use prost::Message;
 use std::collections::HashMap;
@@ -210,23 +211,24 @@ fn store(
             .meta_field
             .clone()
             .unwrap_or_else(|| "labels".into());
-        let mut docs = Vec::with_capacity(samples);
+        let mut docs = DocBuffer::with_capacity(samples, samples * 64);
         for ts in request.timeseries {
             let mut labels = ts.labels;
             labels.sort_by(|a, b| a.name.cmp(&b.name));
-            let labels: Document = labels
-                .into_iter()
-                .map(|l| (l.name, Bson::String(l.value)))
-                .collect();
             for s in ts.samples {
-                docs.push(doc! {
-                    &time_field: bson::DateTime::from_millis(s.timestamp),
-                    &meta_field: labels.clone(),
-                    "value": s.value,
+                let written = docs.push(|w| {
+                    w.date(&time_field, s.timestamp)?;
+                    w.document(&meta_field, |m| {
+                        labels.iter().try_for_each(|l| m.string(&l.name, &l.value))
+                    })?;
+                    w.double("value", s.value)
                 });
+                if written.is_err() {
+                    rejected.push("label name holds a NUL byte".to_string());
+                }
             }
         }
-        let out = ingest::insert(state, &dest, docs)?;
+        let out = ingest::insert(state, &dest, &docs)?;
         rejected.extend(out.rejected.into_iter().map(|(_, e)| e));
     }
     if !request.metadata.is_empty() {
