@@ -49,6 +49,9 @@ check(t.weather.countDocuments({ temp: { $gte: 21 } }) === 2, 'time-series count
 check(t.getCollection('system.buckets.weather').countDocuments({}) === 1, 'one bucket for one series');
 const info = t.getCollectionInfos({ name: 'weather' })[0];
 check(info.type === 'timeseries', 'weather is a time-series collection');
+const checked = t.weather.validate({ full: true });
+check(checked.ok === 1 && checked.valid === true && Number(checked.nrecords) === 1 &&
+      checked.warnings.length === 0, 'db.weather.validate({full: true}): ' + JSON.stringify(checked));
 
 // operator helpers: db.currentOp() (the $currentOp stage) and db.fsyncLock()/fsyncUnlock()
 const ops = db.currentOp();

@@ -1,6 +1,6 @@
 """Ingest behaviour pinned through pymongo (issue #14): bucket reopening after a restart and
-for out-of-order data, its counters, survival of a reopened bucket across kill -9, and a
-clean shutdown that leaves no journal behind."""
+for out-of-order data, its counters, survival of a reopened bucket and of buckets closed by
+one insert across kill -9, and a clean shutdown that leaves no journal behind."""
 
 import datetime as dt
 import signal
@@ -83,6 +83,22 @@ def test_reopened_bucket_keeps_every_measurement_across_kill_9(tmp_path):
             [float(i) for i in range(40)] * 2
         )
         assert _buckets(db, "m") == 1
+
+
+def test_buckets_filled_and_closed_by_one_insert_survive_kill_9_right_after_it(tmp_path):
+    # Each insert opens and fills buckets (1,000 measurements) that close within it: the
+    # acknowledgement must not wait for their background compression to be durable.
+    for attempt in range(3):
+        dbpath = tmp_path / str(attempt)
+        dbpath.mkdir()
+        with running_server(dbpath=dbpath) as (proc, port, _):
+            db = _client(port).ingest
+            db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
+            db.m.insert_many([r for h in range(8) for r in _rows(f"h{h}", 0, 1200, step_s=1)])
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        with running_server(dbpath=dbpath) as (_, port, _):
+            assert _client(port).ingest.m.count_documents({}) == 9600
 
 
 def test_clean_shutdown_leaves_an_empty_journal_and_the_data(tmp_path):

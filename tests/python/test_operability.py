@@ -2,12 +2,13 @@
 requests, through pymongo: `--config` YAML (net, storage, systemLog, setParameter), options
 given on the command line winning over the file, unknown options refused by name, `-v`,
 `--bind_ip_all`; `replSetGetStatus` 76, change streams 40573, the lowercase `dbstats` /
-`collstats`, IDL error names."""
+`collstats`, IDL error names, `validate` of a time-series collection."""
 
 import socket
 import subprocess
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,30 @@ def test_an_address_in_use_stops_the_start_with_mongods_exit_code_48():
             assert f"127.0.0.1:{port}" in out.decode(errors="replace")
         finally:
             taken.close()
+
+
+def test_validate_of_a_time_series_collection_checks_open_and_closed_buckets(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    t0 = 1_700_000_000_000
+    docs = [{"t": datetime.fromtimestamp((t0 + i * 1000) / 1000, timezone.utc), "m": i % 3,
+             "v": float(i)} for i in range(3500)]
+    db.ts.insert_many(docs)
+    for name in ("ts", "system.buckets.ts"):
+        for full in (False, True):
+            r = db.command("validate", name, full=full)
+            assert r["valid"] is True and r["errors"] == [] and r["warnings"] == [], r
+            assert r["nNonCompliantDocuments"] == 0
+            # 3,500 measurements over 3 series: a full bucket (1,000) and an open one each.
+            assert r["nrecords"] == db["system.buckets.ts"].count_documents({}) == 6, r
+            assert r["ns"] == f"{db.name}.system.buckets.ts"
+
+
+def test_validate_of_a_missing_collection_or_a_view_is_refused_with_mongodbs_codes(db):
+    with pytest.raises(OperationFailure) as e:
+        db.command("validate", "nothing")
+    assert e.value.code == 26
+    db.create_collection("src")
+    db.command("create", "v", viewOn="src", pipeline=[])
+    with pytest.raises(OperationFailure) as e:
+        db.command("validate", "v")
+    assert (e.value.code, e.value.details["codeName"]) == (166, "CommandNotSupportedOnView")

@@ -119,9 +119,10 @@ pub struct InsertOutcome {
     pub inserted: usize,
     /// Per-document errors: index in the input and the error (code 2).
     pub errors: Vec<(usize, TsError)>,
-    /// For each bucket still open after the call that received measurements: the new
-    /// measurements without their meta field, as BSON documents back to back (the
-    /// bucket's next delta record).
+    /// For each bucket that received measurements in this call, still open or closed by
+    /// it: the new measurements without their meta field, as BSON documents back to
+    /// back (the bucket's next delta record; a closed bucket is durable through its
+    /// deltas until it is stored compressed).
     pub deltas: Vec<(ObjectId, Vec<u8>)>,
     /// Buckets closed by this call, complete (including measurements added
     /// by this call); they are no longer open.
@@ -467,10 +468,7 @@ impl BucketCatalog {
             self.stats.record_commit(out.inserted);
         }
         out.closed.extend(self.close_idle(epoch));
-        out.deltas = touched
-            .into_iter()
-            .filter(|(id, _)| self.buckets.contains_key(id))
-            .collect();
+        out.deltas = touched;
         out
     }
 
@@ -690,7 +688,12 @@ mod tests {
         assert_eq!(s.num_bucket_inserts, 3);
         assert_eq!(s.num_buckets_opened_due_to_metadata, 1);
         assert_eq!((s.num_commits, s.num_measurements_committed), (1, 2500));
-        assert_eq!(delta_rows(&out), vec![(out.opened[2], 500)]);
+        let opened = &out.opened;
+        assert_eq!(
+            delta_rows(&out),
+            vec![(opened[0], 1000), (opened[1], 1000), (opened[2], 500)],
+            "the closed buckets' rows are in deltas too"
+        );
     }
 
     #[test]
@@ -818,7 +821,7 @@ mod tests {
         assert!(out
             .deltas
             .iter()
-            .all(|(id, _)| c.open_bucket(*id).is_some()));
+            .all(|(id, _)| c.open_bucket(*id).is_some() || out.closed.iter().any(|b| b.id == *id)));
     }
 
     #[test]

@@ -34,5 +34,5 @@ pub use stats::BucketStats;
 pub use store::{
     options_of, BucketPredicate, BucketScan, BucketView, CatalogSummary, DeleteOutcome,
     MeasurementStream, ScanCounters, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome,
-    TsUpdate,
+    TsUpdate, Validation,
 };

@@ -17,6 +17,7 @@ mod latest;
 mod modify;
 mod predicate;
 mod scan;
+mod validate;
 mod view;
 
 pub use geo::fields_of_spec as geo_fields_of_spec;
@@ -24,6 +25,7 @@ pub use modify::{DeleteOutcome, TsUpdate};
 pub(crate) use predicate::only_meta_paths;
 pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
 pub use scan::{BucketScan, ScanCounters};
+pub use validate::Validation;
 pub use view::BucketView;
 
 use crate::bucket::decode_compressed_owned;
@@ -644,6 +646,26 @@ impl TimeseriesStore {
         };
         let out = catalog.insert(measurements, ordered, &mut reopen);
         s.reopened.extend(out.reopened.iter().copied());
+        // Every measurement goes into a delta, also those of buckets this insert closes:
+        // the insert is acknowledged once its deltas are durable, before the closed
+        // buckets are compressed and stored.
+        let tree = s.buckets.tree().clone();
+        let closed: HashMap<ObjectId, &Bucket> = out.closed.iter().map(|b| (b.id, b)).collect();
+        for (id, rows) in &out.deltas {
+            let Some(bucket) = s
+                .catalog
+                .open_bucket(*id)
+                .or_else(|| closed.get(id).copied())
+            else {
+                continue;
+            };
+            let seq = s.next_seq.get(id).copied().unwrap_or(0);
+            let reopened = seq == 0 && s.reopened.remove(id);
+            let bytes = encode_delta(bucket, seq == 0, reopened, rows)?;
+            batch.put(&tree, &delta_key(id, seq), &bytes);
+            s.next_seq.insert(*id, seq + 1);
+        }
+        drop(closed);
         let mut closing = Vec::with_capacity(out.closed.len());
         for b in out.closed {
             s.reopened.remove(&b.id);
@@ -652,17 +674,6 @@ impl TimeseriesStore {
             let b = Arc::new(b);
             s.closing.insert(b.id, b.clone());
             closing.push((b, deltas));
-        }
-        let tree = s.buckets.tree().clone();
-        for (id, rows) in &out.deltas {
-            let Some(bucket) = s.catalog.open_bucket(*id) else {
-                continue;
-            };
-            let seq = s.next_seq.get(id).copied().unwrap_or(0);
-            let reopened = seq == 0 && s.reopened.remove(id);
-            let bytes = encode_delta(bucket, seq == 0, reopened, rows)?;
-            batch.put(&tree, &delta_key(id, seq), &bytes);
-            s.next_seq.insert(*id, seq + 1);
         }
         Ok((
             TsInsertOutcome {
