@@ -2,20 +2,21 @@
 requests, through pymongo: `--config` YAML (net, storage, systemLog, setParameter), options
 given on the command line winning over the file, unknown options refused by name, `-v`,
 `--bind_ip_all`; `replSetGetStatus` 76, change streams 40573, the lowercase `dbstats` /
-`collstats`, IDL error names, `validate` of a time-series collection."""
+`collstats`, IDL error names, `validate` of a time-series collection, partial TTL indexes on
+one."""
 
 import socket
 import subprocess
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-from conftest import _binary, _free_port, stop_process
+from conftest import _binary, _free_port, running_server, stop_process
 
 
 def start(args, cwd):
@@ -182,3 +183,24 @@ def test_validate_of_a_missing_collection_or_a_view_is_refused_with_mongodbs_cod
     with pytest.raises(OperationFailure) as e:
         db.command("validate", "v")
     assert (e.value.code, e.value.details["codeName"]) == (166, "CommandNotSupportedOnView")
+
+
+def test_partial_ttl_index_on_a_time_series_collection_expires_only_matching_series():
+    with running_server("--setParameter", "ttlMonitorSleepSecs=1") as (_, port, _):
+        db = MongoClient(port=port, directConnection=True).ttl_partial
+        db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m",
+                                               "granularity": "seconds"})
+        old = datetime.now(timezone.utc) - timedelta(days=3)
+        now = datetime.now(timezone.utc)
+        db.ts.insert_many([{"t": old, "m": {"kind": k}, "v": 1} for k in ("tmp", "keep")] +
+                          [{"t": now, "m": {"kind": "tmp"}, "v": 2}])
+        db.ts.create_index("t", expireAfterSeconds=3600,
+                           partialFilterExpression={"m.kind": "tmp"})
+        deadline = time.monotonic() + 30
+        while db.ts.count_documents({}) != 2:
+            assert time.monotonic() < deadline, list(db.ts.find({}, {"_id": 0}))
+            time.sleep(0.2)
+        left = sorted((d["m"]["kind"], d["v"]) for d in db.ts.find())
+        # The old "keep" measurement stays: the index's filter does not select its series;
+        # the recent "tmp" one is not expired yet.
+        assert left == [("keep", 1), ("tmp", 2)]

@@ -7,8 +7,9 @@
 
 use crate::state::ServerState;
 use hourglass_catalog::Collection;
+use hourglass_query::filter::Filter;
 use hourglass_timeseries::index_spec::ttl_cutoff_millis;
-use hourglass_timeseries::options_of;
+use hourglass_timeseries::{options_of, TimeseriesStore};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -83,37 +84,69 @@ pub fn expire_regular(c: &Collection) -> u64 {
 }
 
 /// Expires whole buckets of a time-series collection (`system.buckets.*`) with a
-/// collection-level `expireAfterSeconds`: a bucket goes once its min time + bucket span
-/// + expireAfterSeconds is past (MongoDB's rule). Counts buckets, as MongoDB does.
+/// collection-level `expireAfterSeconds`, and those whose meta matches a partial TTL
+/// index (MongoDB 7.0: `partialFilterExpression` on the metaField with
+/// `expireAfterSeconds`): a bucket goes once its min time + bucket span +
+/// expireAfterSeconds is past (MongoDB's rule). Counts buckets, as MongoDB does.
 pub fn expire_timeseries(state: &ServerState, buckets: &Arc<Collection>) -> u64 {
     let Some(options) = options_of(buckets) else {
         return 0;
     };
-    let secs = match buckets.options().get("expireAfterSeconds") {
-        Some(bson::Bson::Int32(n)) => i64::from(*n),
-        Some(bson::Bson::Int64(n)) => *n,
-        Some(bson::Bson::Double(d)) => *d as i64,
-        _ => return 0,
-    };
-    let now = bson::DateTime::now().timestamp_millis();
-    let cutoff = ttl_cutoff_millis(&options, now, secs);
-    let mut deleted = 0u64;
-    loop {
-        match state
-            .timeseries
-            .expire(buckets, &options, cutoff, TTL_BATCH)
-        {
-            Ok((n, _)) => {
-                deleted += n;
-                if (n as usize) < TTL_BATCH {
-                    break;
+    // (expireAfterSeconds, the meta filter of a partial index)
+    let mut rules: Vec<(i64, Option<Filter>)> = Vec::new();
+    if let Some(secs) = seconds(buckets.options().get("expireAfterSeconds")) {
+        rules.push((secs, None));
+    }
+    match TimeseriesStore::index_specs(buckets, &options) {
+        Ok(specs) => {
+            for spec in specs {
+                let secs = seconds(spec.get("expireAfterSeconds"));
+                let partial = spec.get_document("partialFilterExpression");
+                if let (Some(secs), Ok(partial)) = (secs, partial) {
+                    match Filter::parse(partial) {
+                        Ok(f) => rules.push((secs, Some(f))),
+                        Err(e) => {
+                            tracing::warn!(ns = %buckets.namespace(), error = %e, "a partial TTL index's filter cannot be read")
+                        }
+                    }
                 }
             }
-            Err(e) => {
-                tracing::warn!(ns = %buckets.namespace(), error = %e, "TTL deletion of buckets failed");
-                break;
+        }
+        Err(e) => {
+            tracing::warn!(ns = %buckets.namespace(), error = %e, "reading the TTL indexes failed")
+        }
+    }
+    let now = bson::DateTime::now().timestamp_millis();
+    let mut deleted = 0u64;
+    for (secs, only) in rules {
+        let cutoff = ttl_cutoff_millis(&options, now, secs);
+        loop {
+            match state
+                .timeseries
+                .expire(buckets, &options, cutoff, only.as_ref(), TTL_BATCH)
+            {
+                Ok((n, _)) => {
+                    deleted += n;
+                    if (n as usize) < TTL_BATCH {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(ns = %buckets.namespace(), error = %e, "TTL deletion of buckets failed");
+                    break;
+                }
             }
         }
     }
     deleted
+}
+
+/// An `expireAfterSeconds` value as whole seconds.
+fn seconds(v: Option<&bson::Bson>) -> Option<i64> {
+    match v? {
+        bson::Bson::Int32(n) => Some(i64::from(*n)),
+        bson::Bson::Int64(n) => Some(*n),
+        bson::Bson::Double(d) => Some(*d as i64),
+        _ => None,
+    }
 }

@@ -257,15 +257,27 @@ impl TimeseriesStore {
 
 impl TimeseriesStore {
     /// TTL: removes up to `limit` whole buckets whose minimum time is at or before
-    /// `cutoff_ms` (now − expireAfterSeconds − bucketMaxSpanSeconds, MongoDB's rule), in
-    /// one atomic batch. Returns how many buckets and measurements went.
+    /// `cutoff_ms` (now − expireAfterSeconds − bucketMaxSpanSeconds, MongoDB's rule) and,
+    /// for a partial TTL index, whose `{meta: ...}` matches `only` (its bucket-level
+    /// `partialFilterExpression`), in one atomic batch. Returns how many buckets and
+    /// measurements went.
     pub fn expire(
         &self,
         buckets: &Arc<Collection>,
         options: &TimeseriesOptions,
         cutoff_ms: i64,
+        only: Option<&Filter>,
         limit: usize,
     ) -> Result<(u64, u64), StoreError> {
+        let selected = |meta: Option<&Bson>| {
+            only.is_none_or(|f| {
+                let mut d = Document::new();
+                if let Some(m) = meta {
+                    d.insert("meta", m.clone());
+                }
+                f.matches(&d)
+            })
+        };
         let series = self.series(buckets, options)?;
         let mut s = lock_settled(&series);
         let engine = buckets.engine().clone();
@@ -274,7 +286,7 @@ impl TimeseriesStore {
         let open: Vec<ObjectId> = s
             .catalog
             .open_buckets()
-            .filter(|b| b.min_time_ms <= cutoff_ms)
+            .filter(|b| b.min_time_ms <= cutoff_ms && selected(b.meta.as_ref()))
             .map(|b| b.id)
             .take(limit)
             .collect();
@@ -293,7 +305,7 @@ impl TimeseriesStore {
             }
             let (_, bytes) = entry?;
             let b = crate::bucket::decode_compressed(&bytes)?;
-            if b.min_time_ms > cutoff_ms {
+            if b.min_time_ms > cutoff_ms || !selected(b.meta()) {
                 continue;
             }
             stage_remove(&mut batch, buckets, &b.id, b.meta(), b.min_time_ms);
@@ -508,21 +520,37 @@ mod tests {
         let (_cat, c, o, store) = setup(dir.path());
         // Buckets: a [T0, +1000s) closed, a [T0+1000s..) open, b [T0..) open.
         let r = o.round_down_time(T0);
-        assert_eq!(store.expire(&c, &o, r - 1, 10).unwrap(), (0, 0));
+        assert_eq!(store.expire(&c, &o, r - 1, None, 10).unwrap(), (0, 0));
         assert_eq!(
-            store.expire(&c, &o, r, 1).unwrap().0,
+            store.expire(&c, &o, r, None, 1).unwrap().0,
             1,
             "the limit bounds a batch"
         );
-        assert_eq!(store.expire(&c, &o, r, 10).unwrap().0, 1);
+        assert_eq!(store.expire(&c, &o, r, None, 10).unwrap().0, 1);
         assert_eq!(
             all(&store, &c, &o).len(),
             500,
             "only the later bucket of a is left"
         );
-        let (n, m) = store.expire(&c, &o, T0 + 1_000_000, 10).unwrap();
+        let (n, m) = store.expire(&c, &o, T0 + 1_000_000, None, 10).unwrap();
         assert_eq!((n, m), (1, 500));
         assert!(all(&store, &c, &o).is_empty());
+    }
+
+    #[test]
+    fn expire_with_a_meta_filter_removes_only_the_matching_series_buckets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_cat, c, o, store) = setup(dir.path());
+        let only_b = Filter::parse(&doc! {"meta.host": "b"}).unwrap();
+        let (n, m) = store
+            .expire(&c, &o, T0 + 10_000_000, Some(&only_b), 10)
+            .unwrap();
+        assert_eq!((n, m), (1, 10));
+        let left = all(&store, &c, &o);
+        assert_eq!(left.len(), 1500);
+        assert!(left
+            .iter()
+            .all(|d| d.get_document("tag").unwrap() == &doc! {"host": "a"}));
     }
 
     #[test]
