@@ -28,6 +28,7 @@ mod indexes;
 mod indexes_ts;
 mod insert;
 mod list_catalog;
+mod out_timeseries;
 mod parameters;
 mod pipeline_context;
 mod planned;

@@ -1,8 +1,8 @@
 //! The catalog behind the cross-collection aggregation stages (`$lookup`,
 //! `$unionWith`, `$out`, `$merge`): reads resolve time-series views to their
-//! measurements; writes go to regular collections only. `$out` fills a
+//! measurements; `$merge` writes to regular collections only. `$out` fills a
 //! temporary collection and renames it over the target, so readers see the old
-//! or the new contents, never a mix.
+//! or the new contents, never a mix (into a time-series target: `out_timeseries`).
 
 use super::target::Target;
 use super::Request;
@@ -84,6 +84,12 @@ fn static_name(name: &str) -> &'static str {
         "FailedToParse",
         "CommandNotSupportedOnView",
         "ViewDepthLimitExceeded",
+        "IDLUnknownField",
+        "IDLFailedToParse",
+        "OutOfDiskSpace",
+        "Location7268700",
+        "Location7268703",
+        "Location7406103",
     ];
     NAMES
         .iter()
@@ -133,7 +139,12 @@ impl PipelineContext for CatalogContext<'_> {
         db: &str,
         coll: &str,
         docs: Vec<Document>,
+        timeseries: Option<&Document>,
     ) -> Result<(), QueryError> {
+        if timeseries.is_some() || self.is_time_series(db, coll) {
+            return super::out_timeseries::replace(self.req, db, coll, docs, timeseries)
+                .map_err(from_command);
+        }
         self.writable(db, coll, "$out")?;
         let catalog = &self.req.state.catalog;
         let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);

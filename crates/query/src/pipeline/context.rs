@@ -14,12 +14,14 @@ pub trait PipelineContext {
     fn read_collection(&self, db: &str, coll: &str) -> Result<Vec<Document>, QueryError>;
 
     /// Replaces the contents of `db.coll` with `docs` (for `$out`), as
-    /// atomically as the implementation allows.
+    /// atomically as the implementation allows; with `timeseries` (`$out`'s option),
+    /// into a time-series collection with those options.
     fn replace_collection(
         &self,
         db: &str,
         coll: &str,
         docs: Vec<Document>,
+        timeseries: Option<&Document>,
     ) -> Result<(), QueryError>;
 
     /// The documents of `db.coll` whose fields equal those of `key` (for `$merge`).

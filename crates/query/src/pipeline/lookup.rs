@@ -348,27 +348,44 @@ impl UnionWith {
 pub struct Out {
     db: Option<String>,
     coll: String,
+    /// The `timeseries` option (MongoDB 7.0.3+), checked by the context.
+    timeseries: Option<Document>,
 }
 
 impl Out {
-    /// Parses `"coll"` or `{db, coll}`.
+    /// Parses `"coll"` or `{db, coll, timeseries?}`.
     pub fn parse(arg: &Bson) -> Result<Out, QueryError> {
         match arg {
             Bson::String(s) if !s.is_empty() => Ok(Out {
                 db: None,
                 coll: s.clone(),
+                timeseries: None,
             }),
             Bson::Document(d) => {
-                if d.contains_key("timeseries") {
-                    return Err(QueryError::InvalidOptions(
-                        "$out to a time-series collection is not supported by this server yet"
-                            .into(),
+                let timeseries = match d.get("timeseries") {
+                    None => None,
+                    Some(Bson::Document(t)) => Some(t.clone()),
+                    Some(other) => {
+                        return Err(QueryError::TypeMismatch(format!(
+                            "BSON field '$out.timeseries' is the wrong type '{}', expected type 'object'",
+                            crate::compare::type_name(other)
+                        )))
+                    }
+                };
+                if let Some(k) = d
+                    .keys()
+                    .find(|k| !matches!(k.as_str(), "db" | "coll" | "timeseries"))
+                {
+                    return Err(QueryError::loc(
+                        40415,
+                        format!("BSON field '$out.{k}' is an unknown field."),
                     ));
                 }
                 match (d.get("db"), d.get("coll")) {
                     (Some(Bson::String(db)), Some(Bson::String(c))) => Ok(Out {
                         db: Some(db.clone()),
                         coll: c.clone(),
+                        timeseries,
                     }),
                     _ => Err(QueryError::loc(16994, "If an object is passed to $out it must have exactly 2 fields: 'db' and 'coll'")),
                 }
@@ -406,6 +423,7 @@ impl Out {
             self.db.as_deref().unwrap_or(opts.db),
             &self.coll,
             docs,
+            self.timeseries.as_ref(),
         )?;
         Ok(Vec::new())
     }

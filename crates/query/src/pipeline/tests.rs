@@ -170,6 +170,7 @@ impl PipelineContext for MemCtx {
         _db: &str,
         coll: &str,
         docs: Vec<Document>,
+        _timeseries: Option<&Document>,
     ) -> Result<(), QueryError> {
         self.colls.lock().unwrap().insert(coll.into(), docs);
         Ok(())
