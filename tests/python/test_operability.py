@@ -3,8 +3,11 @@ requests, through pymongo: `--config` YAML (net, storage, systemLog, setParamete
 given on the command line winning over the file, unknown options refused by name, `-v`,
 `--bind_ip_all`; `replSetGetStatus` 76, change streams 40573, the lowercase `dbstats` /
 `collstats`, IDL error names, `validate` of a time-series collection, partial TTL indexes on
-one."""
+one, `--fork` and `--pidfilepath`."""
 
+import os
+import re
+import signal
 import socket
 import subprocess
 import tempfile
@@ -85,7 +88,7 @@ def test_command_line_options_win_over_the_config_file():
     ("net:\n  prot: 1\n", "net.prot"),
     ("security:\n  authorization: maybe\n", "security.authorization"),
     ("net:\n  tls:\n    mode: requireTLS\n", "net.tls.mode"),
-    ("processManagement:\n  fork: true\n", "processManagement.fork"),
+    ("processManagement:\n  fork: maybe\n", "processManagement.fork"),
 ])
 def test_unknown_or_unsupported_config_options_stop_the_start_naming_them(text, named):
     with tempfile.TemporaryDirectory(prefix="hourglass-config-") as tmp:
@@ -204,3 +207,60 @@ def test_partial_ttl_index_on_a_time_series_collection_expires_only_matching_ser
         # The old "keep" measurement stays: the index's filter does not select its series;
         # the recent "tmp" one is not expired yet.
         assert left == [("keep", 1), ("tmp", 2)]
+
+
+def _gone(pid, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_fork_returns_once_the_server_listens_and_pidfilepath_names_it():
+    with tempfile.TemporaryDirectory(prefix="hourglass-fork-") as tmp:
+        port = _free_port()
+        pidfile = Path(tmp) / "hg.pid"
+        out = subprocess.run(
+            [str(_binary()), "--fork", "--dbpath", f"{tmp}/db", "--port", str(port),
+             "--logpath", f"{tmp}/hg.log", "--pidfilepath", str(pidfile)],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out
+        forked = re.search(r"forked process: (\d+)", out.stdout)
+        assert forked and "child process started successfully" in out.stdout, out.stdout
+        pid = int(forked.group(1))
+        try:
+            assert int(pidfile.read_text().strip()) == pid
+            # Listening already when the parent returned: no retry loop needed.
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                pass
+            c = MongoClient(port=port, directConnection=True, serverSelectionTimeoutMS=2000)
+            c.f.c.insert_one({"x": 1})
+            opts = c.admin.command("getCmdLineOpts")["parsed"]["processManagement"]
+            assert opts == {"fork": True, "pidFilePath": str(pidfile)}
+            c.close()
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            assert _gone(pid), "the forked server did not stop on SIGTERM"
+
+
+def test_fork_without_logpath_or_onto_a_busy_port_fails_with_mongods_exit_codes():
+    with tempfile.TemporaryDirectory(prefix="hourglass-fork-") as tmp:
+        out = subprocess.run([str(_binary()), "--fork", "--dbpath", f"{tmp}/db"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 2 and "--logpath" in out.stderr, out
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        try:
+            out = subprocess.run(
+                [str(_binary()), "--fork", "--dbpath", f"{tmp}/db", "--logpath", f"{tmp}/l",
+                 "--port", str(taken.getsockname()[1])],
+                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        finally:
+            taken.close()
+        assert out.returncode == 48, out
+        assert "child process failed, exited with 48" in out.stderr, out

@@ -1,8 +1,7 @@
 //! mongod's YAML configuration file (`--config FILE`, `-f FILE`): the settings Hourglass
 //! has, by mongod's names. Options given on the command line win over the file, as with
-//! mongod. An option Hourglass does not know, or one it cannot honour
-//! (`processManagement.fork`), is an error naming it, so that a setting is never silently
-//! dropped.
+//! mongod. An option Hourglass does not know, or one it cannot honour, is an error
+//! naming it, so that a setting is never silently dropped.
 
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
@@ -19,6 +18,8 @@ pub struct FileSettings {
     pub db_path: Option<PathBuf>,
     pub log_path: Option<PathBuf>,
     pub log_append: bool,
+    pub fork: bool,
+    pub pid_file_path: Option<PathBuf>,
     pub quiet: bool,
     pub verbosity: u8,
     /// `setParameter` entries, as `name=value`.
@@ -159,11 +160,8 @@ fn apply(out: &mut FileSettings, key: &str, v: &Yaml) -> anyhow::Result<()> {
         "net.tls.disabledProtocols" | "net.ssl.disabledProtocols" => {
             out.tls_disabled_protocols = Some(scalar(key, v)?)
         }
-        "processManagement.fork" => {
-            if boolean(key, v)? {
-                bail!("processManagement.fork: true is not supported (run the server under a service manager)")
-            }
-        }
+        "processManagement.fork" => out.fork = boolean(key, v)?,
+        "processManagement.pidFilePath" => out.pid_file_path = Some(PathBuf::from(scalar(key, v)?)),
         _ => bail!("Unrecognized option: {key}"),
     }
     Ok(())
@@ -179,9 +177,12 @@ mod tests {
             "net:\n  port: 27018\n  bindIp: 127.0.0.1,::1\n  maxIncomingConnections: 20\n  http:\n    port: 8086\n\
              storage:\n  dbPath: /tmp/x\n\
              systemLog:\n  destination: file\n  path: /tmp/x.log\n  logAppend: true\n  verbosity: 2\n\
-             setParameter:\n  ttlMonitorSleepSecs: 1\n  httpAutoCreateDatabase: true\n",
+             setParameter:\n  ttlMonitorSleepSecs: 1\n  httpAutoCreateDatabase: true\n\
+             processManagement:\n  fork: true\n  pidFilePath: /tmp/x.pid\n",
         )
         .unwrap();
+        assert!(s.fork);
+        assert_eq!(s.pid_file_path, Some(PathBuf::from("/tmp/x.pid")));
         assert_eq!(s.port, Some(27018));
         assert_eq!(s.bind_ip.as_deref(), Some("127.0.0.1,::1"));
         assert_eq!(s.max_conns, Some(20));
@@ -202,7 +203,7 @@ mod tests {
         assert!(err("net:\n  prot: 1\n").contains("Unrecognized option: net.prot"));
         assert!(err("security:\n  authorization: maybe\n").contains("security.authorization"));
         assert!(parse("security:\n  authorization: enabled\n").unwrap().auth);
-        assert!(err("processManagement:\n  fork: true\n").contains("processManagement.fork"));
+        assert!(err("processManagement:\n  fork: yes please\n").contains("processManagement.fork"));
         assert!(err("net:\n  port: 99999\n").contains("net.port"));
         assert_eq!(parse("").unwrap(), FileSettings::default());
     }

@@ -2,6 +2,7 @@
 //! MongoDB clients over TCP, and shuts down cleanly on SIGINT/SIGTERM.
 
 mod config;
+mod daemon;
 mod logging;
 mod tls;
 
@@ -64,6 +65,13 @@ struct Cli {
     /// Append to an existing --logpath file instead of renaming it aside first.
     #[arg(long)]
     logappend: bool,
+    /// Run in the background: start, wait until the server listens, print its pid and
+    /// exit (needs --logpath).
+    #[arg(long)]
+    fork: bool,
+    /// Write the server's process id to this file at start.
+    #[arg(long = "pidfilepath")]
+    pidfilepath: Option<PathBuf>,
     /// Most client connections open at once; more are closed as they arrive
     /// [default: 1000000].
     #[arg(long = "maxConns", value_parser = clap::value_parser!(i64).range(1..))]
@@ -109,6 +117,8 @@ struct Args {
     verbosity: u8,
     logpath: Option<PathBuf>,
     logappend: bool,
+    fork: bool,
+    pidfilepath: Option<PathBuf>,
     max_conns: i64,
     auth: bool,
     tls: tls::Settings,
@@ -143,6 +153,8 @@ impl Args {
             verbosity: cli.verbose.max(file.verbosity),
             logpath: cli.logpath.or(file.log_path),
             logappend: cli.logappend || file.log_append,
+            fork: cli.fork || file.fork,
+            pidfilepath: cli.pidfilepath.or(file.pid_file_path),
             max_conns: cli
                 .max_conns
                 .or(file.max_conns)
@@ -195,13 +207,24 @@ impl Args {
             net.insert("tls", t);
         }
         let authorization = if self.auth { "enabled" } else { "disabled" };
-        doc! {
+        let mut process = Document::new();
+        if self.fork {
+            process.insert("fork", true);
+        }
+        if let Some(p) = &self.pidfilepath {
+            process.insert("pidFilePath", p.display().to_string());
+        }
+        let mut parsed = doc! {
             "net": net,
             "security": {"authorization": authorization},
             "storage": {"dbPath": self.dbpath.display().to_string()},
             "setParameter": params.clone(),
             "systemLog": system_log,
+        };
+        if !process.is_empty() {
+            parsed.insert("processManagement", process);
         }
+        parsed
     }
 }
 
@@ -242,6 +265,13 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    if args.fork && !daemon::is_forked_child() {
+        if args.logpath.is_none() {
+            eprintln!("hourglass: BadValue: --fork has to be used with --logpath");
+            return std::process::ExitCode::from(2);
+        }
+        return daemon::fork();
+    }
     match run(args) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -266,6 +296,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         args.logappend,
         recent.clone(),
     )?;
+    if let Some(path) = &args.pidfilepath {
+        daemon::write_pid_file(path)?;
+    }
     let params = Parameters::default();
     let given = apply_parameters(&args, &params)?;
     let engine = Engine::open(&args.dbpath)
@@ -347,6 +380,7 @@ async fn serve(
         Some(port) => Some(bind_http(&args.bind_ip, port, args.auth).await?),
         None => None,
     };
+    daemon::report_ready();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut http_tasks = JoinSet::new();
     for l in http.into_iter().flatten() {
