@@ -64,5 +64,15 @@ check(unlocked.ok === 1 && Number(unlocked.lockCount) === 0, 'db.fsyncUnlock(): 
 t.people.insertOne({ name: 'after-unlock' });
 check(t.people.countDocuments({}) === 4, 'writes proceed after fsyncUnlock');
 
+// the profiler: db.setProfilingLevel(2), then db.system.profile.find()
+const was = t.setProfilingLevel(2);
+check(was.ok === 1 && was.was === 0, 'db.setProfilingLevel(2): ' + JSON.stringify(was));
+t.people.find({ name: 'ada' }).toArray();
+const profiled = t.system.profile.find({ op: 'query', ns: 'mongosh_smoke.people' }).toArray();
+check(profiled.length >= 1 && profiled[0].command.filter.name === 'ada' && profiled[0].planSummary === 'COLLSCAN',
+      'db.system.profile.find(): ' + JSON.stringify(profiled));
+check(t.getProfilingStatus().was === 2, 'db.getProfilingStatus()');
+t.setProfilingLevel(0);
+
 t.dropDatabase();
 print('mongosh smoke: all checks passed');

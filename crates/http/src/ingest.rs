@@ -111,6 +111,7 @@ pub fn run_command(
         body,
         sequences: Default::default(),
         interrupt: Default::default(),
+        plan_summary: Default::default(),
     };
     let reply = dispatch(&req);
     if matches!(reply.get("ok"), Some(Bson::Double(d)) if *d == 1.0) {

@@ -288,6 +288,7 @@ fn run(
         body,
         sequences: parking_lot::Mutex::new(sequences),
         interrupt,
+        plan_summary: Default::default(),
     };
     state.connections.active.fetch_add(1, Ordering::Relaxed);
     let reply = commands::dispatch(&req);

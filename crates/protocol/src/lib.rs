@@ -11,6 +11,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod operations;
 pub mod params;
+pub mod profiler;
 pub mod state;
 pub mod top;
 pub mod ttl;

@@ -122,6 +122,8 @@ pub struct ServerState {
     pub write_gate: crate::write_gate::WriteGate,
     /// Time per collection and kind of operation, for `top`.
     pub top: crate::top::Top,
+    /// Profiling levels and `system.profile`, and the slow-operation log.
+    pub profiler: crate::profiler::Profiler,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -185,6 +187,7 @@ impl ServerState {
             access: Default::default(),
             write_gate: Default::default(),
             top: Default::default(),
+            profiler: Default::default(),
         }
     }
 }

@@ -257,6 +257,10 @@ impl std::error::Error for ListenError {}
 /// mongod's exit code for a listening failure.
 const EXIT_NET_ERROR: u8 = 48;
 
+/// mongod's exit code for an error it does not handle, which is how it stops on a data
+/// directory another server has locked (DBPathInUse).
+const EXIT_UNCAUGHT: u8 = 100;
+
 fn main() -> std::process::ExitCode {
     let args = match Args::resolve(Cli::parse()) {
         Ok(a) => a,
@@ -272,13 +276,25 @@ fn main() -> std::process::ExitCode {
         }
         return daemon::fork();
     }
+    let log_to_file = args.logpath.is_some();
     match run(args) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hourglass: {e:#}");
+            // Once on the terminal, and once in the log file when there is one (before
+            // logging starts the log line goes nowhere).
+            if log_to_file || !tracing::dispatcher::has_been_set() {
+                eprintln!("hourglass: {e:#}");
+            }
             tracing::error!("fatal: {e:#}");
+            let locked = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<hourglass_storage::StorageError>(),
+                    Some(hourglass_storage::StorageError::DbPathInUse(_))
+                )
+            });
             match e.downcast_ref::<ListenError>() {
                 Some(_) => std::process::ExitCode::from(EXIT_NET_ERROR),
+                None if locked => std::process::ExitCode::from(EXIT_UNCAUGHT),
                 None => std::process::ExitCode::FAILURE,
             }
         }

@@ -192,7 +192,11 @@ impl Engine {
             // shared descriptor cache, the files of a dropped collection stayed open (and
             // their space taken) until the cache evicted them.
             .max_cached_files(None)
-            .open()?;
+            .open()
+            .map_err(|e| match e {
+                fjall::Error::Locked => StorageError::DbPathInUse(path.to_path_buf()),
+                e => e.into(),
+            })?;
         Ok(Engine {
             db,
             group: Arc::new(GroupCommit::default()),

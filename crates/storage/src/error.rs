@@ -13,6 +13,9 @@ pub enum StorageError {
     KeyTooLarge(usize),
     #[error("a stored value of {0} bytes is over the engine's limit")]
     ValueTooLarge(usize),
+    /// Another process holds the data directory's lock (mongod's DBPathInUse).
+    #[error("DBPathInUse: another server is already using the data directory {0}")]
+    DbPathInUse(std::path::PathBuf),
     #[error("Out of disk space: {free} bytes free on the data directory's file system, {needed} needed for this write")]
     OutOfDiskSpace { free: u64, needed: u64 },
 }

@@ -105,6 +105,7 @@ const DATABASE: &[(&str, &str)] = &[
     ("dropDatabase", "dropDatabase"),
     ("dropRole", "dropRole"),
     ("dropUser", "dropUser"),
+    ("profile", "enableProfiler"),
 ];
 
 /// One action on the command's collection.

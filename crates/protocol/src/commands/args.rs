@@ -36,6 +36,9 @@ pub struct Request {
     pub sequences: parking_lot::Mutex<Vec<(String, DocSequence)>>,
     /// Stops the command: killOp, maxTimeMS, or the client disconnecting.
     pub interrupt: Arc<hourglass_query::interrupt::Interrupt>,
+    /// The plan a read chose (`COLLSCAN`, `IXSCAN { a: 1 }`), for the slow-operation log
+    /// and the profiler.
+    pub plan_summary: parking_lot::Mutex<Option<String>>,
 }
 
 /// Checks the number of statements in a write command.
@@ -189,6 +192,7 @@ impl Request {
             body,
             sequences: Default::default(),
             interrupt: self.interrupt.clone(),
+            plan_summary: Default::default(),
         }
     }
 
@@ -313,6 +317,16 @@ pub fn as_i64(v: &Bson) -> Option<i64> {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
         Bson::Double(d) if d.fract() == 0.0 && d.is_finite() => Some(*d as i64),
+        _ => None,
+    }
+}
+
+/// A number as f64.
+pub fn as_f64(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
         _ => None,
     }
 }

@@ -119,6 +119,9 @@ pub fn drop(req: &Request) -> CmdResult {
             .drop_collection(&req.db, &buckets.namespace().coll)?;
         return Ok(doc! {"nIndexesWas": 0, "ns": ns});
     }
+    if coll == "system.profile" {
+        req.state.profiler.forget(&req.db);
+    }
     let n_indexes = req
         .state
         .catalog

@@ -56,5 +56,6 @@ fn visible_databases(req: &Request) -> Result<check::Visible, CommandError> {
 
 pub fn drop_database(req: &Request) -> CmdResult {
     req.state.catalog.drop_database(&req.db)?;
+    req.state.profiler.forget(&req.db);
     Ok(doc! {"dropped": &req.db})
 }

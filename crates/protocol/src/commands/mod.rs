@@ -32,6 +32,7 @@ mod out_timeseries;
 mod parameters;
 mod pipeline_context;
 mod planned;
+mod profile;
 mod query_planner;
 mod replication;
 mod request_options;
@@ -47,6 +48,7 @@ mod views;
 pub use args::Request;
 
 use crate::error::{CmdResult, CommandError};
+use crate::profiler::Finished;
 use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 
@@ -300,6 +302,11 @@ pub static COMMANDS: &[Command] = &[
     ),
     cmd("ping", handshake::ping, "Checks that the server answers."),
     cmd(
+        "profile",
+        profile::profile,
+        "Reads or sets the database's profiling level, slowms, sampleRate and filter.",
+    ),
+    cmd(
         "refreshSessions",
         handshake::end_sessions,
         "Keeps logical sessions alive.",
@@ -499,7 +506,7 @@ pub fn dispatch(req: &Request) -> Document {
     req.state
         .top
         .record(&top_ns, &name, writes, elapsed.as_micros() as u64);
-    match result {
+    let reply = match result {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);
@@ -510,7 +517,23 @@ pub fn dispatch(req: &Request) -> Document {
             tracing::debug!(command = %name, error = %e, "command failed");
             e.to_reply()
         }
+    };
+    if req.state.profiler.may_record(elapsed) {
+        let user = req.conn.session.lock().user().map(|u| u.to_string());
+        let op = Finished {
+            db: &req.db,
+            ns: &top_ns,
+            op: kind,
+            command: &req.body,
+            reply: &reply,
+            elapsed,
+            plan_summary: req.plan_summary.lock().take(),
+            client: &req.conn.peer,
+            user,
+        };
+        req.state.profiler.finished(&req.state, &op);
     }
+    reply
 }
 
 /// Sets the deadline of `maxTimeMS` (a non-negative 32-bit count of milliseconds; 0 means

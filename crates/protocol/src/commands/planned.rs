@@ -89,6 +89,22 @@ pub fn regular_read(
     })
 }
 
+/// mongod's one-line plan summary: `COLLSCAN`, `IDHACK` or `IXSCAN { a: 1, b: -1 }`.
+pub fn plan_summary(plan: &Plan) -> String {
+    match &plan.access {
+        Access::CollScan { .. } => "COLLSCAN".to_string(),
+        Access::IdPoint(_) => "IDHACK".to_string(),
+        Access::IndexScan { index, .. } => {
+            let fields: Vec<String> = index
+                .key_pattern()
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            format!("IXSCAN {{ {} }}", fields.join(", "))
+        }
+    }
+}
+
 /// The filter as explain shows it: `{a: {$eq: 1}}`, several fields under `$and`.
 pub fn parsed_query(spec: Option<&Document>) -> Document {
     let Some(spec) = spec else {

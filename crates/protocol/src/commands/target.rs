@@ -102,10 +102,12 @@ impl Target {
             Target::Regular(None) => return Ok((Box::new(std::iter::empty()), false)),
             Target::Regular(Some(c)) => {
                 let read = regular_read(&c, filter, spec, opts)?;
+                *req.plan_summary.lock() = Some(super::planned::plan_summary(&read.plan));
                 let source: DocSource = Box::new(read.source.map(interruptible));
                 return Ok((source, read.plan.provides_sort));
             }
             Target::TimeSeries { buckets, options } => {
+                *req.plan_summary.lock() = Some("COLLSCAN".to_string());
                 let spec = spec.cloned().unwrap_or_default();
                 let plan = TsPlan::filtered_read(&spec, opts.after, &options)?;
                 let ex = store.execute(&buckets, &options, &plan)?;

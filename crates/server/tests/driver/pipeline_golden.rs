@@ -571,9 +571,21 @@ async fn lookup_union_with_out_and_merge() {
         .await;
         assert_eq!(code, 11000);
     }
-    // Writing into a time-series collection is refused.
-    let (code, name) = agg_error(&db, "reg", vec![doc! {"$out": "ts"}]).await;
+    // $merge into a time-series collection is refused; $out replaces its measurements
+    // (MongoDB 7.0.3+).
+    let (code, name) = agg_error(&db, "reg", vec![doc! {"$merge": {"into": "ts"}}]).await;
     assert_eq!((code, name.as_str()), (72, "InvalidOptions"));
+    agg(&db, "reg", &[doc! {"$out": "ts"}]).await.unwrap();
+    let count = |c: &'static str| {
+        let db = db.clone();
+        async move {
+            db.collection::<Document>(c)
+                .count_documents(doc! {})
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(count("ts").await, count("reg").await);
 }
 
 #[tokio::test]
