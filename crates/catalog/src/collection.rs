@@ -248,7 +248,7 @@ pub fn encode(doc: &Document, why: StoreFor) -> Result<Vec<u8>> {
                 "object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}",
                 bytes.len()
             )),
-            StoreFor::Update => CatalogError::Query(hourglass_query::QueryError::Location(
+            StoreFor::Update => CatalogError::Query(hourglass_query::QueryError::Coded(
                 17419,
                 format!("Resulting document after update is larger than {MAX_BSON_OBJECT_SIZE}"),
             )),

@@ -80,37 +80,14 @@ impl CatalogError {
             CatalogError::InvalidIdField(_) => 53,
             CatalogError::BsonObjectTooLarge(_) => 10334,
             CatalogError::Query(q) => q.code(),
-            CatalogError::Storage(e) => e.code().0,
+            CatalogError::Storage(e) => e.code(),
             CatalogError::Corrupt(_) => 1,
         }
     }
 
     /// MongoDB's codeName.
-    pub fn code_name(&self) -> &'static str {
-        match self {
-            CatalogError::NamespaceExists(_) => "NamespaceExists",
-            CatalogError::NamespaceNotFound(_) => "NamespaceNotFound",
-            CatalogError::InvalidNamespace(_) => "InvalidNamespace",
-            CatalogError::DuplicateKey { .. } => "DuplicateKey",
-            CatalogError::CannotCreateIndex(_) => "CannotCreateIndex",
-            CatalogError::AmbiguousIndexKeyPattern(_) => "AmbiguousIndexKeyPattern",
-            CatalogError::InvalidIndexSpecificationOption(_) => "InvalidIndexSpecificationOption",
-            CatalogError::IndexNotFound(_) => "IndexNotFound",
-            CatalogError::IndexKeySpecsConflict(_) => "IndexKeySpecsConflict",
-            CatalogError::IndexOptionsConflict(_) => "IndexOptionsConflict",
-            CatalogError::CannotIndexParallelArrays(_) => "CannotIndexParallelArrays",
-            CatalogError::HashedArray(_) => "Location16766",
-            CatalogError::TypeMismatch(_) => "TypeMismatch",
-            CatalogError::FailedToParse(_) => "FailedToParse",
-            CatalogError::BadValue(_) => "BadValue",
-            CatalogError::InvalidOptions(_) => "InvalidOptions",
-            CatalogError::IllegalOperation(_) => "IllegalOperation",
-            CatalogError::InvalidIdField(_) => "InvalidIdField",
-            CatalogError::BsonObjectTooLarge(_) => "BSONObjectTooLarge",
-            CatalogError::Query(q) => q.code_name(),
-            CatalogError::Storage(e) => e.code().1,
-            CatalogError::Corrupt(_) => "InternalError",
-        }
+    pub fn code_name(&self) -> std::borrow::Cow<'static, str> {
+        hourglass_errors::name(self.code())
     }
 }
 

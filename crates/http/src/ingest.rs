@@ -122,8 +122,9 @@ pub fn run_command(
         .unwrap_or("command failed")
         .to_string();
     Err(match reply.get_i32("code") {
-        Ok(14031) => IngestError::Unavailable(msg),
         Ok(13) => IngestError::Forbidden(msg),
+        // A full disk, or an error MongoDB classes as retriable (shutting down, ...).
+        Ok(c) if c == 14031 || hourglass_errors::is_retriable(c) => IngestError::Unavailable(msg),
         _ => IngestError::Invalid(msg),
     })
 }

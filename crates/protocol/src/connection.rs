@@ -199,12 +199,7 @@ async fn run_watching_client<S: ClientStream>(
             wire::encode_op_msg(
                 next_request_id(),
                 0,
-                &CommandError::new(
-                    1,
-                    "InternalError",
-                    "internal error while running the command",
-                )
-                .to_reply(),
+                &CommandError::new(1, "internal error while running the command").to_reply(),
             )
             .unwrap_or_default(),
         )
@@ -234,11 +229,10 @@ fn handle(
         }
         Err(e) if e.answerable() && header.op_code == wire::OP_MSG => {
             tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "refused OP_MSG content");
-            let (code, name) = e.code();
             wire::encode_op_msg(
                 next_request_id(),
                 header.request_id,
-                &CommandError::new(code, name, e.to_string()).to_reply(),
+                &CommandError::new(e.code(), e.to_string()).to_reply(),
             )
         }
         Err(e) => {
@@ -253,7 +247,7 @@ fn handle(
             match wire::encode_op_msg(
                 next_request_id(),
                 header.request_id,
-                &CommandError::new(10334, "BSONObjectTooLarge", e.to_string()).to_reply(),
+                &CommandError::new(10334, e.to_string()).to_reply(),
             ) {
                 Ok(b) => Outcome::Reply(b),
                 Err(_) => Outcome::Close,
@@ -273,12 +267,7 @@ fn run(
     let db = match body.get("$db") {
         Some(bson::Bson::String(s)) => s.clone(),
         _ => {
-            return CommandError::new(
-                40571,
-                "Location40571",
-                "OP_MSG requests require a $db argument",
-            )
-            .to_reply();
+            return CommandError::new(40571, "OP_MSG requests require a $db argument").to_reply();
         }
     };
     let req = Request {
@@ -313,12 +302,13 @@ fn answer_op_query(
     };
     let name = body.keys().next().cloned().unwrap_or_default();
     if !OP_QUERY_COMMANDS.contains(&name.as_str()) {
-        return doc! {
-            "ok": 0.0,
-            "errmsg": format!("Unsupported OP_QUERY command: {name}. The client driver may require an upgrade."),
-            "code": 352,
-            "codeName": "UnsupportedOpQueryCommand",
-        };
+        return CommandError::new(
+            352,
+            format!(
+                "Unsupported OP_QUERY command: {name}. The client driver may require an upgrade."
+            ),
+        )
+        .to_reply();
     }
     body.insert("$db", db);
     run(state, conn, body, Vec::new(), interrupt)

@@ -61,10 +61,7 @@ pub fn take_batch(
         let max = hourglass_query::limits::MAX_INTERNAL_OBJECT_SIZE;
         if size > max {
             let first = doc.keys().next().cloned().unwrap_or_default();
-            return Err(CommandError::new(
-                10334,
-                "BSONObjectTooLarge",
-                format!("BSONObj size: {size} ({size:#X}) is invalid. Size must be between 0 and {max}(16MB) First element: {first}"),
+            return Err(CommandError::new(10334, format!("BSONObj size: {size} ({size:#X}) is invalid. Size must be between 0 and {max}(16MB) First element: {first}"),
             ));
         }
         if !out.is_empty() && bytes + size > MAX_BATCH_BYTES {

@@ -15,36 +15,36 @@ pub struct CommandError {
 }
 
 impl CommandError {
-    pub fn new(code: i32, code_name: &str, errmsg: impl Into<String>) -> CommandError {
+    /// An error with `code`, named from MongoDB's table (`hourglass_errors`).
+    pub fn new(code: i32, errmsg: impl Into<String>) -> CommandError {
         CommandError {
             code,
-            code_name: code_name.to_string(),
+            code_name: hourglass_errors::name(code).into_owned(),
             errmsg: errmsg.into(),
             extra: None,
         }
     }
 
     pub fn bad_value(msg: impl Into<String>) -> CommandError {
-        CommandError::new(2, "BadValue", msg)
+        CommandError::new(2, msg)
     }
 
     pub fn failed_to_parse(msg: impl Into<String>) -> CommandError {
-        CommandError::new(9, "FailedToParse", msg)
+        CommandError::new(9, msg)
     }
 
     pub fn type_mismatch(msg: impl Into<String>) -> CommandError {
-        CommandError::new(14, "TypeMismatch", msg)
+        CommandError::new(14, msg)
     }
 
     pub fn invalid_options(msg: impl Into<String>) -> CommandError {
-        CommandError::new(72, "InvalidOptions", msg)
+        CommandError::new(72, msg)
     }
 
     /// An IDL-style "unknown field" error (MongoDB's 40415).
     pub fn unknown_field(command: &str, field: &str) -> CommandError {
         CommandError::new(
             40415,
-            "IDLUnknownField",
             format!("BSON field '{command}.{field}' is an unknown field."),
         )
     }
@@ -54,7 +54,6 @@ impl CommandError {
     pub fn missing_field(path: &str) -> CommandError {
         CommandError::new(
             40414,
-            "IDLFailedToParse",
             format!("BSON field '{path}' is missing but a required field"),
         )
     }
@@ -80,7 +79,7 @@ impl CommandError {
 
 impl From<CatalogError> for CommandError {
     fn from(e: CatalogError) -> Self {
-        let mut out = CommandError::new(e.code(), e.code_name(), e.to_string());
+        let mut out = CommandError::new(e.code(), e.to_string());
         if let CatalogError::DuplicateKey {
             key_pattern,
             key_value,
@@ -97,19 +96,19 @@ impl From<CatalogError> for CommandError {
 
 impl From<hourglass_timeseries::StoreError> for CommandError {
     fn from(e: hourglass_timeseries::StoreError) -> Self {
-        CommandError::new(e.code(), e.code_name(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
 impl From<hourglass_timeseries::TsError> for CommandError {
     fn from(e: hourglass_timeseries::TsError) -> Self {
-        CommandError::new(e.code(), e.code_name(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
 impl From<QueryError> for CommandError {
     fn from(e: QueryError) -> Self {
-        CommandError::new(e.code(), e.code_name(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 

@@ -11,8 +11,8 @@
 //!   `planSummary`, `ts`, `client`, `user`). That collection is created capped at 1 MiB and
 //!   kept under that size: the oldest entries go first.
 
-use crate::state::ServerState;
 use bson::{doc, Bson, Document};
+use hourglass_catalog::Catalog;
 use hourglass_query::filter::Filter;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
@@ -117,7 +117,7 @@ impl Profiler {
     }
 
     /// Logs `op` if it is slow and profiles it if its database's level asks for it.
-    pub fn finished(&self, state: &ServerState, op: &Finished<'_>) {
+    pub fn finished(&self, catalog: &Catalog, op: &Finished<'_>) {
         let millis = millis(op.elapsed);
         let settings = self.settings(op.db);
         let entry = profile_entry(op, millis);
@@ -129,7 +129,7 @@ impl Profiler {
             log_slow(&entry);
         }
         if settings.level == 2 || (settings.level == 1 && selected) {
-            if let Err(e) = self.write(state, op.db, entry) {
+            if let Err(e) = self.write(catalog, op.db, entry) {
                 tracing::warn!(db = op.db, error = %e, "writing to system.profile failed");
             }
         }
@@ -137,13 +137,12 @@ impl Profiler {
 
     /// Appends `entry` to `db.system.profile` and drops the oldest entries past
     /// [`PROFILE_BYTES`].
-    fn write(&self, state: &ServerState, db: &str, entry: Document) -> Result<(), String> {
-        let c = match state.catalog.get(db, "system.profile") {
+    fn write(&self, catalog: &Catalog, db: &str, entry: Document) -> Result<(), String> {
+        let c = match catalog.get(db, "system.profile") {
             Some(c) => c,
             None => {
                 let options = doc! {"capped": true, "size": PROFILE_BYTES as i64};
-                let (c, _) = state
-                    .catalog
+                let (c, _) = catalog
                     .create(db, "system.profile", options)
                     .map_err(|e| e.to_string())?;
                 c

@@ -39,12 +39,13 @@ impl StorageError {
         false
     }
 
-    /// MongoDB's code and codeName: 14031 OutOfDiskSpace for a full disk, else 1.
-    pub fn code(&self) -> (i32, &'static str) {
-        if self.is_out_of_space() {
-            (14031, "OutOfDiskSpace")
-        } else {
-            (1, "InternalError")
+    /// MongoDB's code: 14031 OutOfDiskSpace for a full disk, 98 DBPathInUse, else 1
+    /// InternalError.
+    pub fn code(&self) -> i32 {
+        match self {
+            _ if self.is_out_of_space() => 14031,
+            StorageError::DbPathInUse(_) => 98,
+            _ => 1,
         }
     }
 }

@@ -859,7 +859,7 @@ mod tests {
         assert_eq!(out.inserted, 1);
         assert_eq!(out.errors.len(), 1);
         let (i, e) = &out.errors[0];
-        assert_eq!((*i, e.code(), e.code_name()), (1, 2, "BadValue"));
+        assert_eq!((*i, e.code(), &*e.code_name()), (1, 2, "BadValue"));
         assert_eq!(
             e.message(),
             "'t' must be present and contain a valid BSON UTC datetime value"

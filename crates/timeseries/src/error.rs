@@ -43,16 +43,8 @@ impl TsError {
     }
 
     /// MongoDB's code name.
-    pub fn code_name(&self) -> &'static str {
-        match self {
-            TsError::BadValue(_) => "BadValue",
-            TsError::TypeMismatch(_) => "TypeMismatch",
-            TsError::CorruptBucket(_) => "InvalidBSON",
-            TsError::InvalidOptions(_) => "InvalidOptions",
-            TsError::TooLarge(_) => "BSONObjectTooLarge",
-            TsError::MissingField(_) => "IDLFailedToParse",
-            TsError::UnknownField(_) => "IDLUnknownField",
-        }
+    pub fn code_name(&self) -> std::borrow::Cow<'static, str> {
+        hourglass_errors::name(self.code())
     }
 
     /// The error message (`errmsg`).
@@ -81,7 +73,7 @@ mod tests {
     fn every_variant_has_code_and_name() {
         let e = TsError::MissingField("x".into());
         assert_eq!(
-            (e.code(), e.code_name(), e.message()),
+            (e.code(), &*e.code_name(), e.message()),
             (40414, "IDLFailedToParse", "x")
         );
         assert_eq!(TsError::InvalidOptions(String::new()).code(), 72);

@@ -100,17 +100,8 @@ impl IndexSpecError {
     }
 
     /// MongoDB's code name.
-    pub fn code_name(&self) -> &'static str {
-        match self {
-            IndexSpecError::BadValue(_) => "BadValue",
-            IndexSpecError::IndexNotFound(_) => "IndexNotFound",
-            IndexSpecError::CannotCreateIndex(_) => "CannotCreateIndex",
-            IndexSpecError::InvalidOptions(_) => "InvalidOptions",
-            IndexSpecError::IndexOptionsConflict(_) => "IndexOptionsConflict",
-            IndexSpecError::NotAnObject(_) => "Location10065",
-            IndexSpecError::PartialFilter(_) => "Location5916301",
-            IndexSpecError::WildcardMeasurement(_) => "Location7246201",
-        }
+    pub fn code_name(&self) -> std::borrow::Cow<'static, str> {
+        hourglass_errors::name(self.code())
     }
 
     /// The error message (`errmsg`).

@@ -12,7 +12,7 @@ use hourglass_query::error::{render_doc, QueryError};
 use hourglass_query::geo::{cells, shape};
 
 fn error(code: i32, msg: String) -> CatalogError {
-    CatalogError::Query(QueryError::Location(code, msg))
+    CatalogError::Query(QueryError::Coded(code, msg))
 }
 
 /// The cells `doc` has under geo field `part`, or None when the field is absent (the

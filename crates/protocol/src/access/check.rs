@@ -441,11 +441,7 @@ fn pipeline_needs(db: &str, pipeline: &[Bson], out: &mut Vec<(&'static str, Tgt)
 }
 
 fn unauthenticated(name: &str) -> CommandError {
-    CommandError::new(
-        13,
-        "Unauthorized",
-        format!("command {name} requires authentication"),
-    )
+    CommandError::new(13, format!("command {name} requires authentication"))
 }
 
 /// Fields MongoDB shows as "xxx" when it prints a refused command.
@@ -462,7 +458,6 @@ pub fn unauthorized(db: &str, body: &Document) -> CommandError {
     }
     CommandError::new(
         13,
-        "Unauthorized",
         format!(
             "not authorized on {db} to execute command {}",
             hourglass_query::error::render_doc(&shown)

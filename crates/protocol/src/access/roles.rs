@@ -20,7 +20,7 @@ pub struct Resolved {
 }
 
 pub fn role_not_found(name: &Name) -> CommandError {
-    CommandError::new(31, "RoleNotFound", format!("Could not find role: {name}"))
+    CommandError::new(31, format!("Could not find role: {name}"))
 }
 
 /// Whether role `name` exists (built in or stored).

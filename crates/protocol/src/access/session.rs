@@ -52,7 +52,7 @@ impl Session {
                 } else {
                     (5626701, format!("Each client connection may only be authenticated once. Previously authenticated as: {current}"))
                 };
-                return Err(CommandError::new(code, &format!("Location{code}"), msg));
+                return Err(CommandError::new(code, msg));
             }
             return Ok(());
         }

@@ -79,7 +79,6 @@ pub fn check_statements(
 fn batch_len_error(n: usize) -> CommandError {
     CommandError::new(
         16,
-        "InvalidLength",
         format!("Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} operations."),
     )
 }
@@ -144,7 +143,6 @@ impl Request {
         if self.db != "admin" {
             return Err(CommandError::new(
                 13,
-                "Unauthorized",
                 format!(
                     "{} may only be run against the admin database.",
                     self.command_name()
@@ -164,12 +162,10 @@ impl Request {
             Some((_, Bson::String(s))) if !s.is_empty() => Ok(s.clone()),
             Some((_, Bson::String(_))) => Err(CommandError::new(
                 73,
-                "InvalidNamespace",
                 format!("Invalid namespace specified '{}.'", self.db),
             )),
             Some((_, v)) => Err(CommandError::new(
                 73,
-                "InvalidNamespace",
                 format!("collection name has invalid type {}", type_name(v)),
             )),
             None => Err(CommandError::failed_to_parse("empty command")),
@@ -265,7 +261,7 @@ impl Request {
                 .iter()
                 .map(|d| {
                     RawDocumentBuf::from_document(d)
-                        .map_err(|e| CommandError::new(22, "InvalidBSON", e.to_string()))
+                        .map_err(|e| CommandError::new(22, e.to_string()))
                 })
                 .collect::<Result<_, _>>()
                 .map(InsertDocuments::Body);
@@ -280,10 +276,9 @@ impl Request {
             let seq = sequences.swap_remove(pos).1;
             drop(sequences);
             check_batch_len_below(seq.len(), max)?;
-            return seq.decode().map_err(|e| {
-                let (code, name) = e.code();
-                CommandError::new(code, name, e.to_string())
-            });
+            return seq
+                .decode()
+                .map_err(|e| CommandError::new(e.code(), e.to_string()));
         }
         drop(sequences);
         match self.body.get(field) {

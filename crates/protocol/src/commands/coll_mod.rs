@@ -32,7 +32,6 @@ pub fn coll_mod(req: &Request) -> CmdResult {
         Target::Regular(None) => {
             return Err(CommandError::new(
                 26,
-                "NamespaceNotFound",
                 format!("ns does not exist: {}.{coll}", req.db),
             ))
         }

@@ -17,7 +17,6 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
         Target::Regular(None) => {
             return Err(CommandError::new(
                 26,
-                "NamespaceNotFound",
                 format!("Collection [{ns}] not found."),
             ));
         }

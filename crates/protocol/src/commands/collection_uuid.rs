@@ -54,11 +54,7 @@ pub fn check(req: &Request, command: &str) -> Result<(), CommandError> {
         Some(n) => Bson::String(n),
         None => Bson::Null,
     };
-    let mut e = CommandError::new(
-        361,
-        "CollectionUUIDMismatch",
-        "Collection UUID does not match that specified",
-    );
+    let mut e = CommandError::new(361, "Collection UUID does not match that specified");
     e.extra = Some(Box::new(doc! {
         "db": &req.db,
         "collectionUUID": Bson::Binary(uuid),

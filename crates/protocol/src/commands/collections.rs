@@ -49,7 +49,6 @@ pub fn create(req: &Request) -> CmdResult {
     if super::views::is_view(req, &coll)? {
         return Err(CommandError::new(
             48,
-            "NamespaceExists",
             format!("Namespace {}.{coll} already exists", req.db),
         ));
     }
@@ -64,7 +63,6 @@ pub fn create(req: &Request) -> CmdResult {
     if let Target::TimeSeries { .. } = Target::resolve(req, &coll) {
         return Err(CommandError::new(
             48,
-            "NamespaceExists",
             format!(
                 "namespace {}.{coll} already exists, but is a time-series collection",
                 req.db
@@ -140,7 +138,6 @@ fn split_ns(req: &Request, field: &str) -> Result<Namespace, CommandError> {
             Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok(Namespace::new(db, coll)),
             _ => Err(CommandError::new(
                 73,
-                "InvalidNamespace",
                 format!("Invalid namespace specified '{s}'"),
             )),
         },
@@ -160,7 +157,6 @@ pub fn rename_collection(req: &Request) -> CmdResult {
     if super::views::is_view_in(&req.state.catalog, &from.db, &from.coll)? {
         return Err(CommandError::new(
             166,
-            "CommandNotSupportedOnView",
             format!("cannot rename view: {}.{}", from.db, from.coll),
         ));
     }
@@ -173,7 +169,6 @@ pub fn rename_collection(req: &Request) -> CmdResult {
     {
         return Err(CommandError::new(
             20,
-            "IllegalOperation",
             format!(
                 "Renaming a time-series collection is not allowed: {}.{}",
                 from.db, from.coll

@@ -13,15 +13,11 @@ use hourglass_catalog::index::spec::IndexSpec;
 use hourglass_catalog::DropIndexes;
 
 fn not_found() -> CommandError {
-    CommandError::new(26, "NamespaceNotFound", "collection does not exist")
+    CommandError::new(26, "collection does not exist")
 }
 
 fn on_view(what: &str) -> CommandError {
-    CommandError::new(
-        166,
-        "CommandNotSupportedOnView",
-        format!("can't {what} a view"),
-    )
+    CommandError::new(166, format!("can't {what} a view"))
 }
 
 pub fn compact(req: &Request) -> CmdResult {

@@ -44,7 +44,6 @@ pub fn stage_input(
     if req.db != "admin" || !collectionless {
         return Err(CommandError::new(
             73,
-            "InvalidNamespace",
             "$currentOp must be run against the 'admin' database with {aggregate: 1}",
         ));
     }
@@ -87,13 +86,7 @@ pub fn stage_input(
 pub fn kill_op(req: &Request) -> CmdResult {
     req.admin_only()?;
     let opid = match req.body.get("op") {
-        None => {
-            return Err(CommandError::new(
-                4,
-                "NoSuchKey",
-                "Missing expected field \"op\"",
-            ))
-        }
+        None => return Err(CommandError::new(4, "Missing expected field \"op\"")),
         Some(v) => super::args::as_i64(v).ok_or_else(|| req.wrong_type("op", v, "long"))?,
     };
     if let Ok(opid) = u64::try_from(opid) {

@@ -47,7 +47,6 @@ fn visible_databases(req: &Request) -> Result<check::Visible, CommandError> {
     if all_asked && !req.allowed("listDatabases", Tgt::Cluster)? {
         return Err(CommandError::new(
             13,
-            "Unauthorized",
             "Insufficient permissions to list all databases",
         ));
     }

@@ -63,7 +63,6 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
         _ => {
             return Err(CommandError::new(
                 73,
-                "InvalidNamespace",
                 "explain: the inner command must name a collection",
             ))
         }
@@ -121,7 +120,6 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
         other => {
             return Err(CommandError::new(
                 59,
-                "CommandNotFound",
                 format!("Explain failed due to unknown command: {other}"),
             ))
         }

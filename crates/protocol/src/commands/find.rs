@@ -183,21 +183,15 @@ pub fn get_more(req: &Request) -> CmdResult {
         None => return Err(CommandError::missing_field("getMore.collection")),
     };
     let ns = format!("{}.{coll}", req.db);
-    let not_found = || CommandError::new(43, "CursorNotFound", format!("cursor id {id} not found"));
+    let not_found = || CommandError::new(43, format!("cursor id {id} not found"));
     match req.state.cursors.describe(id) {
         None => return Err(not_found()),
         Some((cursor_ns, _)) if cursor_ns != ns => {
-            return Err(CommandError::new(
-                13,
-                "Unauthorized",
-                format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor_ns}"),
+            return Err(CommandError::new(13, format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor_ns}"),
             ))
         }
         Some((_, owner)) if owner != req.cursor_owner() => {
-            return Err(CommandError::new(
-                13,
-                "Unauthorized",
-                format!("cursor id {id} was not created by the authenticated user"),
+            return Err(CommandError::new(13, format!("cursor id {id} was not created by the authenticated user"),
             ))
         }
         Some(_) => {}

@@ -69,11 +69,7 @@ pub fn fsync_unlock(req: &Request) -> CmdResult {
     req.admin_only()?;
     req.check_fields(&[])?;
     match req.state.write_gate.unlock() {
-        None => Err(CommandError::new(
-            125,
-            "CommandFailed",
-            "fsyncUnlock called when not locked",
-        )),
+        None => Err(CommandError::new(125, "fsyncUnlock called when not locked")),
         Some(n) => {
             tracing::info!(lock_count = n, "fsyncUnlock");
             Ok(doc! {"info": "fsyncUnlock completed", "lockCount": n as i64})

@@ -43,10 +43,7 @@ pub fn geo_paths(req: &Request, coll: &str) -> Result<Vec<String>, CommandError>
 }
 
 fn no_index(req: &Request, coll: &str) -> CommandError {
-    CommandError::new(
-        291,
-        "NoQueryExecutionPlans",
-        format!(
+    CommandError::new(291, format!(
             "error processing query: ns={}.{coll} planner returned error :: caused by :: unable to find index for $geoNear query",
             req.db
         ),
@@ -54,7 +51,7 @@ fn no_index(req: &Request, coll: &str) -> CommandError {
 }
 
 fn index_not_found(msg: String) -> CommandError {
-    CommandError::new(27, "IndexNotFound", msg)
+    CommandError::new(27, msg)
 }
 
 /// Checks that `path` of `coll` has a geo index, for `$near`/`$nearSphere`.
@@ -69,7 +66,7 @@ pub fn require(req: &Request, coll: &str, path: &str) -> Result<(), CommandError
 /// `key`, with the filter in a following `$match` rather than `query`, and without
 /// `includeLocs`.
 fn check_time_series(spec: &Document) -> Result<(), CommandError> {
-    let refuse = |code: i32, msg: &str| CommandError::new(code, &format!("Location{code}"), msg);
+    let refuse = |code: i32, msg: &str| CommandError::new(code, msg);
     if !spec.contains_key("key") {
         return Err(refuse(
             5892921,
@@ -146,7 +143,6 @@ pub fn resolve_geo_near_key(
     if let Target::Regular(None) = Target::resolve(req, coll) {
         return Err(CommandError::new(
             26,
-            "NamespaceNotFound",
             format!(
                 "$geoNear requires a geo index to run, but {}.{coll} does not exist",
                 req.db

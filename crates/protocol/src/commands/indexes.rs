@@ -13,11 +13,7 @@ use hourglass_catalog::index::IndexSpec;
 use hourglass_catalog::{Collection, DropIndexes};
 
 fn not_found(req: &Request, coll: &str) -> CommandError {
-    CommandError::new(
-        26,
-        "NamespaceNotFound",
-        format!("ns does not exist: {}.{coll}", req.db),
-    )
+    CommandError::new(26, format!("ns does not exist: {}.{coll}", req.db))
 }
 
 /// The `listIndexes` documents of a regular collection: `_id_` then the secondary ones.
@@ -60,10 +56,7 @@ pub fn create_indexes(req: &Request) -> CmdResult {
             .collect::<Result<Vec<_>, _>>()?;
         for d in &docs {
             if !d.contains_key("name") {
-                return Err(CommandError::new(
-                    67,
-                    "CannotCreateIndex",
-                    format!("Error in specification {d} :: caused by :: The 'name' field is a required property of an index specification"),
+                return Err(CommandError::new(67, format!("Error in specification {d} :: caused by :: The 'name' field is a required property of an index specification"),
                 ));
             }
         }
@@ -132,7 +125,6 @@ pub fn drop_indexes(req: &Request) -> CmdResult {
         ),
         Target::Regular(None) => Err(CommandError::new(
             26,
-            "NamespaceNotFound",
             format!("ns not found {}.{coll}", req.db),
         )),
         Target::Regular(Some(_)) => {
@@ -182,7 +174,6 @@ pub fn validate(req: &Request) -> CmdResult {
         Target::Regular(None) => {
             return Err(CommandError::new(
                 26,
-                "NamespaceNotFound",
                 format!("Collection '{}.{coll}' does not exist to validate.", req.db),
             ))
         }

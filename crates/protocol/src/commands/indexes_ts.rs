@@ -14,7 +14,7 @@ use hourglass_timeseries::{TimeseriesOptions, TimeseriesStore};
 
 impl From<IndexSpecError> for CommandError {
     fn from(e: IndexSpecError) -> Self {
-        CommandError::new(e.code(), e.code_name(), e.message())
+        CommandError::new(e.code(), e.message())
     }
 }
 
@@ -69,17 +69,11 @@ pub fn create(
             .find(|s| s.get_str("name") == Ok(name.as_str()))
         {
             if !same_key(&key_of(existing), &key) {
-                return Err(CommandError::new(
-                    86,
-                    "IndexKeySpecsConflict",
-                    format!("An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {spec}, existing index: {existing}"),
+                return Err(CommandError::new(86, format!("An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {spec}, existing index: {existing}"),
                 ));
             }
             if options_of_spec(existing) != options_of_spec(&bucket_spec) {
-                return Err(CommandError::new(
-                    85,
-                    "IndexOptionsConflict",
-                    format!("An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {existing}"),
+                return Err(CommandError::new(85, format!("An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {existing}"),
                 ));
             }
             continue;
@@ -89,7 +83,6 @@ pub fn create(
         }) {
             return Err(CommandError::new(
                 85,
-                "IndexOptionsConflict",
                 format!(
                     "Index already exists with a different name: {}",
                     existing.get_str("name").unwrap_or_default()
@@ -171,13 +164,7 @@ fn position(
         Bson::String(name) => specs
             .iter()
             .position(|s| s.get_str("name") == Ok(name.as_str()))
-            .ok_or_else(|| {
-                CommandError::new(
-                    27,
-                    "IndexNotFound",
-                    format!("index not found with name [{name}]"),
-                )
-            }),
+            .ok_or_else(|| CommandError::new(27, format!("index not found with name [{name}]"))),
         Bson::Document(key) => {
             let bucket_key = if view {
                 to_bucket_key_for(options, key, usage)?
@@ -187,13 +174,7 @@ fn position(
             specs
                 .iter()
                 .position(|s| same_key(&key_of(s), &bucket_key))
-                .ok_or_else(|| {
-                    CommandError::new(
-                        27,
-                        "IndexNotFound",
-                        format!("can't find index with key: {key}"),
-                    )
-                })
+                .ok_or_else(|| CommandError::new(27, format!("can't find index with key: {key}")))
         }
         _ => Err(CommandError::type_mismatch(
             "index must be a name or a key pattern",

@@ -5,22 +5,6 @@ use super::Request;
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Document, RawDocument};
-use hourglass_catalog::CatalogError;
-
-/// One entry of `writeErrors`.
-pub fn write_error(index: usize, e: &CatalogError) -> Document {
-    let mut d = doc! {"index": index as i32, "code": e.code(), "codeName": e.code_name(), "errmsg": e.to_string()};
-    if let CatalogError::DuplicateKey {
-        key_pattern,
-        key_value,
-        ..
-    } = e
-    {
-        d.insert("keyPattern", key_pattern.as_ref().clone());
-        d.insert("keyValue", key_value.as_ref().clone());
-    }
-    d
-}
 
 /// MongoDB's refusal of a document with two top-level `_id` fields (time-series
 /// measurements get it from the bucket catalog).
@@ -65,14 +49,14 @@ pub fn insert(req: &Request) -> CmdResult {
                         return Err(CommandError::bad_value(MULTIPLE_IDS));
                     }
                     bson::from_slice::<Document>(raw.as_bytes())
-                        .map_err(|e| CommandError::new(22, "InvalidBSON", e.to_string()))
+                        .map_err(|e| CommandError::new(22, e.to_string()))
                 });
                 let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
                 let out = collection.insert(docs, ordered);
                 let errors = out
                     .errors
-                    .iter()
-                    .map(|(j, e)| write_error(statement(&index_of, *j), e))
+                    .into_iter()
+                    .map(|(j, e)| CommandError::from(e).write_error(statement(&index_of, j)))
                     .collect();
                 (out.inserted, errors, refused)
             }

@@ -21,7 +21,6 @@ pub fn check_spec(stage: &Document) -> Result<(), CommandError> {
         Some(Bson::Document(d)) if d.is_empty() => Ok(()),
         _ => Err(CommandError::new(
             6200600,
-            "Location6200600",
             "The $listCatalog stage specification must be an empty object",
         )),
     }
@@ -34,10 +33,7 @@ pub fn entries(req: &Request, coll: Option<&str>) -> Result<Vec<Document>, Comma
         Some(_) => vec![req.db.clone()],
         None if req.db == "admin" => req.state.catalog.database_names(),
         None => {
-            return Err(CommandError::new(
-                73,
-                "InvalidNamespace",
-                "Collectionless $listCatalog must be run against the 'admin' database with {aggregate: 1}",
+            return Err(CommandError::new(73, "Collectionless $listCatalog must be run against the 'admin' database with {aggregate: 1}",
             ))
         }
     };

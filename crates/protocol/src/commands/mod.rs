@@ -440,8 +440,7 @@ pub fn dispatch(req: &Request) -> Document {
         return CommandError::failed_to_parse("empty command document").to_reply();
     };
     let Some(command) = lookup(&name) else {
-        return CommandError::new(59, "CommandNotFound", format!("no such command: '{name}'"))
-            .to_reply();
+        return CommandError::new(59, format!("no such command: '{name}'")).to_reply();
     };
     if !command.crud {
         OpCounters::add(&req.state.opcounters.command, 1);
@@ -491,7 +490,6 @@ pub fn dispatch(req: &Request) -> Document {
     if writes && !req.state.write_gate.wait_open(Some(&req.interrupt)) {
         return CommandError::new(
             11601,
-            "Interrupted",
             "operation was interrupted while waiting for fsyncUnlock",
         )
         .to_reply();
@@ -531,7 +529,7 @@ pub fn dispatch(req: &Request) -> Document {
             client: &req.conn.peer,
             user,
         };
-        req.state.profiler.finished(&req.state, &op);
+        req.state.profiler.finished(&req.state.catalog, &op);
     }
     reply
 }
@@ -560,14 +558,9 @@ fn apply_max_time(req: &Request) -> Result<(), CommandError> {
         }
         Some(_) => Err(CommandError::new(
             2,
-            "BadValue",
             format!("{v} value for maxTimeMS is out of range [0, 2147483647]"),
         )),
-        None => Err(CommandError::new(
-            2,
-            "BadValue",
-            "maxTimeMS must be a number",
-        )),
+        None => Err(CommandError::new(2, "maxTimeMS must be a number")),
     }
 }
 

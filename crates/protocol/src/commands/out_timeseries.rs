@@ -30,15 +30,11 @@ pub fn replace(
     if spec.is_some() && super::views::is_view_in(catalog, db, coll)? {
         return Err(CommandError::new(
             7268703,
-            "Location7268703",
             format!("Cannot create a time-series collection over the view {ns}"),
         ));
     }
     if spec.is_some() && catalog.get(db, coll).is_some() {
-        return Err(CommandError::new(
-            7268700,
-            "Location7268700",
-            format!("Cannot create a time-series collection from the existing non time-series collection {ns}"),
+        return Err(CommandError::new(7268700, format!("Cannot create a time-series collection from the existing non time-series collection {ns}"),
         ));
     }
     let given = spec
@@ -51,10 +47,7 @@ pub fn replace(
     let (stored, options, indexes) = match (&existing, given) {
         (Some((current, b)), given) => {
             if given.is_some_and(|g| !same_layout(&g, current)) {
-                return Err(CommandError::new(
-                    7406103,
-                    "Location7406103",
-                    format!("Time-series options given to $out do not match those of the existing collection {ns}"),
+                return Err(CommandError::new(7406103, format!("Time-series options given to $out do not match those of the existing collection {ns}"),
                 ));
             }
             let specs = TimeseriesStore::index_specs(b, current)?;
@@ -64,7 +57,6 @@ pub fn replace(
         (None, None) => {
             return Err(CommandError::new(
                 26,
-                "NamespaceNotFound",
                 format!("{ns} is not a time-series collection"),
             ))
         }

@@ -69,41 +69,12 @@ impl<'a> CatalogContext<'a> {
     }
 }
 
-/// Code names of the errors a catalog read can raise, as `'static` strings.
-fn static_name(name: &str) -> &'static str {
-    const NAMES: &[&str] = &[
-        "BadValue",
-        "NamespaceNotFound",
-        "NamespaceExists",
-        "InvalidNamespace",
-        "IllegalOperation",
-        "DuplicateKey",
-        "InternalError",
-        "InvalidOptions",
-        "TypeMismatch",
-        "FailedToParse",
-        "CommandNotSupportedOnView",
-        "ViewDepthLimitExceeded",
-        "IDLUnknownField",
-        "IDLFailedToParse",
-        "OutOfDiskSpace",
-        "Location7268700",
-        "Location7268703",
-        "Location7406103",
-    ];
-    NAMES
-        .iter()
-        .find(|n| **n == name)
-        .copied()
-        .unwrap_or("UnknownError")
-}
-
 fn from_command(e: CommandError) -> QueryError {
-    QueryError::Foreign(e.code, static_name(&e.code_name), e.errmsg)
+    QueryError::Coded(e.code, e.errmsg)
 }
 
 fn from_catalog(e: CatalogError) -> QueryError {
-    QueryError::Foreign(e.code(), e.code_name(), e.to_string())
+    QueryError::Coded(e.code(), e.to_string())
 }
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);

@@ -13,7 +13,6 @@ pub fn profile(req: &Request) -> CmdResult {
         _ => {
             return Err(CommandError::new(
                 2,
-                "BadValue",
                 format!(
                     "Invalid profiling level: {}; it must be -1 (read the settings), 0, 1 or 2",
                     req.body
@@ -37,7 +36,6 @@ pub fn profile(req: &Request) -> CmdResult {
             _ => {
                 return Err(CommandError::new(
                     2,
-                    "BadValue",
                     "'sampleRate' must be between 0.0 and 1.0 inclusive",
                 ))
             }

@@ -5,9 +5,5 @@ use super::Request;
 use crate::error::{CmdResult, CommandError};
 
 pub fn not_replica_set(_req: &Request) -> CmdResult {
-    Err(CommandError::new(
-        76,
-        "NoReplicationEnabled",
-        "not running with --replSet",
-    ))
+    Err(CommandError::new(76, "not running with --replSet"))
 }

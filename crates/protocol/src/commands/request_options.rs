@@ -29,7 +29,6 @@ const LET_COMMANDS: &[&str] = &[
 fn no_transactions() -> CommandError {
     CommandError::new(
         20,
-        "IllegalOperation",
         "Transaction numbers are only allowed on a replica set member or mongos",
     )
 }

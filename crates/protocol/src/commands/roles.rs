@@ -15,7 +15,7 @@ use hourglass_auth::builtin_roles;
 use hourglass_auth::privilege::{self, Privilege};
 
 fn invalid_modification(msg: String) -> CommandError {
-    CommandError::new(49, "InvalidRoleModification", msg)
+    CommandError::new(49, msg)
 }
 
 /// A role outside `admin` may only hold roles and privileges of its own database.
@@ -88,7 +88,6 @@ pub fn create_role(req: &Request) -> CmdResult {
     {
         return Err(CommandError::new(
             238,
-            "NotImplemented",
             "authenticationRestrictions are not supported by this server",
         ));
     }
@@ -103,7 +102,6 @@ pub fn create_role(req: &Request) -> CmdResult {
     if store::get(&req.state, Kind::Role, &name)?.is_some() {
         return Err(CommandError::new(
             51002,
-            "Location51002",
             format!("Role \"{name}\" already exists"),
         ));
     }
@@ -137,7 +135,7 @@ fn stored_role(
 }
 
 fn role_missing(name: &Name) -> CommandError {
-    CommandError::new(31, "RoleNotFound", format!("Role {name} not found"))
+    CommandError::new(31, format!("Role {name} not found"))
 }
 
 /// Writes role `doc` with new privileges and roles, after the scope and cycle checks.
@@ -353,7 +351,6 @@ pub fn roles_info(req: &Request) -> CmdResult {
             if show == ShowPrivileges::AsUserFragment {
                 return Err(CommandError::new(
                     20,
-                    "IllegalOperation",
                     "Cannot get user fragment for all roles in a database",
                 ));
             }

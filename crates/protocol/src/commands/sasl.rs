@@ -18,7 +18,7 @@ pub const X509: &str = "MONGODB-X509";
 const CONVERSATION_ID: i32 = 1;
 
 fn auth_failed() -> CommandError {
-    CommandError::new(18, "AuthenticationFailed", "Authentication failed.")
+    CommandError::new(18, "Authentication failed.")
 }
 
 /// Fails the attempt: logged with the real reason, answered with the generic one after
@@ -77,7 +77,6 @@ fn credential(
 fn not_enabled(name: &str) -> CommandError {
     CommandError::new(
         334,
-        "MechanismUnavailable",
         format!("Received authentication for mechanism {name} which is not enabled"),
     )
 }
@@ -96,7 +95,6 @@ fn mechanism_of(body: &Document, db: &str) -> Result<Mechanism, CommandError> {
     if name == X509 || (db == "$external" && Mechanism::parse(name).is_some()) {
         return Err(CommandError::new(
             334,
-            "MechanismUnavailable",
             format!("Unsupported mechanism '{name}' on authentication database '{db}'"),
         ));
     }
@@ -158,18 +156,10 @@ pub fn sasl_continue(req: &Request) -> CmdResult {
     };
     let message = payload(&req.body, "saslContinue")?;
     let Some(mut conv) = req.conn.session.lock().take_conversation() else {
-        return Err(CommandError::new(
-            17,
-            "ProtocolError",
-            "No SASL session state found",
-        ));
+        return Err(CommandError::new(17, "No SASL session state found"));
     };
     if id != i64::from(CONVERSATION_ID) {
-        return Err(CommandError::new(
-            17,
-            "ProtocolError",
-            "sasl: Mismatched conversation id",
-        ));
+        return Err(CommandError::new(17, "sasl: Mismatched conversation id"));
     }
     let mechanism = conv.mechanism.name();
     let reply = |done: bool, bytes: Vec<u8>| {
@@ -234,7 +224,6 @@ fn x509(req: &Request, db: &str, body: &Document) -> CmdResult {
     if db != "$external" {
         return Err(CommandError::new(
             17,
-            "ProtocolError",
             "X.509 authentication must always use the $external database.",
         ));
     }
@@ -250,7 +239,6 @@ fn x509(req: &Request, db: &str, body: &Document) -> CmdResult {
     if store::get(&req.state, Kind::User, &name)?.is_none() {
         return Err(CommandError::new(
             11,
-            "UserNotFound",
             format!("Could not find user \"{subject}\" for db \"$external\""),
         ));
     }
@@ -323,7 +311,6 @@ pub fn speculative(req: &Request) -> Result<Option<Document>, CommandError> {
         other => {
             return Err(CommandError::new(
                 51769,
-                "Location51769",
                 format!("hello.speculativeAuthenticate unknown command: {other}"),
             ))
         }

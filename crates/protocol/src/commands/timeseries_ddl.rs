@@ -52,7 +52,6 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
         if let Target::Regular(Some(_)) = Target::resolve(req, coll) {
             return Err(CommandError::new(
                 48,
-                "NamespaceExists",
                 format!("Collection {ns} already exists."),
             ));
         }
@@ -62,7 +61,6 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
         Ok(_) => Ok(Document::new()),
         Err(CatalogError::NamespaceExists(_)) => Err(CommandError::new(
             48,
-            "NamespaceExists",
             format!("A timeseries collection already exists. NS: {ns}"),
         )),
         Err(e) => Err(e.into()),

@@ -78,7 +78,6 @@ fn check_restrictions(req: &Request) -> Result<(), CommandError> {
         Some(Bson::Array(a)) if a.is_empty() => Ok(()),
         Some(_) => Err(CommandError::new(
             238,
-            "NotImplemented",
             "authenticationRestrictions are not supported by this server",
         )),
     }
@@ -138,7 +137,6 @@ fn new_user_id() -> Bson {
 fn user_not_found_for_db(name: &Name) -> CommandError {
     CommandError::new(
         11,
-        "UserNotFound",
         format!(
             "Could not find user \"{}\" for db \"{}\"",
             name.name, name.db
@@ -200,7 +198,6 @@ pub fn create_user(req: &Request) -> CmdResult {
     if store::get(&req.state, Kind::User, &name)?.is_some() {
         return Err(CommandError::new(
             51003,
-            "Location51003",
             format!("User \"{name}\" already exists"),
         ));
     }
@@ -246,11 +243,7 @@ pub fn update_user(req: &Request) -> CmdResult {
         ));
     }
     let Some(mut user) = store::get(&req.state, Kind::User, &name)? else {
-        return Err(CommandError::new(
-            11,
-            "UserNotFound",
-            format!("User {name} not found"),
-        ));
+        return Err(CommandError::new(11, format!("User {name} not found")));
     };
     match (&password, &mechanisms) {
         (Some(p), m) => {
@@ -295,11 +288,7 @@ pub fn drop_user(req: &Request) -> CmdResult {
     let name = Name::new(name_arg(req)?, &req.db);
     let n = store::delete(&req.state, Kind::User, &doc! {"_id": name.id()})?;
     if n == 0 {
-        return Err(CommandError::new(
-            11,
-            "UserNotFound",
-            format!("User '{name}' not found"),
-        ));
+        return Err(CommandError::new(11, format!("User '{name}' not found")));
     }
     Ok(Document::new())
 }
@@ -433,7 +422,6 @@ pub fn users_info(req: &Request) -> CmdResult {
     {
         return Err(CommandError::new(
             20,
-            "IllegalOperation",
             "Privilege or restriction details require exact-match usersInfo queries",
         ));
     }

@@ -66,11 +66,7 @@ const FIND_ONLY: &[&str] = &[
 /// A find with `showRecordId` on a view (time-series collections included): MongoDB runs
 /// it as an aggregation, which has no record ids.
 pub fn show_record_id_error() -> CommandError {
-    CommandError::new(
-        168,
-        "InvalidPipelineOperator",
-        "Option showRecordId not supported in aggregation.",
-    )
+    CommandError::new(168, "Option showRecordId not supported in aggregation.")
 }
 
 /// `find` on a view: `$match`, `$sort`, `$skip`, `$limit` and `$project` after the

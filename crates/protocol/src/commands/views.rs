@@ -58,7 +58,6 @@ pub fn is_view_in(
 fn depth_error() -> CommandError {
     CommandError::new(
         165,
-        "ViewDepthLimitExceeded",
         format!("View depth too deep or view cycle detected. Maximum depth is {MAX_DEPTH}"),
     )
 }
@@ -95,7 +94,6 @@ pub fn refuse_on_view(req: &Request, coll: &str) -> Result<(), CommandError> {
     if is_view(req, coll)? {
         return Err(CommandError::new(
             166,
-            "CommandNotSupportedOnView",
             format!("Namespace {}.{coll} is a view, not a collection", req.db),
         ));
     }
@@ -121,7 +119,6 @@ fn checked_definition(req: &Request, coll: &str) -> Result<Document, CommandErro
         if let Some(name @ ("$out" | "$merge")) = stage.keys().next().map(String::as_str) {
             return Err(CommandError::new(
                 40600,
-                "Location40600",
                 format!("{name} cannot be used in a view definition"),
             ));
         }
@@ -133,8 +130,7 @@ fn checked_definition(req: &Request, coll: &str) -> Result<Document, CommandErro
     loop {
         if name == coll {
             return Err(CommandError::new(
-                93,
-                "GraphContainsCycle",
+                5,
                 format!(
                     "View cycle detected: {}.{coll} => {}.{view_on}",
                     req.db, req.db
@@ -177,7 +173,6 @@ pub fn create_view(req: &Request, coll: &str) -> CmdResult {
     if exists {
         return Err(CommandError::new(
             48,
-            "NamespaceExists",
             format!("Namespace {}.{coll} already exists", req.db),
         ));
     }

@@ -63,14 +63,16 @@ impl WireError {
         )
     }
 
-    pub fn code(&self) -> (i32, &'static str) {
+    /// MongoDB's code: 22 InvalidBSON, 15 Overflow, 16 InvalidLength, 10334
+    /// BSONObjectTooLarge, else 9 FailedToParse.
+    pub fn code(&self) -> i32 {
         match self {
-            WireError::InvalidBson(_) => (22, "InvalidBSON"),
-            WireError::TooDeep(_) => (15, "Overflow"),
-            WireError::BatchTooLarge(_) => (16, "InvalidLength"),
-            WireError::ChecksumMismatch { .. } => (9, "FailedToParse"),
-            WireError::BadLength(_) => (10334, "BSONObjectTooLarge"),
-            _ => (9, "FailedToParse"),
+            WireError::InvalidBson(_) => 22,
+            WireError::TooDeep(_) => 15,
+            WireError::BatchTooLarge(_) => 16,
+            WireError::ChecksumMismatch { .. } => 9,
+            WireError::BadLength(_) => 10334,
+            _ => 9,
         }
     }
 }

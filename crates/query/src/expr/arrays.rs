@@ -236,10 +236,7 @@ fn range(a0: &Option<Bson>, a1: &Option<Bson>, a2: &Option<Bson>, n: usize) -> R
     const LIMIT: i64 = 64 * 1024 * 1024;
     const ITEM: i64 = std::mem::size_of::<Bson>() as i64;
     if count.saturating_mul(ITEM) > LIMIT {
-        return Err(QueryError::Foreign(
-            146,
-            "ExceededMemoryLimit",
-            format!("$range would use too much memory ({} bytes) and cannot spill to disk. Memory limit: {LIMIT} bytes", count.saturating_mul(ITEM)),
+        return Err(QueryError::Coded(146, format!("$range would use too much memory ({} bytes) and cannot spill to disk. Memory limit: {LIMIT} bytes", count.saturating_mul(ITEM)),
         ));
     }
     let mut out = Vec::new();

@@ -141,9 +141,8 @@ impl Expr {
 fn check_array_memory(op: &str, bytes: u64) -> Result<(), QueryError> {
     let limit = crate::pipeline::mem::DEFAULT_LIMIT;
     if bytes > limit {
-        return Err(QueryError::Foreign(
+        return Err(QueryError::Coded(
             146,
-            "ExceededMemoryLimit",
             format!(
                 "{op} used too much memory and cannot spill to disk. Memory limit: {limit} bytes"
             ),

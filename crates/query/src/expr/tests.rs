@@ -177,7 +177,7 @@ fn date_parts_in_utc() {
 fn unknown_operator_and_bad_shapes_error() {
     let e = ev_err(Bson::Document(doc! {"$foo": 1}));
     assert_eq!(
-        (e.code(), e.code_name(), e.to_string()),
+        (e.code(), &*e.code_name(), e.to_string()),
         (
             168,
             "InvalidPipelineOperator",

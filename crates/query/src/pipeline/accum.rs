@@ -84,7 +84,7 @@ fn obj<'a>(name: &str, arg: &'a Bson) -> Result<&'a Document, QueryError> {
             ),
         ))
         .map_err(|e| match e {
-            QueryError::Location(c, m) => QueryError::Location(c, format!("{name} {m}")),
+            QueryError::Coded(c, m) => QueryError::Coded(c, format!("{name} {m}")),
             other => other,
         }),
     }

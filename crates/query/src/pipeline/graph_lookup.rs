@@ -70,9 +70,8 @@ impl GraphLookup {
             match k.as_str() {
                 "from" => match v {
                     Bson::String(s) if s.is_empty() => {
-                        return Err(QueryError::Foreign(
+                        return Err(QueryError::Coded(
                             73,
-                            "InvalidNamespace",
                             "invalid $graphLookup namespace: ''".into(),
                         ))
                     }

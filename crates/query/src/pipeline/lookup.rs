@@ -595,10 +595,7 @@ impl Merge {
                     let new = match &self.matched {
                         WhenMatched::KeepExisting => continue,
                         WhenMatched::Fail => {
-                            return Err(QueryError::Foreign(
-                                11000,
-                                "DuplicateKey",
-                                format!("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: {db}.{} dup key: {}", self.coll, crate::error::render_doc(&key)),
+                            return Err(QueryError::Coded(11000, format!("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: {db}.{} dup key: {}", self.coll, crate::error::render_doc(&key)),
                             ))
                         }
                         WhenMatched::Replace => {

@@ -68,10 +68,7 @@ fn disk_use_ceiling(limit: u64) -> u64 {
 }
 
 fn cannot_spill(stage: &str, used: u64, limit: u64) -> QueryError {
-    QueryError::Foreign(
-        146,
-        "ExceededMemoryLimit",
-        format!("{stage} used {used} bytes, more than it may hold in memory even with allowDiskUse ({limit} bytes), and cannot spill to disk"),
+    QueryError::Coded(146, format!("{stage} used {used} bytes, more than it may hold in memory even with allowDiskUse ({limit} bytes), and cannot spill to disk"),
     )
 }
 

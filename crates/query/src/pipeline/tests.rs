@@ -405,7 +405,7 @@ fn memory_limits_fail_with_292_unless_disk_use_is_allowed() {
     };
     let e = p.run_with(docs.clone(), &opts).unwrap_err();
     assert_eq!(
-        (e.code(), e.code_name()),
+        (e.code(), &*e.code_name()),
         (292, "QueryExceededMemoryLimitNoDiskUseAllowed")
     );
     let p2 = Pipeline::parse(&[doc! {"$sort": {"pad": 1}}]).unwrap();

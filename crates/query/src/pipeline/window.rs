@@ -229,7 +229,7 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
             "$linearFill" => Func::LinearFill(Expr::parse(v)?),
             name => {
                 let spec = AccSpec::parse(name, v).map_err(|e| match e {
-                    QueryError::Location(15952, _) => {
+                    QueryError::Coded(15952, _) => {
                         fail(format!("Unrecognized window function, {name}"))
                     }
                     other => other,

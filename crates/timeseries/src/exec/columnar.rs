@@ -284,7 +284,7 @@ impl ColumnarRun<'_> {
                 Some(columns) => {
                     let fetch = plan.limit.map(|l| l.saturating_add(plan.skip).min(n));
                     lexsort_to_indices(&columns, fetch)
-                        .map_err(|e| QueryError::Foreign(1, "InternalError", e.to_string()))?
+                        .map_err(|e| QueryError::Coded(1, e.to_string()))?
                         .values()
                         .iter()
                         .map(|&i| i as usize)

@@ -782,7 +782,7 @@ mod tests {
     #[test]
     fn disallowed_predicates_are_5916301() {
         let e = disallowed(doc! {"a": {}});
-        assert_same!(e.code_name(), "Location5916301");
+        assert_same!(&*e.code_name(), "Location5916301");
         assert_same!(
             e.message(),
             "Error translating non-metadata time-series predicate to operate on buckets: \

@@ -149,7 +149,7 @@ fn create_indexes_rewraps_failures() {
     }
     let e = to_bucket_index(&opts(), &doc! {"mm": "text"}).unwrap_err();
     assert_same!(
-        (e.code(), e.code_name(), e.message()),
+        (e.code(), &*e.code_name(), e.message()),
         (
             72,
             "InvalidOptions",
@@ -193,7 +193,7 @@ fn wildcards_on_measurements_fail_but_not_on_meta() {
 #[test]
 fn drop_and_coll_mod_failures_are_index_not_found() {
     let e = to_bucket_key_for(&opts(), &doc! {"x": "hashed"}, KeyUse::DropIndexes).unwrap_err();
-    assert_same!((e.code(), e.code_name()), (27, "IndexNotFound"));
+    assert_same!((e.code(), &*e.code_name()), (27, "IndexNotFound"));
     let e = to_bucket_key_for(&opts(), &doc! {"tm": "x"}, KeyUse::CollMod)
         .unwrap_err()
         .with_command_request(&doc! {"collMod": "c"});
@@ -596,5 +596,5 @@ fn hints_are_translated_when_they_are_keys() {
     assert!(!is_hint_index_key(&doc! {"$hint": "name"}));
     assert!(is_hint_index_key(&doc! {"mm": 1}));
     let e = to_bucket_key_for(&o, &doc! {"x": "hashed"}, KeyUse::WriteHint).unwrap_err();
-    assert_same!((e.code(), e.code_name()), (2, "BadValue"));
+    assert_same!((e.code(), &*e.code_name()), (2, "BadValue"));
 }

@@ -34,7 +34,7 @@ pub fn check(m: &Document, fields: &[String]) -> Result<(), StoreError> {
                 continue;
             }
             if let Some(reason) = shape::index_error(v) {
-                return Err(StoreError::Query(QueryError::Location(
+                return Err(StoreError::Query(QueryError::Coded(
                     183934,
                     format!(
                         "Can't extract geo keys from the measurement {}: {reason}",
@@ -43,7 +43,7 @@ pub fn check(m: &Document, fields: &[String]) -> Result<(), StoreError> {
                 )));
             }
             if !matches!(shape::stored(v), Some(shape::Shape::Point(_))) {
-                return Err(StoreError::Query(QueryError::Location(
+                return Err(StoreError::Query(QueryError::Coded(
                     183493,
                     format!(
                         "Time-series 2dsphere indexes hold points only; the measurement {} has another geometry at '{f}'",

@@ -72,17 +72,12 @@ impl StoreError {
         match self {
             StoreError::Ts(e) => e.code(),
             StoreError::Catalog(e) => e.code(),
-            StoreError::Storage(e) => e.code().0,
+            StoreError::Storage(e) => e.code(),
             StoreError::Query(e) => e.code(),
         }
     }
-    pub fn code_name(&self) -> &'static str {
-        match self {
-            StoreError::Ts(e) => e.code_name(),
-            StoreError::Catalog(e) => e.code_name(),
-            StoreError::Storage(e) => e.code().1,
-            StoreError::Query(e) => e.code_name(),
-        }
+    pub fn code_name(&self) -> std::borrow::Cow<'static, str> {
+        hourglass_errors::name(self.code())
     }
 }
 
