@@ -33,6 +33,8 @@ const dbs = db.adminCommand({ listDatabases: 1 });
 check(dbs.ok === 1, 'listDatabases ok');
 const names = dbs.databases.map((d) => d.name);
 check(names.includes('mongosh_smoke'), 'listDatabases includes mongosh_smoke: ' + names.join(','));
+const mine = dbs.databases.find((d) => d.name === 'mongosh_smoke');
+check(Number(mine.sizeOnDisk) > 0 && mine.empty === false, 'show dbs gives a size: ' + JSON.stringify(mine));
 
 // a few more everyday shell helpers
 t.people.insertMany([{ name: 'bob', born: 1900 }, { name: 'cy', born: 1950 }]);

@@ -264,3 +264,19 @@ def test_fork_without_logpath_or_onto_a_busy_port_fails_with_mongods_exit_codes(
             taken.close()
         assert out.returncode == 48, out
         assert "child process failed, exited with 48" in out.stderr, out
+
+
+def test_a_dbpath_in_use_stops_the_start_with_one_line_and_mongods_exit_code_100():
+    with tempfile.TemporaryDirectory(prefix="hourglass-locked-") as tmp:
+        port = _free_port()
+        first = start(["--dbpath", f"{tmp}/db", "--port", str(port)], tmp)
+        try:
+            wait_port(first, port)
+            second = subprocess.run(
+                [str(_binary()), "--dbpath", f"{tmp}/db", "--port", str(_free_port())],
+                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        finally:
+            stop_process(first)
+        assert second.returncode == 100, second
+        fatal = [l for l in (second.stdout + second.stderr).splitlines() if "DBPathInUse" in l]
+        assert len(fatal) == 1 and f"{tmp}/db" in fatal[0], second

@@ -28,74 +28,89 @@ use tokio::task::JoinSet;
 
 /// Hourglass: a time-series database that speaks the MongoDB wire protocol.
 #[derive(Parser, Debug)]
-#[command(name = "hourglass", version, about)]
+#[command(
+    name = "hourglass",
+    version,
+    about = "Hourglass: a time-series database that speaks the MongoDB wire protocol."
+)]
 struct Cli {
     /// mongod's YAML configuration file; command-line options win over it.
-    #[arg(long, short = 'f')]
+    #[arg(long, short = 'f', help_heading = "General options")]
     config: Option<PathBuf>,
     /// Directory for the data files (created if missing) [default: ./data].
-    #[arg(long)]
+    #[arg(long, help_heading = "Storage options")]
     dbpath: Option<PathBuf>,
     /// TCP port to listen on [default: 27017].
-    #[arg(long)]
+    #[arg(long, help_heading = "Net options")]
     port: Option<u16>,
     /// Comma-separated addresses to listen on [default: 127.0.0.1].
-    #[arg(long = "bind_ip")]
+    #[arg(long = "bind_ip", help_heading = "Net options")]
     bind_ip: Option<String>,
     /// Listen on all IPv4 addresses (0.0.0.0).
-    #[arg(long = "bind_ip_all", conflicts_with = "bind_ip")]
+    #[arg(
+        long = "bind_ip_all",
+        conflicts_with = "bind_ip",
+        help_heading = "Net options"
+    )]
     bind_ip_all: bool,
     /// Port of the HTTP listener (InfluxDB line protocol, Prometheus remote write,
     /// /metrics); off when not given. Until the server has authentication it listens
     /// only on the loopback addresses of --bind_ip (127.0.0.1 when there are none).
-    #[arg(long = "httpPort")]
+    #[arg(long = "httpPort", help_heading = "Net options")]
     http_port: Option<u16>,
     /// Server parameter as name=value (repeatable).
-    #[arg(long = "setParameter", value_name = "NAME=VALUE")]
+    #[arg(
+        long = "setParameter",
+        value_name = "NAME=VALUE",
+        help_heading = "General options"
+    )]
     set_parameter: Vec<String>,
     /// Log only warnings and errors.
-    #[arg(long)]
+    #[arg(long, help_heading = "General options")]
     quiet: bool,
     /// More log detail: -v for debug, -vvv and more for trace.
-    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    #[arg(short = 'v', action = clap::ArgAction::Count, help_heading = "General options")]
     verbose: u8,
     /// Write the log to this file instead of standard output.
-    #[arg(long)]
+    #[arg(long, help_heading = "General options")]
     logpath: Option<PathBuf>,
     /// Append to an existing --logpath file instead of renaming it aside first.
-    #[arg(long)]
+    #[arg(long, help_heading = "General options")]
     logappend: bool,
     /// Run in the background: start, wait until the server listens, print its pid and
     /// exit (needs --logpath).
-    #[arg(long)]
+    #[arg(long, help_heading = "General options")]
     fork: bool,
     /// Write the server's process id to this file at start.
-    #[arg(long = "pidfilepath")]
+    #[arg(long = "pidfilepath", help_heading = "General options")]
     pidfilepath: Option<PathBuf>,
     /// Most client connections open at once; more are closed as they arrive
     /// [default: 1000000].
-    #[arg(long = "maxConns", value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(long = "maxConns", value_parser = clap::value_parser!(i64).range(1..), help_heading = "Net options")]
     max_conns: Option<i64>,
     /// Turn on access control: clients authenticate (SCRAM-SHA-256, SCRAM-SHA-1 or
     /// MONGODB-X509) and commands need the privileges of the user's roles.
-    #[arg(long)]
+    #[arg(long, help_heading = "Security options")]
     auth: bool,
     /// disabled, allowTLS, preferTLS or requireTLS [default: disabled].
-    #[arg(long = "tlsMode")]
+    #[arg(long = "tlsMode", help_heading = "TLS options")]
     tls_mode: Option<String>,
     /// PEM file with the server's certificate chain and private key.
-    #[arg(long = "tlsCertificateKeyFile")]
+    #[arg(long = "tlsCertificateKeyFile", help_heading = "TLS options")]
     tls_certificate_key_file: Option<PathBuf>,
     /// PEM file of the CA certificates that client certificates must chain to; clients
     /// must present one unless --tlsAllowConnectionsWithoutCertificates.
-    #[arg(long = "tlsCAFile")]
+    #[arg(long = "tlsCAFile", help_heading = "TLS options")]
     tls_ca_file: Option<PathBuf>,
     /// With --tlsCAFile: accept clients without a certificate (those that present one are
     /// still verified).
-    #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
+    #[arg(
+        long = "tlsAllowConnectionsWithoutCertificates",
+        help_heading = "TLS options"
+    )]
     tls_allow_connections_without_certificates: bool,
     /// Comma-separated protocols to refuse: TLS1_0, TLS1_1 (never offered), TLS1_2, TLS1_3.
-    #[arg(long = "tlsDisabledProtocols")]
+    #[arg(long = "tlsDisabledProtocols", help_heading = "TLS options")]
     tls_disabled_protocols: Option<String>,
     /// Stack size of the server's threads in KiB. Recursion is bounded by the BSON depth
     /// limit (200 levels); a debug build needs about 11 KiB per level (2 MiB overflowed at

@@ -23,9 +23,11 @@ impl Tree {
         &self.name
     }
 
-    /// Bytes on disk used by this tree.
+    /// Bytes on disk used by this tree: its tables, plus its active memtable, whose
+    /// writes are on disk in the journal until they are flushed into a table.
     pub fn disk_space(&self) -> u64 {
-        self.ks.disk_space()
+        use fjall::AbstractTree;
+        self.ks.disk_space() + self.ks.tree.active_memtable().size()
     }
 
     /// Approximate number of entries.
