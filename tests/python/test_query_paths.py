@@ -120,6 +120,27 @@ def test_explain_of_count_and_distinct_on_timeseries_read_the_buckets(both):
     assert plan["executionStats"]["nReturned"] == 1
 
 
+def test_explain_at_query_planner_verbosity_plans_the_timeseries_read_without_running_it(both):
+    _, ts = both
+    db = ts.database
+    # The projection fails on any document, so only a run can fail.
+    pipeline = [{"$match": {"m.host": "h1"}}, {"$project": {"x": {"$divide": [1, 0]}}}]
+    with pytest.raises(Exception):
+        list(ts.aggregate(pipeline))
+    for plan in (db.command("explain", {"aggregate": "ts", "pipeline": pipeline, "cursor": {}},
+                            verbosity="queryPlanner"),
+                 db.command("aggregate", "ts", pipeline=pipeline, explain=True)):
+        assert "executionStats" not in plan
+        cursor = plan["stages"][0]["$cursor"]
+        assert "executionStats" not in cursor and "queryPlanner" in cursor
+        unpack = plan["stages"][1]["$_internalUnpackBucket"]
+        assert "nReturned" not in unpack
+        assert unpack["bucketFilter"]["meta"] == {"$and": [{"m.host": "h1"}]}
+    with pytest.raises(Exception):
+        db.command("explain", {"aggregate": "ts", "pipeline": pipeline, "cursor": {}},
+                   verbosity="executionStats")
+
+
 @pytest.mark.parametrize("kind", ["reg", "ts"])
 def test_batch_size_zero_opens_a_cursor_with_an_empty_first_batch(both, kind):
     db = both[0].database

@@ -12,11 +12,17 @@ use hourglass_query::filter::Filter;
 use hourglass_query::pipeline::Pipeline;
 use hourglass_query::sort::SortSpec;
 
+/// Set by the `explain` command on the aggregate it explains at `executionStats` or
+/// `allPlansExecution` verbosity: run the pipeline and report its counts. An aggregate
+/// with `explain: true` alone reports the plan without running it, as MongoDB's does.
+pub(super) const EXPLAIN_EXECUTES: &str = "$_explainExecutes";
+
 pub fn aggregate(req: &Request) -> CmdResult {
     req.check_fields(&[
         "pipeline",
         "cursor",
         "explain",
+        EXPLAIN_EXECUTES,
         "allowDiskUse",
         "hint",
         "collation",
@@ -125,7 +131,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
             buckets,
             options,
             rest,
-            explain,
+            explain.then_some(req.opt_bool(EXPLAIN_EXECUTES)?.unwrap_or(false)),
             cursor_opts.as_ref(),
         );
     }

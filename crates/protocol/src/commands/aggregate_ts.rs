@@ -31,7 +31,8 @@ pub fn aggregate_view(
     buckets: &Arc<Collection>,
     options: &TimeseriesOptions,
     stages: &[Document],
-    explain: bool,
+    // Some(whether to run the pipeline) for an explain.
+    explain: Option<bool>,
     cursor_opts: Option<&Document>,
 ) -> CmdResult {
     let ctx = super::pipeline_context::CatalogContext::new(req);
@@ -47,9 +48,22 @@ pub fn aggregate_view(
     plan.limits = ctx.run_options()?.limits;
     let rest = Pipeline::parse(&stages[plan.consumed..])?;
     let store = &req.state.timeseries;
+    if explain == Some(false) {
+        // queryPlanner: the bucket access path is chosen; nothing is read or run.
+        let scan = store.scan(buckets, options, &plan.predicate)?;
+        return Ok(explain_reply(
+            req,
+            coll,
+            options,
+            &plan,
+            stages,
+            None,
+            &scan.counters,
+        ));
+    }
     let ex = store.execute(buckets, options, &plan)?;
     let counters = ex.counters.clone();
-    if explain {
+    if explain.is_some() {
         let started = std::time::Instant::now();
         let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
         let unpacked = input.len();
@@ -66,7 +80,13 @@ pub fn aggregate_view(
             millis: started.elapsed().as_millis() as i64,
         };
         return Ok(explain_reply(
-            req, coll, options, &plan, stages, &run, &counters,
+            req,
+            coll,
+            options,
+            &plan,
+            stages,
+            Some(&run),
+            &counters,
         ));
     }
     // With nothing left to run, measurements stream to the cursor bucket by bucket.
@@ -104,11 +124,12 @@ fn explain_reply(
     options: &TimeseriesOptions,
     plan: &TsPlan,
     stages: &[Document],
-    run: &ExplainRun,
+    // `None` at queryPlanner verbosity: nothing ran, so no counts are shown.
+    run: Option<&ExplainRun>,
     counters: &hourglass_timeseries::ScanCounters,
 ) -> Document {
     use hourglass_timeseries::ScanCounters as C;
-    let pushed = plan.explain(Some(counters));
+    let pushed = plan.explain(run.map(|_| counters));
     let examined = C::get(&counters.buckets_examined) as i64;
     let index = C::get(&counters.used_meta_index) > 0;
     let winning = if index {
@@ -125,22 +146,28 @@ fn explain_reply(
         unpack.insert("metaField", mf.clone());
     }
     unpack.extend(pushed);
-    unpack.insert("nReturned", run.unpacked as i64);
+    if let Some(run) = run {
+        unpack.insert("nReturned", run.unpacked as i64);
+    }
     let query_planner = doc! {
         "namespace": format!("{}.system.buckets.{coll}", req.db),
         "winningPlan": winning,
         "rejectedPlans": [],
     };
-    let mut out_stages = vec![
-        Bson::Document(doc! {"$cursor": {
-            "queryPlanner": query_planner.clone(),
-            "executionStats": {
+    let mut cursor = doc! {"queryPlanner": query_planner.clone()};
+    if run.is_some() {
+        cursor.insert(
+            "executionStats",
+            doc! {
                 "executionSuccess": true,
                 "nReturned": C::get(&counters.buckets_returned) as i64,
                 "totalKeysExamined": if index { examined } else { 0 },
                 "totalDocsExamined": examined,
             },
-        }}),
+        );
+    }
+    let mut out_stages = vec![
+        Bson::Document(doc! {"$cursor": cursor}),
         Bson::Document(doc! {"$_internalUnpackBucket": unpack}),
     ];
     out_stages.extend(stages[plan.consumed..].iter().cloned().map(Bson::Document));
@@ -151,7 +178,7 @@ fn explain_reply(
         "queryPlanner": query_planner,
         "stages": out_stages,
     };
-    if let Some(n) = run.returned {
+    if let Some((n, run)) = run.and_then(|r| Some((r.returned?, r))) {
         reply.insert(
             "executionStats",
             doc! {

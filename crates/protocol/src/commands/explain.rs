@@ -183,7 +183,7 @@ pub fn explain(req: &Request) -> CmdResult {
     if name == "aggregate" {
         let mut body = inner.clone();
         body.remove("cursor");
-        return explain_aggregate(req, db, body, inner);
+        return explain_aggregate(req, db, body, inner, verbosity);
     }
     let shape = shape_of(&name, &inner)?;
     let on_view = super::views::is_view(req, &shape.coll)?;
@@ -195,7 +195,7 @@ pub fn explain(req: &Request) -> CmdResult {
         // pipeline, and is explained as one, as MongoDB explains any read of a view.
         let mut body = doc! {"aggregate": shape.coll.clone()};
         body.insert("pipeline", view_pipeline(&name, &shape, &inner));
-        return explain_aggregate(req, db, body, inner);
+        return explain_aggregate(req, db, body, inner, verbosity);
     }
     let sort = shape.sort.map(SortSpec::parse).transpose()?;
     let (mut planner, plan) =
@@ -270,8 +270,17 @@ pub fn explain(req: &Request) -> CmdResult {
 }
 
 /// Explains the aggregate `body` (run in `db`) and reports it as the explain of `inner`.
-fn explain_aggregate(req: &Request, db: String, mut body: Document, inner: Document) -> CmdResult {
+fn explain_aggregate(
+    req: &Request,
+    db: String,
+    mut body: Document,
+    inner: Document,
+    verbosity: Verbosity,
+) -> CmdResult {
     body.insert("explain", true);
+    if verbosity != Verbosity::QueryPlanner {
+        body.insert(super::aggregate::EXPLAIN_EXECUTES, true);
+    }
     let mut sub = req.sub_request(body);
     sub.db = db;
     let mut reply = super::aggregate::aggregate(&sub)?;

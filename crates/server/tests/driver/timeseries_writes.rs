@@ -210,10 +210,15 @@ async fn concurrent_inserts_during_updates_and_deletes_lose_nothing() {
     assert_eq!(coll.count_documents(doc! {"tag.h": 0}).await.unwrap(), 0);
 }
 
+/// The `$_internalUnpackBucket` stage of the pipeline's explain at `executionStats`
+/// verbosity (`aggregate` with `explain: true` alone does not run the pipeline).
 async fn explain(db: &mongodb::Database, coll: &str, pipeline: Vec<Document>) -> Document {
     let reply = run_ok(
         db,
-        doc! {"aggregate": coll, "pipeline": pipeline, "explain": true},
+        doc! {
+            "explain": {"aggregate": coll, "pipeline": pipeline, "cursor": {}},
+            "verbosity": "executionStats",
+        },
     )
     .await;
     let stages = reply.get_array("stages").unwrap();
