@@ -141,6 +141,31 @@ def test_explain_at_query_planner_verbosity_plans_the_timeseries_read_without_ru
                    verbosity="executionStats")
 
 
+def test_explain_of_an_aggregate_on_a_regular_collection_counts_at_execution_stats(both):
+    reg, _ = both
+    db = reg.database
+    reg.create_index("usage")
+    pipeline = [{"$match": {"usage": {"$gte": 10}}}, {"$group": {"_id": "$m.host", "n": {"$sum": 1}}}]
+    matched = reg.count_documents({"usage": {"$gte": 10}})
+    groups = len(list(reg.aggregate(pipeline)))
+    plan = db.command("explain", {"aggregate": "reg", "pipeline": pipeline, "cursor": {}},
+                      verbosity="executionStats")
+    cursor = plan["stages"][0]["$cursor"]
+    stats = cursor["executionStats"]
+    assert stats["nReturned"] == groups and plan["executionStats"]["nReturned"] == groups
+    assert stats["totalKeysExamined"] == matched and stats["totalDocsExamined"] == matched
+    assert stats["executionStages"]["stage"] == "FETCH"
+    assert stats["executionStages"]["inputStage"]["stage"] == "IXSCAN"
+    assert cursor["queryPlanner"]["winningPlan"]["inputStage"]["stage"] == "IXSCAN"
+    planned = db.command("explain", {"aggregate": "reg", "pipeline": pipeline, "cursor": {}},
+                         verbosity="queryPlanner")
+    assert "executionStats" not in planned
+    assert "executionStats" not in planned["stages"][0]["$cursor"]
+    simple = db.command("explain", {"aggregate": "reg", "pipeline": pipeline[:1], "cursor": {}},
+                        verbosity="executionStats")
+    assert simple["executionStats"]["nReturned"] == matched
+
+
 @pytest.mark.parametrize("kind", ["reg", "ts"])
 def test_batch_size_zero_opens_a_cursor_with_an_empty_first_batch(both, kind):
     db = both[0].database

@@ -137,7 +137,8 @@ pub fn aggregate(req: &Request) -> CmdResult {
     }
     if explain && coll_stats.is_none() {
         if let Target::Regular(_) = &target {
-            return explain_regular(req, &source, &stages);
+            let execute = req.opt_bool(EXPLAIN_EXECUTES)?.unwrap_or(false);
+            return explain_regular(req, &source, &stages, execute);
         }
     }
     if explain {
@@ -178,8 +179,10 @@ pub fn aggregate(req: &Request) -> CmdResult {
 
 /// `explain` of a pipeline over a regular collection: the plan of its leading `$match` /
 /// `$sort` as a top-level `queryPlanner` when the pipeline only filters, sorts, skips and
-/// limits, else as the `$cursor` stage in front of the remaining stages.
-fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult {
+/// limits, else as the `$cursor` stage in front of the remaining stages. With `execute`
+/// (`executionStats` verbosity and above) the pipeline runs and `executionStats` carries
+/// its counts.
+fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool) -> CmdResult {
     let mut used = 0;
     let match_spec = stages.first().and_then(|s| s.get_document("$match").ok());
     if match_spec.is_some() {
@@ -197,6 +200,16 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult 
         sort.as_ref(),
         req.body.get("hint"),
     )?;
+    let stats = match execute {
+        true => Some(execution_stats(
+            req,
+            coll,
+            stages,
+            match_spec,
+            sort.as_ref(),
+        )?),
+        false => None,
+    };
     // Only the leading `$match` is in the plan: a later one (a view's pipeline followed
     // by the query's filter) is shown as a stage.
     let simple = stages.iter().enumerate().all(|(i, s)| {
@@ -204,19 +217,69 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document]) -> CmdResult 
             ["$sort", "$limit", "$skip"].contains(&k.as_str()) || (k == "$match" && i == 0)
         })
     });
+    let mut reply = doc! {"explainVersion": "1"};
     if simple {
-        return Ok(doc! {
-            "explainVersion": "1",
-            "queryPlanner": planner,
-            "command": req.body.clone(),
-        });
+        reply.insert("queryPlanner", planner);
+    } else {
+        let mut cursor = doc! {"queryPlanner": planner};
+        if let Some(s) = &stats {
+            cursor.insert("executionStats", s.clone());
+        }
+        let mut out: Vec<Bson> = vec![Bson::Document(doc! {"$cursor": cursor})];
+        out.extend(stages[used..].iter().cloned().map(Bson::Document));
+        reply.insert("stages", out);
     }
-    let mut out: Vec<Bson> = vec![Bson::Document(doc! {"$cursor": {"queryPlanner": planner}})];
-    out.extend(stages[used..].iter().cloned().map(Bson::Document));
+    if let Some(s) = stats {
+        reply.insert("executionStats", s);
+    }
+    reply.insert("command", req.body.clone());
+    Ok(reply)
+}
+
+/// Runs the pipeline for its explain: the documents the plan fetched and the pipeline
+/// returned (not the output of a pipeline that writes: explain never writes).
+fn execution_stats(
+    req: &Request,
+    coll: &str,
+    stages: &[Document],
+    match_spec: Option<&Document>,
+    sort: Option<&SortSpec>,
+) -> Result<Document, CommandError> {
+    let started = std::time::Instant::now();
+    let Target::Regular(Some(c)) = Target::resolve(req, coll) else {
+        return Ok(doc! {
+            "executionSuccess": true, "nReturned": 0_i64, "executionTimeMillis": 0_i64,
+            "totalKeysExamined": 0_i64, "totalDocsExamined": 0_i64,
+            "executionStages": {"stage": "EOF", "nReturned": 0_i64},
+        });
+    };
+    let filter = match match_spec {
+        Some(m) => Filter::parse(m)?,
+        None => Filter::match_all(),
+    };
+    let hint = super::planned::parse_hint(req.body.get("hint"))?;
+    let rest = &stages[usize::from(match_spec.is_some())..];
+    let opts = super::planned::ReadOpts {
+        sort,
+        hint: hint.as_ref(),
+        after: rest,
+    };
+    let read = super::planned::regular_read(&c, filter, match_spec, &opts)?;
+    let fetched = read.source.collect::<Result<Vec<Document>, _>>()?;
+    let matched = fetched.len() as u64;
+    let pipeline = Pipeline::parse(rest)?;
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let returned = match pipeline.writes() {
+        true => 0,
+        false => pipeline.run_with(fetched, &ctx.run_options()?)?.len(),
+    };
     Ok(doc! {
-        "explainVersion": "1",
-        "stages": out,
-        "command": req.body.clone(),
+        "executionSuccess": true,
+        "nReturned": returned as i64,
+        "executionTimeMillis": started.elapsed().as_millis() as i64,
+        "totalKeysExamined": read.stats.keys() as i64,
+        "totalDocsExamined": read.stats.docs() as i64,
+        "executionStages": super::planned::plan_stages(&read.plan, match_spec, Some((&read.stats, matched))),
     })
 }
 
