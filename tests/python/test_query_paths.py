@@ -166,6 +166,21 @@ def test_explain_of_an_aggregate_on_a_regular_collection_counts_at_execution_sta
     assert simple["executionStats"]["nReturned"] == matched
 
 
+def test_explain_lists_the_index_plans_it_rejected(db):
+    c = db.plans
+    c.insert_many([{"a": i % 10, "b": i % 7} for i in range(200)])
+    for key in (["a"], ["b"], ["a", "b"]):
+        c.create_index([(k, 1) for k in key])
+    plan = c.find({"a": 5, "b": 3}).explain()["queryPlanner"]
+    assert plan["winningPlan"]["inputStage"]["indexName"] == "a_1_b_1"
+    rejected = sorted(p["inputStage"]["indexName"] for p in plan["rejectedPlans"])
+    assert rejected == ["a_1", "b_1"]
+    # A hint or an _id equality considers nothing else; no index, no alternatives.
+    assert c.find({"a": 5, "b": 3}).hint("a_1").explain()["queryPlanner"]["rejectedPlans"] == []
+    assert c.find({"_id": 1, "a": 5}).explain()["queryPlanner"]["rejectedPlans"] == []
+    assert c.find({"z": 1}).explain()["queryPlanner"]["rejectedPlans"] == []
+
+
 @pytest.mark.parametrize("kind", ["reg", "ts"])
 def test_batch_size_zero_opens_a_cursor_with_an_empty_first_batch(both, kind):
     db = both[0].database

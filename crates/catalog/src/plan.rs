@@ -502,13 +502,20 @@ fn finish(c: Candidate) -> Plan {
 
 /// Chooses how to read `query` from `coll`.
 pub fn plan(coll: &Collection, query: &Query<'_>) -> Result<Plan> {
+    Ok(plan_with_alternatives(coll, query)?.0)
+}
+
+/// The plan [`plan`] chooses, and the other index plans it considered, in the order it
+/// considered them (explain's `rejectedPlans`). A hint or an `_id` equality leaves no
+/// alternatives.
+pub fn plan_with_alternatives(coll: &Collection, query: &Query<'_>) -> Result<(Plan, Vec<Plan>)> {
     let mut preds = Vec::new();
     if let Some(f) = query.filter {
         conjuncts(f.root(), &mut preds);
     }
     let sort = query.sort.filter(|s| !s.is_empty());
     if let Some(hint) = query.hint {
-        return Ok(match find_hinted(coll, hint)? {
+        let chosen = match find_hinted(coll, hint)? {
             None => Plan {
                 access: Access::CollScan {
                     reverse: matches!(hint, Hint::Natural(false)),
@@ -516,41 +523,49 @@ pub fn plan(coll: &Collection, query: &Query<'_>) -> Result<Plan> {
                 provides_sort: false,
             },
             Some(index) => finish(analyze(index, &preds, sort)),
-        });
+        };
+        return Ok((chosen, Vec::new()));
     }
     if let Some(id) = query.filter.and_then(Filter::id_equality) {
-        return Ok(Plan {
+        let chosen = Plan {
             access: Access::IdPoint(id),
             provides_sort: true,
-        });
-    }
-    let mut best: Option<Candidate> = None;
-    let consider = |c: Candidate, best: &mut Option<Candidate>| {
-        if c.bounded == 0 && c.sort.is_none() {
-            return;
-        }
-        let score = |c: &Candidate| (c.bounded, c.sort.is_some());
-        let better = match best {
-            None => true,
-            Some(b) => score(&c) > score(b),
         };
-        if better {
-            *best = Some(c);
-        }
-    };
-    consider(analyze(IndexRef::Id, &preds, sort), &mut best);
+        return Ok((chosen, Vec::new()));
+    }
+    // Index plans that bound a field or give the sort; the best bounds the most fields,
+    // then gives the sort; the first of equals wins.
+    let mut considered: Vec<Candidate> = Vec::new();
+    let useful = |c: &Candidate| c.bounded > 0 || c.sort.is_some();
+    let id = analyze(IndexRef::Id, &preds, sort);
+    if useful(&id) {
+        considered.push(id);
+    }
     for index in coll.indexes().iter() {
         let c = analyze(IndexRef::Secondary(index.clone()), &preds, sort);
-        if eligible(index, query, &c) {
-            consider(c, &mut best);
+        if eligible(index, query, &c) && useful(&c) {
+            considered.push(c);
+        }
+    }
+    let score = |c: &Candidate| (c.bounded, c.sort.is_some());
+    let mut best: Option<usize> = None;
+    for (i, c) in considered.iter().enumerate() {
+        if best.is_none_or(|b| score(c) > score(&considered[b])) {
+            best = Some(i);
         }
     }
     Ok(match best {
-        Some(c) => finish(c),
-        None => Plan {
-            access: Access::CollScan { reverse: false },
-            provides_sort: false,
-        },
+        Some(i) => {
+            let chosen = finish(considered.remove(i));
+            (chosen, considered.into_iter().map(finish).collect())
+        }
+        None => (
+            Plan {
+                access: Access::CollScan { reverse: false },
+                provides_sort: false,
+            },
+            Vec::new(),
+        ),
     })
 }
 

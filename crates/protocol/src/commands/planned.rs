@@ -55,15 +55,30 @@ pub fn plan_read(
     spec: Option<&Document>,
     opts: &ReadOpts<'_>,
 ) -> Result<Plan, CommandError> {
-    Ok(plan(
+    Ok(plan(c, &query(filter, spec, opts))?)
+}
+
+/// Plans `filter` on `c`, with the other index plans considered (explain's
+/// `rejectedPlans`).
+pub fn plan_with_alternatives(
+    c: &Collection,
+    filter: &Filter,
+    spec: Option<&Document>,
+    opts: &ReadOpts<'_>,
+) -> Result<(Plan, Vec<Plan>), CommandError> {
+    Ok(hourglass_catalog::plan::plan_with_alternatives(
         c,
-        &Query {
-            filter: Some(filter),
-            spec,
-            sort: opts.sort,
-            hint: opts.hint,
-        },
+        &query(filter, spec, opts),
     )?)
+}
+
+fn query<'a>(filter: &'a Filter, spec: Option<&'a Document>, opts: &ReadOpts<'a>) -> Query<'a> {
+    Query {
+        filter: Some(filter),
+        spec,
+        sort: opts.sort,
+        hint: opts.hint,
+    }
 }
 
 /// Plans and starts reading the documents of `c` that match `filter`.

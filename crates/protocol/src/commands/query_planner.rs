@@ -1,7 +1,7 @@
 //! The `queryPlanner` section of an explain: the access path chosen for a filter and sort,
 //! shared by `explain` and by `aggregate`'s explain of a regular collection.
 
-use super::planned::{parse_hint, parsed_query, plan_read, plan_stages, ReadOpts};
+use super::planned::{parse_hint, parsed_query, plan_stages, plan_with_alternatives, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::error::CommandError;
@@ -29,9 +29,11 @@ pub fn query_planner(
         hint: hint.as_ref(),
         after: &[],
     };
+    let mut rejected = Vec::new();
     let (winning, plan) = match Target::resolve(req, coll) {
         Target::Regular(Some(c)) => {
-            let plan = plan_read(&c, &filter, spec, &opts)?;
+            let (plan, others) = plan_with_alternatives(&c, &filter, spec, &opts)?;
+            rejected = others.iter().map(|p| plan_stages(p, spec, None)).collect();
             (plan_stages(&plan, spec, None), Some(plan))
         }
         Target::Regular(None) => (doc! {"stage": "EOF"}, None),
@@ -54,7 +56,7 @@ pub fn query_planner(
             "maxIndexedAndSolutionsReached": false,
             "maxScansToExplodeReached": false,
             "winningPlan": winning,
-            "rejectedPlans": Vec::<Document>::new(),
+            "rejectedPlans": rejected,
         },
         plan,
     ))
