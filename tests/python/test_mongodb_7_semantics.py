@@ -1,5 +1,6 @@
 """Smaller MongoDB 7.0 behaviours through pymongo: compact and reIndex, showRecordId on a
-time-series collection, and $dateFromParts with missing parts."""
+time-series collection, $dateFromParts with missing parts, and the duplicate-key details of
+$merge."""
 
 import datetime
 
@@ -299,3 +300,13 @@ def test_out_and_merge_with_batch_size_zero_close_their_cursor(db):
         reply = db.command("aggregate", "src", pipeline=[stage], cursor={"batchSize": 0})
         assert reply["cursor"]["id"] == 0 and reply["cursor"]["firstBatch"] == []
     assert db.o.count_documents({}) == 3 and db.m.count_documents({}) == 3
+
+
+def test_merge_that_hits_a_unique_index_reports_the_duplicate_key(db):
+    db.src.insert_many([{"_id": 1, "k": "a"}, {"_id": 2, "k": "a"}])
+    db.dst.create_index("k", unique=True)
+    with pytest.raises(OperationFailure) as e:
+        list(db.src.aggregate([{"$merge": {"into": "dst"}}]))
+    d = e.value.details
+    assert (d["code"], d["codeName"]) == (11000, "DuplicateKey")
+    assert (d["keyPattern"], d["keyValue"]) == ({"k": 1}, {"k": "a"})

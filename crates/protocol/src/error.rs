@@ -108,7 +108,11 @@ impl From<hourglass_timeseries::TsError> for CommandError {
 
 impl From<QueryError> for CommandError {
     fn from(e: QueryError) -> Self {
-        CommandError::new(e.code(), e.to_string())
+        let mut out = CommandError::new(e.code(), e.to_string());
+        if let QueryError::CodedWithInfo(_, _, extra) = e {
+            out.extra = Some(extra);
+        }
+        out
     }
 }
 

@@ -61,6 +61,10 @@ pub enum QueryError {
     /// another layer (e.g. the catalog behind `$merge`), named from MongoDB's table.
     #[error("{1}")]
     Coded(i32, String),
+    /// An error from another layer with fields of its own for the reply (a duplicate
+    /// key's `keyPattern` and `keyValue` behind `$merge`).
+    #[error("{1}")]
+    CodedWithInfo(i32, String, Box<Document>),
 }
 
 impl QueryError {
@@ -84,7 +88,7 @@ impl QueryError {
             QueryError::MaxTimeMSExpired(_) => 50,
             QueryError::Interrupted(_) => 11601,
             QueryError::BSONObjectTooLarge(_) => 10334,
-            QueryError::Coded(code, _) => *code,
+            QueryError::Coded(code, _) | QueryError::CodedWithInfo(code, _, _) => *code,
         }
     }
 

@@ -69,12 +69,17 @@ impl<'a> CatalogContext<'a> {
     }
 }
 
+/// The error as the pipeline carries it, with its extra reply fields (a duplicate key's
+/// `keyPattern`/`keyValue`).
 fn from_command(e: CommandError) -> QueryError {
-    QueryError::Coded(e.code, e.errmsg)
+    match e.extra {
+        Some(extra) => QueryError::CodedWithInfo(e.code, e.errmsg, extra),
+        None => QueryError::Coded(e.code, e.errmsg),
+    }
 }
 
 fn from_catalog(e: CatalogError) -> QueryError {
-    QueryError::Coded(e.code(), e.to_string())
+    from_command(e.into())
 }
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
