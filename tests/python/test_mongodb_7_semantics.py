@@ -1,6 +1,6 @@
 """Smaller MongoDB 7.0 behaviours through pymongo: compact and reIndex, showRecordId on a
-time-series collection, $dateFromParts with missing parts, and the duplicate-key details of
-$merge."""
+time-series collection, $dateFromParts with missing parts, the duplicate-key details of
+$merge, and $listLocalSessions."""
 
 import datetime
 
@@ -310,3 +310,25 @@ def test_merge_that_hits_a_unique_index_reports_the_duplicate_key(db):
     d = e.value.details
     assert (d["code"], d["codeName"]) == (11000, "DuplicateKey")
     assert (d["keyPattern"], d["keyValue"]) == ({"k": 1}, {"k": "a"})
+
+
+def test_list_local_sessions_shows_the_sessions_commands_carried_until_they_end(client, db):
+    with client.start_session() as s:
+        db.c.insert_one({"a": 1}, session=s)
+        sid = s.session_id["id"]
+
+        def listed(spec=None):
+            out = client.admin.aggregate([{"$listLocalSessions": spec or {}}])
+            return [d for d in out if d["_id"]["id"] == sid]
+
+        (entry,) = listed()
+        assert len(entry["_id"]["uid"]) == 32 and "lastUse" in entry
+        assert [d["_id"] for d in listed({"allUsers": True})] == [entry["_id"]]
+        client.admin.command("endSessions", [s.session_id])
+        assert listed() == []
+    with pytest.raises(OperationFailure) as e:
+        client.admin.command("aggregate", 1, pipeline=[{"$listLocalSessions": {"nosuch": 1}}],
+                             cursor={})
+    assert e.value.code == 40415
+    with pytest.raises(OperationFailure):
+        db.command("aggregate", "c", pipeline=[{"$listLocalSessions": {}}], cursor={})

@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod operations;
 pub mod params;
 pub mod profiler;
+pub mod sessions;
 pub mod state;
 pub mod top;
 pub mod ttl;

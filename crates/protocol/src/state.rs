@@ -124,6 +124,8 @@ pub struct ServerState {
     pub top: crate::top::Top,
     /// Profiling levels and `system.profile`, and the slow-operation log.
     pub profiler: crate::profiler::Profiler,
+    /// The logical sessions commands carried (`$listLocalSessions`).
+    pub sessions: crate::sessions::LocalSessions,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -188,6 +190,7 @@ impl ServerState {
             write_gate: Default::default(),
             top: Default::default(),
             profiler: Default::default(),
+            sessions: Default::default(),
         }
     }
 }

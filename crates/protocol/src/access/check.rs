@@ -331,6 +331,7 @@ const SOURCE_STAGES: &[&str] = &[
     "$documents",
     "$indexStats",
     "$listCatalog",
+    "$listLocalSessions",
 ];
 
 fn aggregate_needs(db: &str, body: &Document, out: &mut Vec<(&'static str, Tgt)>) {
@@ -361,6 +362,14 @@ fn aggregate_needs(db: &str, body: &Document, out: &mut Vec<(&'static str, Tgt)>
                 .is_some_and(|d| d.get_bool("allUsers") == Ok(true));
             if all_users {
                 out.push(("inprog", Tgt::Cluster));
+            }
+        }
+        Some("$listLocalSessions") => {
+            let others = first_spec
+                .and_then(Bson::as_document)
+                .is_some_and(|d| d.get_bool("allUsers") == Ok(true) || d.contains_key("users"));
+            if others {
+                out.push(("listSessions", Tgt::Cluster));
             }
         }
         Some("$listCatalog") if coll.is_none() => {

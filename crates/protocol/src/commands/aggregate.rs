@@ -74,15 +74,19 @@ pub fn aggregate(req: &Request) -> CmdResult {
         }
         None => false,
     };
-    // And a leading $currentOp (`{aggregate: 1}` on admin).
-    let current_op = match stages
-        .first()
-        .and_then(|s| s.get_document("$currentOp").ok())
-    {
-        Some(spec) => Some(super::current_op::stage_input(req, spec, coll.is_none())?),
-        None => None,
+    // And a leading $currentOp (`{aggregate: 1}` on admin) or $listLocalSessions
+    // (`{aggregate: 1}`): the documents they produce.
+    let first_spec = |name: &str| stages.first().and_then(|s| s.get_document(name).ok());
+    let produced = match (first_spec("$currentOp"), first_spec("$listLocalSessions")) {
+        (Some(spec), _) => Some(super::current_op::stage_input(req, spec, coll.is_none())?),
+        (None, Some(spec)) => Some(super::local_sessions::stage_input(
+            req,
+            spec,
+            coll.is_none(),
+        )?),
+        (None, None) => None,
     };
-    let rest = if coll_stats.is_some() || index_stats || list_catalog || current_op.is_some() {
+    let rest = if coll_stats.is_some() || index_stats || list_catalog || produced.is_some() {
         &stages[1..]
     } else {
         &stages[..]
@@ -103,7 +107,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     let documents_only = coll.is_none() && pipeline.starts_with_documents();
     let stage_input = match list_catalog {
         true => Some(super::list_catalog::entries(req, coll.as_deref())?),
-        false => current_op,
+        false => produced,
     };
     let coll = coll.or_else(|| {
         (documents_only || stage_input.is_some()).then(|| "$cmd.aggregate".to_string())

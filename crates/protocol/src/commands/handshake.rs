@@ -2,8 +2,8 @@
 //! `whatsmyuri`, `connectionStatus`, `endSessions`/`refreshSessions`.
 
 use super::Request;
-use crate::error::CmdResult;
-use bson::{doc, Document};
+use crate::error::{CmdResult, CommandError};
+use bson::{doc, Bson, Document};
 
 pub const MAX_BSON_OBJECT_SIZE: i32 = hourglass_query::limits::MAX_BSON_OBJECT_SIZE as i32;
 pub const MAX_MESSAGE_SIZE_BYTES: i32 = crate::wire::MAX_MESSAGE_SIZE as i32;
@@ -83,7 +83,26 @@ pub fn connection_status(req: &Request) -> CmdResult {
     Ok(doc! {"authInfo": auth})
 }
 
-/// Sessions carry no server state yet, so ending or refreshing them is a no-op.
-pub fn end_sessions(_req: &Request) -> CmdResult {
+/// `endSessions`: the sessions leave the local session cache.
+pub fn end_sessions(req: &Request) -> CmdResult {
+    let ids = session_list(req, "endSessions")?;
+    req.state.sessions.end(&ids);
     Ok(Document::new())
+}
+
+/// `refreshSessions`: the sessions are marked used now.
+pub fn refresh_sessions(req: &Request) -> CmdResult {
+    let user = req.user().map(|u| u.to_string());
+    for lsid in session_list(req, "refreshSessions")? {
+        req.state.sessions.touch(&lsid, user.clone());
+    }
+    Ok(Document::new())
+}
+
+fn session_list(req: &Request, command: &str) -> Result<Vec<Bson>, CommandError> {
+    match req.body.get(command) {
+        Some(Bson::Array(a)) => Ok(a.clone()),
+        Some(v) => Err(req.wrong_type(command, v, "array")),
+        None => Ok(Vec::new()),
+    }
 }

@@ -28,6 +28,7 @@ mod indexes;
 mod indexes_ts;
 mod insert;
 mod list_catalog;
+mod local_sessions;
 mod out_timeseries;
 mod parameters;
 mod pipeline_context;
@@ -308,7 +309,7 @@ pub static COMMANDS: &[Command] = &[
     ),
     cmd(
         "refreshSessions",
-        handshake::end_sessions,
+        handshake::refresh_sessions,
         "Keeps logical sessions alive.",
     ),
     cmd(
@@ -476,6 +477,10 @@ pub fn dispatch(req: &Request) -> Document {
     .and_then(|()| collection_uuid::check(req, &name))
     {
         return e.to_reply();
+    }
+    if let Some(lsid) = req.body.get("lsid") {
+        let user = req.conn.session.lock().user().map(|u| u.to_string());
+        req.state.sessions.touch(lsid, user);
     }
     let _op = req.state.ops.begin(
         req.conn.id,
