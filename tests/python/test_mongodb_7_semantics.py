@@ -1,11 +1,15 @@
 """Smaller MongoDB 7.0 behaviours through pymongo: compact and reIndex, showRecordId on a
 time-series collection, $dateFromParts with missing parts, the duplicate-key details of
-$merge, and $listLocalSessions."""
+$merge, $listLocalSessions, and clustered collections."""
 
 import datetime
+import time
 
 import pytest
+from pymongo import MongoClient
 from pymongo.errors import OperationFailure
+
+from conftest import running_server
 
 
 def test_compact_frees_the_space_of_deleted_documents_and_keeps_the_rest(db):
@@ -332,3 +336,39 @@ def test_list_local_sessions_shows_the_sessions_commands_carried_until_they_end(
     assert e.value.code == 40415
     with pytest.raises(OperationFailure):
         db.command("aggregate", "c", pipeline=[{"$listLocalSessions": {}}], cursor={})
+
+
+def test_clustered_collection_shows_its_clustered_index_and_refuses_other_keys(db):
+    db.create_collection("cl", clusteredIndex={"key": {"_id": 1}, "unique": True})
+    spec = {"v": 2, "key": {"_id": 1}, "name": "_id_", "unique": True}
+    info = next(db.list_collections(filter={"name": "cl"}))
+    assert info["options"]["clusteredIndex"] == spec
+    assert next(db.cl.list_indexes()) == {**spec, "clustered": True}
+    db.cl.insert_one({"_id": 42.0})
+    with pytest.raises(Exception) as e:
+        db.cl.insert_one({"_id": 42})
+    assert getattr(e.value, "code", None) == 11000
+    for bad in ({"key": {"a": 1}, "unique": True}, {"key": {"_id": 1}, "unique": False}):
+        with pytest.raises(OperationFailure) as e:
+            db.create_collection("bad", clusteredIndex=bad)
+        assert e.value.code == 72, bad
+    with pytest.raises(OperationFailure) as e:
+        db.create_collection("bad", expireAfterSeconds=5)
+    assert e.value.code == 72
+
+
+def test_clustered_collection_with_expire_after_seconds_deletes_by_id_date():
+    with running_server("--setParameter", "ttlMonitorSleepSecs=1") as (_, port, _):
+        db = MongoClient(port=port, directConnection=True).cl_ttl
+        db.create_collection("events", clusteredIndex={"key": {"_id": 1}, "unique": True},
+                             expireAfterSeconds=60)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        db.events.insert_many([{"_id": now - datetime.timedelta(hours=1), "v": "old"},
+                               {"_id": now + datetime.timedelta(hours=1), "v": "new"},
+                               {"_id": "not a date", "v": "kept"}])
+        deadline = time.monotonic() + 30
+        while db.events.count_documents({}) != 2:
+            assert time.monotonic() < deadline, list(db.events.find())
+            time.sleep(0.2)
+        assert sorted(d["v"] for d in db.events.find()) == ["kept", "new"]
+        assert next(db.list_collections())["options"]["expireAfterSeconds"] == 60

@@ -4,6 +4,7 @@
 
 use crate::collection::{decode, Collection};
 use crate::error::Result;
+use crate::index::spec::{KeyKind, KeyPart};
 use crate::index::staging::Staging;
 use crate::plan::{byte_ranges, FieldBounds};
 use bson::{Bson, DateTime};
@@ -25,17 +26,38 @@ fn has_expired_date(doc: &bson::Document, path: &str, cutoff: DateTime) -> bool 
         })
 }
 
+/// What a TTL pass reads to find expired documents.
+#[derive(Debug, Clone, Copy)]
+pub enum ExpireBy {
+    /// A TTL index, by its ident.
+    Index(u64),
+    /// The `_id` itself: a clustered collection with `expireAfterSeconds`.
+    Id,
+}
+
 impl Collection {
-    /// Deletes up to `limit` documents that the TTL index `ident` shows as expired at
-    /// `cutoff`, as one atomic, durable batch. Returns how many were deleted (fewer than
-    /// `limit` when no more are expired). An index that no longer exists deletes nothing.
-    pub fn delete_expired(&self, ident: u64, cutoff: DateTime, limit: usize) -> Result<usize> {
+    /// Deletes up to `limit` documents that `by` shows as expired at `cutoff`, as one
+    /// atomic, durable batch. Returns how many were deleted (fewer than `limit` when no
+    /// more are expired). An index that no longer exists deletes nothing.
+    pub fn delete_expired(&self, by: ExpireBy, cutoff: DateTime, limit: usize) -> Result<usize> {
         let guard = self.lock_writes();
-        let Some(index) = self.indexes().iter().find(|i| i.ident == ident).cloned() else {
-            return Ok(0);
-        };
-        let Some(part) = index.spec.parts.first().cloned() else {
-            return Ok(0);
+        let (part, tree) = match by {
+            ExpireBy::Index(ident) => {
+                let Some(index) = self.indexes().iter().find(|i| i.ident == ident).cloned() else {
+                    return Ok(0);
+                };
+                let Some(part) = index.spec.parts.first().cloned() else {
+                    return Ok(0);
+                };
+                (part, Some(index.tree().clone()))
+            }
+            ExpireBy::Id => (
+                KeyPart {
+                    path: "_id".into(),
+                    kind: KeyKind::Asc,
+                },
+                None,
+            ),
         };
         let bounds = vec![FieldBounds::Range {
             low: None,
@@ -47,8 +69,11 @@ impl Collection {
         let mut ids: HashSet<Vec<u8>> = HashSet::new();
         let mut deleted = 0;
         'scan: for (start, end) in ranges {
-            for entry in st.snap.range(index.tree(), &start, end.as_deref(), false) {
-                let (_, id_key) = entry?;
+            // An index maps keys to `_id` keys; the collection's own tree is keyed by `_id`.
+            let scanned = tree.as_ref().unwrap_or(self.tree());
+            for entry in st.snap.range(scanned, &start, end.as_deref(), false) {
+                let (key, value) = entry?;
+                let id_key = if tree.is_some() { value } else { key };
                 if !ids.insert(id_key.clone()) {
                     continue;
                 }
@@ -74,6 +99,7 @@ impl Collection {
 
 #[cfg(test)]
 mod tests {
+    use super::ExpireBy;
     use crate::index::IndexSpec;
     use crate::Catalog;
     use bson::{doc, DateTime};
@@ -100,9 +126,21 @@ mod tests {
         let spec = IndexSpec::parse(&doc! {"key": {"t": 1}, "expireAfterSeconds": 0}).unwrap();
         cat.create_indexes("db", "c", vec![spec]).unwrap();
         let ident = c.indexes()[0].ident;
-        assert_eq!(c.delete_expired(ident, DateTime::now(), 2).unwrap(), 2);
-        assert_eq!(c.delete_expired(ident, DateTime::now(), 2).unwrap(), 1);
-        assert_eq!(c.delete_expired(ident, DateTime::now(), 2).unwrap(), 0);
+        assert_eq!(
+            c.delete_expired(ExpireBy::Index(ident), DateTime::now(), 2)
+                .unwrap(),
+            2
+        );
+        assert_eq!(
+            c.delete_expired(ExpireBy::Index(ident), DateTime::now(), 2)
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            c.delete_expired(ExpireBy::Index(ident), DateTime::now(), 2)
+                .unwrap(),
+            0
+        );
         let left: Vec<_> = c
             .scan()
             .map(|d| d.unwrap().get_i32("_id").unwrap())

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod collection;
 pub mod error;
 mod expire;
+pub use expire::ExpireBy;
 pub mod index;
 mod index_ddl;
 pub mod keystring;

@@ -6,7 +6,8 @@
 //! kind ([`expire_timeseries`]).
 
 use crate::state::ServerState;
-use hourglass_catalog::Collection;
+use hourglass_catalog::index::ID_INDEX_NAME;
+use hourglass_catalog::{Collection, ExpireBy};
 use hourglass_query::filter::Filter;
 use hourglass_timeseries::index_spec::ttl_cutoff_millis;
 use hourglass_timeseries::{options_of, TimeseriesStore};
@@ -59,14 +60,24 @@ pub fn run_pass(state: &ServerState) -> u64 {
 /// Expires documents of a regular collection through each of its TTL indexes.
 pub fn expire_regular(c: &Collection) -> u64 {
     let mut deleted = 0u64;
-    for index in c.indexes().iter() {
-        let Some(secs) = index.spec.expire_after_seconds else {
-            continue;
-        };
+    // A clustered collection's `expireAfterSeconds` expires documents by their `_id` date.
+    let clustered = c.options().contains_key("clusteredIndex");
+    let by_id = seconds(c.options().get("expireAfterSeconds"))
+        .filter(|_| clustered)
+        .map(|secs| (ExpireBy::Id, secs, ID_INDEX_NAME.to_string()));
+    let by_index: Vec<_> = c
+        .indexes()
+        .iter()
+        .filter_map(|index| {
+            let secs = index.spec.expire_after_seconds?;
+            Some((ExpireBy::Index(index.ident), secs, index.spec.name.clone()))
+        })
+        .collect();
+    for (by, secs, name) in by_id.into_iter().chain(by_index) {
         let now = bson::DateTime::now().timestamp_millis();
         let cutoff = bson::DateTime::from_millis(now.saturating_sub(secs.saturating_mul(1000)));
         loop {
-            match c.delete_expired(index.ident, cutoff, TTL_BATCH) {
+            match c.delete_expired(by, cutoff, TTL_BATCH) {
                 Ok(n) => {
                     deleted += n as u64;
                     if n < TTL_BATCH {
@@ -74,7 +85,7 @@ pub fn expire_regular(c: &Collection) -> u64 {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(ns = %c.namespace(), index = %index.spec.name, error = %e, "TTL deletion failed");
+                    tracing::warn!(ns = %c.namespace(), index = %name, error = %e, "TTL deletion failed");
                     break;
                 }
             }

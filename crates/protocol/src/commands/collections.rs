@@ -33,10 +33,8 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
     "size",
     "max",
     "timeseries",
-    "expireAfterSeconds",
     "viewOn",
     "pipeline",
-    "clusteredIndex",
     "encryptedFields",
     "recordPreImages",
 ];
@@ -83,6 +81,17 @@ pub fn create(req: &Request) -> CmdResult {
             }
             continue;
         }
+        if k == "clusteredIndex" {
+            options.insert(k.clone(), clustered_index(v)?);
+            continue;
+        }
+        if k == "expireAfterSeconds" {
+            options.insert(
+                k.clone(),
+                hourglass_timeseries::validate_expire_after_seconds(v)?,
+            );
+            continue;
+        }
         if !CREATE_OPTIONS.contains(&k.as_str()) {
             return Err(CommandError::unknown_field("create", k));
         }
@@ -100,6 +109,51 @@ pub fn create(req: &Request) -> CmdResult {
         tracing::debug!(ns = %format!("{}.{coll}", req.db), "create: collection already exists with the same options");
     }
     Ok(Document::new())
+}
+
+/// A collection clustered by `_id` (`clusteredIndex: {key: {_id: 1}, unique: true}`), as
+/// MongoDB shows the option: `{v: 2, key: {_id: 1}, name: "_id_", unique: true}`. Every
+/// collection is stored in `_id` order, so clustering changes what is shown and allows a
+/// collection-level `expireAfterSeconds` on dates in `_id`.
+fn clustered_index(v: &Bson) -> Result<Document, CommandError> {
+    let Bson::Document(spec) = v else {
+        return Err(CommandError::type_mismatch(format!(
+            "BSON field 'create.clusteredIndex' is the wrong type '{}', expected type 'object'",
+            super::args::type_name(v)
+        )));
+    };
+    let mut name = hourglass_catalog::index::ID_INDEX_NAME.to_string();
+    let mut unique = None;
+    let mut key = None;
+    for (k, v) in spec {
+        match (k.as_str(), v) {
+            ("key", Bson::Document(d)) => key = Some(d.clone()),
+            ("unique", Bson::Boolean(b)) => unique = Some(*b),
+            ("name", Bson::String(s)) => name = s.clone(),
+            ("v", v) if super::args::as_i64(v) == Some(2) => {}
+            ("key" | "unique" | "name" | "v", other) => {
+                return Err(CommandError::type_mismatch(format!(
+                    "BSON field 'create.clusteredIndex.{k}' has the wrong type or value {other}"
+                )))
+            }
+            _ => return Err(CommandError::unknown_field("create.clusteredIndex", k)),
+        }
+    }
+    let Some(key) = key else {
+        return Err(CommandError::missing_field("create.clusteredIndex.key"));
+    };
+    if key != doc! {"_id": 1} {
+        return Err(CommandError::invalid_options(format!(
+            "Only the _id field may be the cluster key of a collection, in ascending order, not {key}"
+        )));
+    }
+    match unique {
+        Some(true) => Ok(doc! {"v": 2, "key": key, "name": name, "unique": true}),
+        Some(false) => Err(CommandError::invalid_options(
+            "The clusteredIndex option requires unique: true",
+        )),
+        None => Err(CommandError::missing_field("create.clusteredIndex.unique")),
+    }
 }
 
 pub fn drop(req: &Request) -> CmdResult {

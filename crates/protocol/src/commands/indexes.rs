@@ -18,7 +18,15 @@ fn not_found(req: &Request, coll: &str) -> CommandError {
 
 /// The `listIndexes` documents of a regular collection: `_id_` then the secondary ones.
 pub fn index_documents(c: &Collection) -> Vec<Document> {
-    let mut out = vec![id_index_document()];
+    let id = match c.options().get_document("clusteredIndex") {
+        Ok(clustered) => {
+            let mut d = clustered.clone();
+            d.insert("clustered", true);
+            d
+        }
+        Err(_) => id_index_document(),
+    };
+    let mut out = vec![id];
     out.extend(c.indexes().iter().map(|i| i.spec.to_document()));
     out
 }
