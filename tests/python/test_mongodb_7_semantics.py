@@ -1,6 +1,6 @@
 """Smaller MongoDB 7.0 behaviours through pymongo: compact and reIndex, showRecordId on a
 time-series collection, $dateFromParts with missing parts, the duplicate-key details of
-$merge, $listLocalSessions, and clustered collections."""
+$merge, $listLocalSessions, clustered collections and the mixed-schema flag."""
 
 import datetime
 import time
@@ -372,3 +372,20 @@ def test_clustered_collection_with_expire_after_seconds_deletes_by_id_date():
             time.sleep(0.2)
         assert sorted(d["v"] for d in db.events.find()) == ["kept", "new"]
         assert next(db.list_collections())["options"]["expireAfterSeconds"] == 60
+
+
+def test_buckets_may_have_mixed_schema_data_is_set_by_create_and_coll_mod(db):
+    flag = "timeseriesBucketsMayHaveMixedSchemaData"
+    db.command("create", "mixed", timeseries={"timeField": "t"}, **{flag: True})
+    assert next(db.list_collections(filter={"name": "mixed"}))["options"][flag] is True
+    db.command("collMod", "mixed", **{flag: False})
+    assert next(db.list_collections(filter={"name": "mixed"}))["options"][flag] is False
+    db.mixed.insert_many([{"t": datetime.datetime(2026, 1, 1), "v": v} for v in (1, "a", 2.5)])
+    assert db.mixed.count_documents({"v": {"$gte": 1}}) == 2
+    db.create_collection("plain")
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "plain", **{flag: True})
+    assert e.value.code == 72
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "mixed", **{flag: "yes"})
+    assert e.value.code == 14

@@ -12,6 +12,11 @@ use hourglass_catalog::index::spec::parse_expire_after_seconds;
 use hourglass_catalog::IndexSelector;
 use hourglass_timeseries::{validate_expire_after_seconds, Granularity};
 
+/// MongoDB 7.0's flag that buckets may hold mixed-schema data. Hourglass reads every
+/// bucket column as possibly mixed (a column's values are compared by MongoDB's order
+/// whatever their types), so the flag is stored and shown and changes no read.
+pub const MIXED_SCHEMA: &str = "timeseriesBucketsMayHaveMixedSchemaData";
+
 pub fn coll_mod(req: &Request) -> CmdResult {
     if let Ok(coll) = req.collection() {
         if super::views::is_view(req, &coll)? {
@@ -21,6 +26,7 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     req.check_fields(&[
         "timeseries",
         "expireAfterSeconds",
+        MIXED_SCHEMA,
         "index",
         "validator",
         "validationLevel",
@@ -34,6 +40,11 @@ pub fn coll_mod(req: &Request) -> CmdResult {
                 26,
                 format!("ns does not exist: {}.{coll}", req.db),
             ))
+        }
+        Target::Regular(Some(_)) if req.body.contains_key(MIXED_SCHEMA) => {
+            return Err(CommandError::invalid_options(format!(
+                "{MIXED_SCHEMA} is only supported on time-series collections"
+            )))
         }
         Target::Regular(Some(_)) => return coll_mod_regular(req, &coll),
         Target::Buckets { .. } => {
@@ -80,11 +91,17 @@ pub fn coll_mod(req: &Request) -> CmdResult {
             stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
         }
     }
+    if let Some(mixed) = req.opt_bool(MIXED_SCHEMA)? {
+        stored.insert(MIXED_SCHEMA, mixed);
+    }
     let mut reply = Document::new();
     if let Some(index) = req.opt_document("index")? {
         reply = super::indexes_ts::set_hidden(&buckets, &options, index)?;
     }
-    if req.body.contains_key("timeseries") || req.body.contains_key("expireAfterSeconds") {
+    if ["timeseries", "expireAfterSeconds", MIXED_SCHEMA]
+        .iter()
+        .any(|k| req.body.contains_key(*k))
+    {
         let name = buckets.namespace().coll;
         req.state.catalog.set_options(&req.db, &name, stored)?;
         req.state.timeseries.set_options(&buckets, &options)?;

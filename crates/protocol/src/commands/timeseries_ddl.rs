@@ -15,6 +15,7 @@ const ALLOWED_WITH_TIMESERIES: &[&str] = &[
     "storageEngine",
     "indexOptionDefaults",
     "collation",
+    super::coll_mod::MIXED_SCHEMA,
 ];
 
 /// `create` of a time-series collection: validates the options as MongoDB does and
@@ -45,6 +46,9 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
         if let Some(v) = req.body.get(k) {
             stored.insert(k, v.clone());
         }
+    }
+    if let Some(mixed) = req.opt_bool(super::coll_mod::MIXED_SCHEMA)? {
+        stored.insert(super::coll_mod::MIXED_SCHEMA, mixed);
     }
     let buckets_name = if coll.starts_with(BUCKETS_PREFIX) {
         coll.to_string()
