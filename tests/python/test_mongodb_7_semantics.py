@@ -389,3 +389,13 @@ def test_buckets_may_have_mixed_schema_data_is_set_by_create_and_coll_mod(db):
     with pytest.raises(OperationFailure) as e:
         db.command("collMod", "mixed", **{flag: "yes"})
     assert e.value.code == 14
+
+
+def test_list_indexes_of_a_time_series_collection_orders_fields_as_mongod(db):
+    db.create_collection("ix", timeseries={"timeField": "t", "metaField": "k"})
+    db.ix.create_index([("k.a", 1), ("v", 1)])
+    for coll in (db.ix, db["system.buckets.ix"]):
+        specs = list(coll.list_indexes())
+        assert len(specs) == 2
+        assert all(list(s)[:3] == ["v", "key", "name"] for s in specs), specs
+    assert all("originalSpec" not in s for s in db.ix.list_indexes())

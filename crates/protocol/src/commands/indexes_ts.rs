@@ -145,11 +145,28 @@ pub fn list(
     view: bool,
 ) -> Result<Vec<Document>, CommandError> {
     let specs = TimeseriesStore::index_specs(buckets, options)?;
-    Ok(if view {
+    let listed = if view {
         view_index_specs(options, &specs)
     } else {
         specs
-    })
+    };
+    Ok(listed.into_iter().map(mongod_field_order).collect())
+}
+
+/// An index spec with `v`, `key` and `name` first, as mongod lists them.
+fn mongod_field_order(spec: Document) -> Document {
+    let mut out = Document::new();
+    for k in ["v", "key", "name"] {
+        if let Some(v) = spec.get(k) {
+            out.insert(k, v.clone());
+        }
+    }
+    for (k, v) in spec {
+        if !out.contains_key(&k) {
+            out.insert(k, v);
+        }
+    }
+    out
 }
 
 /// Finds an index by name or key pattern (user shape on the view).
