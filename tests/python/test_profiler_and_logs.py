@@ -73,6 +73,19 @@ def test_a_filter_decides_what_is_profiled_and_logged(srv):
     assert "filter" not in db.command("profile", -1)
 
 
+def test_a_read_through_a_view_is_profiled_with_the_plan_of_its_source(srv):
+    client, _ = srv
+    db = client.profview
+    db.c.insert_many([{"a": i} for i in range(10)])
+    db.c.create_index("a")
+    db.command("create", "v", viewOn="c", pipeline=[{"$match": {"a": {"$gte": 5}}}])
+    db.command("profile", 2)
+    assert len(list(db.v.find())) == 5
+    db.command("profile", 0)
+    (entry,) = list(db.system.profile.find({"ns": "profview.v"}))
+    assert entry["planSummary"] == "IXSCAN { a: 1 }" and entry["nreturned"] == 5
+
+
 def test_profile_settings_are_checked(srv):
     client, _ = srv
     for bad in ({"profile": 3}, {"profile": 1, "sampleRate": 2.0},

@@ -181,6 +181,15 @@ def test_explain_lists_the_index_plans_it_rejected(db):
     assert c.find({"z": 1}).explain()["queryPlanner"]["rejectedPlans"] == []
 
 
+def test_explain_of_a_view_over_a_time_series_collection_names_the_buckets_it_reads(both):
+    _, ts = both
+    db = ts.database
+    db.command("create", "hosts1", viewOn="ts", pipeline=[{"$match": {"m.host": "h1"}}])
+    plan = db.command("explain", {"aggregate": "hosts1", "pipeline": [], "cursor": {}},
+                      verbosity="queryPlanner")
+    assert plan["queryPlanner"]["namespace"] == f"{db.name}.system.buckets.ts"
+
+
 @pytest.mark.parametrize("kind", ["reg", "ts"])
 def test_batch_size_zero_opens_a_cursor_with_an_empty_first_batch(both, kind):
     db = both[0].database

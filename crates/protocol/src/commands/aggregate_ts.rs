@@ -53,7 +53,7 @@ pub fn aggregate_view(
         let scan = store.scan(buckets, options, &plan.predicate)?;
         return Ok(explain_reply(
             req,
-            coll,
+            buckets,
             options,
             &plan,
             stages,
@@ -81,7 +81,7 @@ pub fn aggregate_view(
         };
         return Ok(explain_reply(
             req,
-            coll,
+            buckets,
             options,
             &plan,
             stages,
@@ -120,7 +120,7 @@ struct ExplainRun {
 
 fn explain_reply(
     req: &Request,
-    coll: &str,
+    buckets: &Collection,
     options: &TimeseriesOptions,
     plan: &TsPlan,
     stages: &[Document],
@@ -150,7 +150,8 @@ fn explain_reply(
         unpack.insert("nReturned", run.unpacked as i64);
     }
     let query_planner = doc! {
-        "namespace": format!("{}.system.buckets.{coll}", req.db),
+        // The buckets read, also when the aggregate names a view over the collection.
+        "namespace": buckets.namespace().to_string(),
         "winningPlan": winning,
         "rejectedPlans": [],
     };

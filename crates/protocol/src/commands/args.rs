@@ -37,8 +37,8 @@ pub struct Request {
     /// Stops the command: killOp, maxTimeMS, or the client disconnecting.
     pub interrupt: Arc<hourglass_query::interrupt::Interrupt>,
     /// The plan a read chose (`COLLSCAN`, `IXSCAN { a: 1 }`), for the slow-operation log
-    /// and the profiler.
-    pub plan_summary: parking_lot::Mutex<Option<String>>,
+    /// and the profiler; shared with sub-requests (a view's read runs as one).
+    pub plan_summary: Arc<parking_lot::Mutex<Option<String>>>,
 }
 
 /// Checks the number of statements in a write command.
@@ -188,7 +188,7 @@ impl Request {
             body,
             sequences: Default::default(),
             interrupt: self.interrupt.clone(),
-            plan_summary: Default::default(),
+            plan_summary: self.plan_summary.clone(),
         }
     }
 
