@@ -48,36 +48,17 @@ pub fn aggregate_view(
     plan.limits = ctx.run_options()?.limits;
     let rest = Pipeline::parse(&stages[plan.consumed..])?;
     let store = &req.state.timeseries;
-    if explain == Some(false) {
-        // queryPlanner: the bucket access path is chosen; nothing is read or run.
-        let scan = store.scan(buckets, options, &plan.predicate)?;
-        return Ok(explain_reply(
-            req,
-            buckets,
-            options,
-            &plan,
-            stages,
-            None,
-            &scan.counters,
-        ));
-    }
-    let ex = store.execute(buckets, options, &plan)?;
-    let counters = ex.counters.clone();
-    if explain.is_some() {
-        let started = std::time::Instant::now();
-        let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
-        let unpacked = input.len();
-        // The stages after the scan run too (their output is counted, not returned),
-        // except a pipeline that writes: explain never writes.
-        let returned = if rest.writes() {
-            None
-        } else {
-            Some(rest.run_with(input, &ctx.run_options()?)?.len())
-        };
-        let run = ExplainRun {
-            unpacked,
-            returned,
-            millis: started.elapsed().as_millis() as i64,
+    if let Some(execute) = explain {
+        let (run, counters) = match execute {
+            true => {
+                let (run, counters) = run_for_explain(req, buckets, options, &plan, &rest)?;
+                (Some(run), counters)
+            }
+            // queryPlanner: the bucket access path is chosen; nothing is read or run.
+            false => (
+                None,
+                store.scan(buckets, options, &plan.predicate)?.counters,
+            ),
         };
         return Ok(explain_reply(
             req,
@@ -85,10 +66,11 @@ pub fn aggregate_view(
             options,
             &plan,
             stages,
-            Some(&run),
+            run.as_ref(),
             &counters,
         ));
     }
+    let ex = store.execute(buckets, options, &plan)?;
     // With nothing left to run, measurements stream to the cursor bucket by bucket.
     let output: crate::cursor::DocSource = if stages.len() > plan.consumed {
         let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
@@ -107,6 +89,34 @@ pub fn aggregate_view(
         cursor_batch_size(req, cursor_opts)?,
         false,
     )
+}
+
+/// Runs the pipeline for its explain: the scan with what was pushed into it, then the
+/// stages after it (their output is counted, not returned), except a pipeline that
+/// writes: explain never writes.
+fn run_for_explain(
+    req: &Request,
+    buckets: &Arc<Collection>,
+    options: &TimeseriesOptions,
+    plan: &TsPlan,
+    rest: &Pipeline,
+) -> Result<(ExplainRun, Arc<hourglass_timeseries::ScanCounters>), CommandError> {
+    let started = std::time::Instant::now();
+    let ex = req.state.timeseries.execute(buckets, options, plan)?;
+    let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
+    let unpacked = input.len();
+    let returned = if rest.writes() {
+        None
+    } else {
+        let ctx = super::pipeline_context::CatalogContext::new(req);
+        Some(rest.run_with(input, &ctx.run_options()?)?.len())
+    };
+    let run = ExplainRun {
+        unpacked,
+        returned,
+        millis: started.elapsed().as_millis() as i64,
+    };
+    Ok((run, ex.counters))
 }
 
 /// What running a pipeline for explain produced.

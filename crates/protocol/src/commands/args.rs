@@ -316,14 +316,4 @@ pub fn as_i64(v: &Bson) -> Option<i64> {
     }
 }
 
-/// A number as f64.
-pub fn as_f64(v: &Bson) -> Option<f64> {
-    match v {
-        Bson::Int32(i) => Some(f64::from(*i)),
-        Bson::Int64(i) => Some(*i as f64),
-        Bson::Double(d) => Some(*d),
-        _ => None,
-    }
-}
-
 pub use hourglass_query::compare::type_name;

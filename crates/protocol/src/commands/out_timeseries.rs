@@ -16,6 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// A fresh name for the collection any `$out` (into a regular or a time-series
+/// collection) fills before it is renamed over the target.
+pub(super) fn out_temp_name() -> String {
+    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("tmp.agg_out.{}.{seq}", std::process::id())
+}
+
 /// Replaces the measurements of the time-series collection `db.coll` with `docs`.
 pub fn replace(
     req: &Request,
@@ -61,8 +68,7 @@ pub fn replace(
             ))
         }
     };
-    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
-    let temp = format!("{BUCKETS_PREFIX}tmp.agg_out.{}.{seq}", std::process::id());
+    let temp = format!("{BUCKETS_PREFIX}{}", out_temp_name());
     let (tc, _) = catalog.create(db, &temp, stored)?;
     let filled = (|| -> Result<(), CommandError> {
         if let Some(specs) = &indexes {

@@ -14,7 +14,6 @@ use hourglass_query::pipeline::mem::DEFAULT_LIMIT;
 use hourglass_query::pipeline::{MemLimits, PipelineContext, RunOptions};
 use hourglass_query::update::Update;
 use hourglass_query::QueryError;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Collection access for one aggregate command.
@@ -82,8 +81,6 @@ fn from_catalog(e: CatalogError) -> QueryError {
     from_command(e.into())
 }
 
-static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
-
 impl PipelineContext for CatalogContext<'_> {
     fn read_collection(&self, db: &str, coll: &str) -> Result<Vec<Document>, QueryError> {
         if db == self.req.db {
@@ -123,8 +120,7 @@ impl PipelineContext for CatalogContext<'_> {
         }
         self.writable(db, coll, "$out")?;
         let catalog = &self.req.state.catalog;
-        let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
-        let temp = format!("tmp.agg_out.{}.{seq}", std::process::id());
+        let temp = super::out_timeseries::out_temp_name();
         let (tc, _) = catalog
             .create(db, &temp, Document::new())
             .map_err(from_catalog)?;

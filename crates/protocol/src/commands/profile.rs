@@ -5,6 +5,7 @@ use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson};
 use hourglass_query::filter::Filter;
+use hourglass_query::num::Num;
 
 pub fn profile(req: &Request) -> CmdResult {
     req.check_fields(&["profile", "slowms", "sampleRate", "filter"])?;
@@ -31,7 +32,7 @@ pub fn profile(req: &Request) -> CmdResult {
     };
     let sample_rate = match req.body.get("sampleRate") {
         None => None,
-        Some(v) => match super::args::as_f64(v) {
+        Some(v) => match Num::from_bson(v).map(Num::as_f64) {
             Some(r) if (0.0..=1.0).contains(&r) => Some(r),
             _ => {
                 return Err(CommandError::new(
