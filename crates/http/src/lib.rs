@@ -1,17 +1,22 @@
 //! The HTTP front end, off unless `--httpPort` is given: InfluxDB line-protocol writes
 //! (1.x `/write`, 2.x `/api/v2/write`, with `/ping`, `/health`, `/ready`, `/query` for
-//! database DDL and `/api/v2/buckets`), Prometheus remote write (`/api/v1/write`) and the
-//! server's own metrics (`/metrics`). Writes go through the same bucket catalog and group
-//! commit as MongoDB inserts and are durable before the success status is sent.
+//! database DDL and `/api/v2/buckets`), Prometheus remote write (`/api/v1/write`), the
+//! server's own metrics (`/metrics`) and a web console (`/console`) that browses the
+//! time-series collections and charts their series. Writes go through the same bucket
+//! catalog and group commit as MongoDB inserts and are durable before the success status
+//! is sent.
 //!
 //! With `--auth`, [`auth`] authenticates every request but the health checks and each
 //! runs as its user. Routes by module: [`influx`] (line-protocol writes), [`influx_admin`] (database DDL
-//! and health checks), [`remote_write`] (Prometheus), [`metrics`]; [`ingest`] is what both write paths share (database existence, creating
+//! and health checks), [`remote_write`] (Prometheus), [`metrics`], [`console`] (the console's
+//! page and files) and [`console_api`] (its read-only command API); [`ingest`] is what both write paths share (database existence, creating
 //! the time-series collection, inserting), [`measurement_bson`] writes their measurement documents as BSON bytes, [`body`] reads a request body within the size
 //! limit and undoes its content encoding.
 
 mod auth;
 mod body;
+mod console;
+mod console_api;
 mod influx;
 mod influx_admin;
 mod ingest;
@@ -43,6 +48,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/ready", get(influx_admin::ready))
         .route("/api/v1/write", post(remote_write::write))
         .route("/metrics", get(metrics::metrics))
+        .merge(console::routes(state.clone()))
         // Bodies are read by `body::read` against `httpMaxBodyBytes`, which a client may
         // change at run time with `setParameter`.
         .layer(axum::extract::DefaultBodyLimit::disable())

@@ -277,6 +277,11 @@ const EXIT_NET_ERROR: u8 = 48;
 const EXIT_UNCAUGHT: u8 = 100;
 
 fn main() -> std::process::ExitCode {
+    // `hourglass import ...` and `hourglass export ...` are client tools with their own flags.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if hourglass_tools::subcommand(&argv).is_some() {
+        return hourglass_tools::run(argv);
+    }
     let args = match Args::resolve(Cli::parse()) {
         Ok(a) => a,
         Err(e) => {

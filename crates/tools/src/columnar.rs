@@ -1,0 +1,424 @@
+//! Documents to and from Arrow record batches, for Parquet import and export.
+//!
+//! Export flattens nested documents into dotted column names (`tags.hostname`) and types
+//! each column from every value it will hold: int32, int64 (ints that do not all fit
+//! int32), double (any double among numbers), boolean, UTC millisecond timestamp (dates),
+//! text (strings; ObjectIds as hex, Decimal128 as text), and Extended JSON text for
+//! anything else or a column whose values have several kinds. Import reverses it: dotted
+//! names nest again, timestamps and dates become BSON dates.
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
+    TimestampMillisecondBuilder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use bson::{Binary, Bson, DateTime, Document};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The column kinds of an export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Int32,
+    Int64,
+    Double,
+    Bool,
+    Time,
+    Text,
+    /// Extended JSON text.
+    Json,
+}
+
+impl Kind {
+    fn of(v: &Bson) -> Option<Kind> {
+        Some(match v {
+            Bson::Null | Bson::Undefined => return None,
+            Bson::Int32(_) => Kind::Int32,
+            Bson::Int64(_) => Kind::Int64,
+            Bson::Double(_) => Kind::Double,
+            Bson::Boolean(_) => Kind::Bool,
+            Bson::DateTime(_) => Kind::Time,
+            Bson::String(_) | Bson::ObjectId(_) | Bson::Decimal128(_) => Kind::Text,
+            _ => Kind::Json,
+        })
+    }
+
+    /// The kind a column needs for values of both kinds.
+    fn join(self, other: Kind) -> Kind {
+        use Kind::*;
+        match (self, other) {
+            (a, b) if a == b => a,
+            (Int32, Int64) | (Int64, Int32) => Int64,
+            (Int32 | Int64 | Double, Int32 | Int64 | Double) => Double,
+            _ => Json,
+        }
+    }
+
+    fn data_type(self) -> DataType {
+        match self {
+            Kind::Int32 => DataType::Int32,
+            Kind::Int64 => DataType::Int64,
+            Kind::Double => DataType::Float64,
+            Kind::Bool => DataType::Boolean,
+            Kind::Time => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            Kind::Text | Kind::Json => DataType::Utf8,
+        }
+    }
+}
+
+/// Calls `f` with each leaf of `doc`, named by its dotted path.
+pub fn flatten<'a>(doc: &'a Document, prefix: &str, f: &mut impl FnMut(String, &'a Bson)) {
+    for (k, v) in doc {
+        let name = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            Bson::Document(inner) if !inner.is_empty() => flatten(inner, &name, f),
+            _ => f(name, v),
+        }
+    }
+}
+
+/// The columns of an export, learned from its documents.
+#[derive(Default)]
+pub struct Columns {
+    names: Vec<String>,
+    kinds: HashMap<String, Option<Kind>>,
+    /// With `--fields`: only these, in this order.
+    fixed: bool,
+}
+
+impl Columns {
+    pub fn fixed(names: &[String]) -> Columns {
+        Columns {
+            names: names.to_vec(),
+            kinds: names.iter().map(|n| (n.clone(), None)).collect(),
+            fixed: true,
+        }
+    }
+
+    pub fn learn(&mut self, doc: &Document) {
+        flatten(doc, "", &mut |name, v| {
+            let kind = Kind::of(v);
+            match self.kinds.get_mut(&name) {
+                Some(k) => {
+                    *k = match (*k, kind) {
+                        (Some(a), Some(b)) => Some(a.join(b)),
+                        (a, b) => a.or(b),
+                    }
+                }
+                None if !self.fixed => {
+                    self.names.push(name.clone());
+                    self.kinds.insert(name, kind);
+                }
+                None => {}
+            }
+        });
+    }
+
+    /// Moves `first` (the time field, then the meta field's columns) to the front.
+    pub fn put_first(&mut self, first: &[&str]) {
+        let rank = |n: &String| {
+            first
+                .iter()
+                .position(|f| n == f || n.strip_prefix(f).is_some_and(|r| r.starts_with('.')))
+                .unwrap_or(first.len())
+        };
+        self.names.sort_by_key(rank);
+    }
+
+    pub fn schema(&self) -> Arc<Schema> {
+        Arc::new(Schema::new(
+            self.names
+                .iter()
+                .map(|n| Field::new(n, self.kind(n).data_type(), true))
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    fn kind(&self, name: &str) -> Kind {
+        self.kinds
+            .get(name)
+            .copied()
+            .flatten()
+            .unwrap_or(Kind::Text)
+    }
+
+    /// The documents as one batch of these columns.
+    pub fn batch(&self, docs: &[Document]) -> anyhow::Result<RecordBatch> {
+        let index: HashMap<&str, usize> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let mut cells: Vec<Vec<Option<&Bson>>> = vec![vec![None; docs.len()]; self.names.len()];
+        for (row, doc) in docs.iter().enumerate() {
+            flatten(doc, "", &mut |name, v| {
+                if let Some(&c) = index.get(name.as_str()) {
+                    cells[c][row] = Some(v);
+                }
+            });
+        }
+        let arrays: Vec<ArrayRef> = self
+            .names
+            .iter()
+            .zip(&cells)
+            .map(|(name, values)| column(self.kind(name), values))
+            .collect();
+        Ok(RecordBatch::try_new(self.schema(), arrays)?)
+    }
+}
+
+fn column(kind: Kind, values: &[Option<&Bson>]) -> ArrayRef {
+    let values = values.iter().map(|v| v.filter(|v| Kind::of(v).is_some()));
+    match kind {
+        Kind::Int32 => {
+            let mut b = Int32Builder::new();
+            values.for_each(|v| b.append_option(v.and_then(|v| v.as_i32())));
+            Arc::new(b.finish())
+        }
+        Kind::Int64 => {
+            let mut b = Int64Builder::new();
+            values.for_each(|v| b.append_option(v.and_then(as_i64)));
+            Arc::new(b.finish())
+        }
+        Kind::Double => {
+            let mut b = Float64Builder::new();
+            values.for_each(|v| b.append_option(v.and_then(as_f64)));
+            Arc::new(b.finish())
+        }
+        Kind::Bool => {
+            let mut b = BooleanBuilder::new();
+            values.for_each(|v| b.append_option(v.and_then(Bson::as_bool)));
+            Arc::new(b.finish())
+        }
+        Kind::Time => {
+            let mut b = TimestampMillisecondBuilder::new().with_timezone("UTC");
+            values.for_each(|v| {
+                b.append_option(v.and_then(Bson::as_datetime).map(|d| d.timestamp_millis()))
+            });
+            Arc::new(b.finish())
+        }
+        Kind::Text | Kind::Json => {
+            let mut b = StringBuilder::new();
+            values.for_each(|v| b.append_option(v.map(|v| text(v, kind))));
+            Arc::new(b.finish())
+        }
+    }
+}
+
+fn as_i64(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(i) => Some(*i as i64),
+        Bson::Int64(i) => Some(*i),
+        _ => None,
+    }
+}
+
+fn as_f64(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Double(d) => Some(*d),
+        other => as_i64(other).map(|i| i as f64),
+    }
+}
+
+fn text(v: &Bson, kind: Kind) -> String {
+    match (v, kind) {
+        (Bson::String(s), Kind::Text) => s.clone(),
+        (Bson::ObjectId(o), Kind::Text) => o.to_hex(),
+        (Bson::Decimal128(d), Kind::Text) => d.to_string(),
+        _ => v.clone().into_relaxed_extjson().to_string(),
+    }
+}
+
+/// The rows of a batch as documents; null cells are left out, dotted names nest.
+pub fn documents(batch: &RecordBatch) -> anyhow::Result<Vec<Document>> {
+    let schema = batch.schema();
+    let paths: Vec<Vec<String>> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().split('.').map(str::to_string).collect())
+        .collect();
+    let mut docs = vec![Document::new(); batch.num_rows()];
+    for (c, path) in paths.iter().enumerate() {
+        let array = batch.column(c);
+        for (row, doc) in docs.iter_mut().enumerate() {
+            if let Some(v) = value_at(array.as_ref(), row)? {
+                set_path(doc, path, v)
+                    .map_err(|p| anyhow::anyhow!("column '{p}' is both a value and a document"))?;
+            }
+        }
+    }
+    Ok(docs)
+}
+
+/// Sets `value` at the dotted `path`, making the documents on the way.
+fn set_path(doc: &mut Document, path: &[String], value: Bson) -> Result<(), String> {
+    match path {
+        [] => Ok(()),
+        [last] => {
+            doc.insert(last.clone(), value);
+            Ok(())
+        }
+        [first, rest @ ..] => {
+            if !doc.contains_key(first) {
+                doc.insert(first.clone(), Document::new());
+            }
+            match doc.get_mut(first) {
+                Some(Bson::Document(inner)) => set_path(inner, rest, value),
+                _ => Err(first.clone()),
+            }
+        }
+    }
+}
+
+/// One cell as BSON (None for null).
+fn value_at(a: &dyn Array, i: usize) -> anyhow::Result<Option<Bson>> {
+    if a.is_null(i) {
+        return Ok(None);
+    }
+    Ok(Some(match a.data_type() {
+        DataType::Boolean => Bson::Boolean(a.as_boolean().value(i)),
+        DataType::Int8 => Bson::Int32(a.as_primitive::<Int8Type>().value(i).into()),
+        DataType::Int16 => Bson::Int32(a.as_primitive::<Int16Type>().value(i).into()),
+        DataType::Int32 => Bson::Int32(a.as_primitive::<Int32Type>().value(i)),
+        DataType::Int64 => Bson::Int64(a.as_primitive::<Int64Type>().value(i)),
+        DataType::UInt8 => Bson::Int32(a.as_primitive::<UInt8Type>().value(i).into()),
+        DataType::UInt16 => Bson::Int32(a.as_primitive::<UInt16Type>().value(i).into()),
+        DataType::UInt32 => Bson::Int64(a.as_primitive::<UInt32Type>().value(i).into()),
+        DataType::UInt64 => {
+            let u = a.as_primitive::<UInt64Type>().value(i);
+            i64::try_from(u).map_or(Bson::Double(u as f64), Bson::Int64)
+        }
+        DataType::Float16 => Bson::Double(a.as_primitive::<Float16Type>().value(i).to_f64()),
+        DataType::Float32 => Bson::Double(a.as_primitive::<Float32Type>().value(i).into()),
+        DataType::Float64 => Bson::Double(a.as_primitive::<Float64Type>().value(i)),
+        DataType::Utf8 => Bson::String(a.as_string::<i32>().value(i).to_string()),
+        DataType::LargeUtf8 => Bson::String(a.as_string::<i64>().value(i).to_string()),
+        DataType::Utf8View => Bson::String(a.as_string_view().value(i).to_string()),
+        DataType::Binary => binary(a.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => binary(a.as_binary::<i64>().value(i)),
+        DataType::BinaryView => binary(a.as_binary_view().value(i)),
+        DataType::FixedSizeBinary(_) => binary(a.as_fixed_size_binary().value(i)),
+        DataType::Date32 => Bson::DateTime(DateTime::from_millis(
+            a.as_primitive::<Date32Type>().value(i) as i64 * 86_400_000,
+        )),
+        DataType::Date64 => Bson::DateTime(DateTime::from_millis(
+            a.as_primitive::<Date64Type>().value(i),
+        )),
+        DataType::Timestamp(unit, _) => {
+            let ms = match unit {
+                TimeUnit::Second => a
+                    .as_primitive::<TimestampSecondType>()
+                    .value(i)
+                    .saturating_mul(1000),
+                TimeUnit::Millisecond => a.as_primitive::<TimestampMillisecondType>().value(i),
+                TimeUnit::Microsecond => a
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .value(i)
+                    .div_euclid(1000),
+                TimeUnit::Nanosecond => a
+                    .as_primitive::<TimestampNanosecondType>()
+                    .value(i)
+                    .div_euclid(1_000_000),
+            };
+            Bson::DateTime(DateTime::from_millis(ms))
+        }
+        DataType::Decimal128(_, scale) => {
+            let raw = a.as_primitive::<Decimal128Type>().value(i);
+            let text = decimal_text(raw, *scale);
+            Bson::Decimal128(
+                text.parse()
+                    .map_err(|_| anyhow::anyhow!("invalid decimal {text}"))?,
+            )
+        }
+        DataType::Struct(_) => {
+            let s = a.as_struct();
+            let mut d = Document::new();
+            for (f, col) in s.fields().iter().zip(s.columns()) {
+                if let Some(v) = value_at(col.as_ref(), i)? {
+                    d.insert(f.name().clone(), v);
+                }
+            }
+            Bson::Document(d)
+        }
+        DataType::List(_) => list(a.as_list::<i32>().value(i).as_ref())?,
+        DataType::LargeList(_) => list(a.as_list::<i64>().value(i).as_ref())?,
+        other => anyhow::bail!("cannot import a Parquet column of type {other}"),
+    }))
+}
+
+fn list(values: &dyn Array) -> anyhow::Result<Bson> {
+    (0..values.len())
+        .map(|j| value_at(values, j).map(|v| v.unwrap_or(Bson::Null)))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map(Bson::Array)
+}
+
+fn binary(bytes: &[u8]) -> Bson {
+    Bson::Binary(Binary {
+        subtype: bson::spec::BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    })
+}
+
+fn decimal_text(raw: i128, scale: i8) -> String {
+    if scale <= 0 {
+        return format!("{raw}E{}", -(scale as i32));
+    }
+    let neg = raw < 0;
+    let digits = raw.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    format!("{}{int}.{frac}", if neg { "-" } else { "" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn documents_survive_a_batch_and_back_with_their_types() {
+        let docs = vec![
+            doc! {"t": DateTime::from_millis(5), "m": {"host": "a"}, "i": 1, "l": 3_000_000_000i64, "x": 1.5, "b": true},
+            doc! {"t": DateTime::from_millis(6), "m": {"host": "b"}, "i": 2, "l": 4i64, "x": 2.5, "b": false},
+        ];
+        let mut cols = Columns::default();
+        docs.iter().for_each(|d| cols.learn(d));
+        let batch = cols.batch(&docs).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(batch.schema().field(1).name(), "m.host");
+        assert_eq!(documents(&batch).unwrap_or_default(), docs);
+    }
+
+    #[test]
+    fn a_column_of_ints_and_doubles_is_double_and_of_mixed_kinds_is_extended_json() {
+        let docs = vec![doc! {"n": 1, "v": "a"}, doc! {"n": 2.5, "v": 3}, doc! {}];
+        let mut cols = Columns::default();
+        docs.iter().for_each(|d| cols.learn(d));
+        let back =
+            documents(&cols.batch(&docs).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_default();
+        assert_eq!(
+            back,
+            vec![
+                doc! {"n": 1.0, "v": "\"a\""},
+                doc! {"n": 2.5, "v": "3"},
+                doc! {}
+            ]
+        );
+    }
+
+    #[test]
+    fn decimals_keep_their_scale() {
+        assert_eq!(decimal_text(12345, 2), "123.45");
+        assert_eq!(decimal_text(-5, 3), "-0.005");
+        assert_eq!(decimal_text(7, 0), "7E0");
+    }
+}
