@@ -8,7 +8,7 @@ computes from the raw measurements.
 
 Chromium comes from Debian (installed with apt-get when `chromium` is not on PATH; the browser
 test skips with the reason when that fails). The screenshot is written to
-$HOURGLASS_ARTIFACT_DIR (or pytest's tmp dir) as console.png and its path printed."""
+$HOURGLASS_ARTIFACT_DIR (default tests/python/artifacts/, git-ignored) as console.png and its path printed."""
 
 import datetime
 import html.parser
@@ -360,7 +360,7 @@ def test_browser_draws_the_downsampled_chart(srv, tmp_path):
     assert lo == min(v for _, v in raw) and hi == max(v for _, v in raw)
     assert page.fields[field]["data-min"] == summary["data-min"]
 
-    artifacts = Path(os.environ.get("HOURGLASS_ARTIFACT_DIR") or tmp_path)
+    artifacts = Path(os.environ.get("HOURGLASS_ARTIFACT_DIR") or Path(__file__).parent / "artifacts")
     artifacts.mkdir(parents=True, exist_ok=True)
     shot = artifacts / "console.png"
     run_chromium(chromium, "--virtual-time-budget=15000", f"--screenshot={shot}", url)
