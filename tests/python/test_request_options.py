@@ -209,10 +209,12 @@ def test_array_filter_mistakes_get_mongodb_errors_and_change_nothing(db, update,
     assert db.c.find_one({"_id": 1}) == {"_id": 1, "a": [1, 2]}
 
 
-def test_a_document_validator_is_refused_rather_than_stored_unenforced(db):
+def test_a_document_validator_is_stored_and_enforced(db):
+    db.create_collection("v", validator={"a": {"$exists": True}})
     with pytest.raises(OperationFailure) as e:
-        db.create_collection("v", validator={"a": {"$exists": True}})
-    assert e.value.code == 72
-    assert "v" not in db.list_collection_names()
+        db.v.insert_one({"b": 1})
+    assert e.value.code == 121
+    db.v.insert_one({"b": 1}, bypass_document_validation=True)
     db.create_collection("w", validator={})
-    assert "w" in db.list_collection_names()
+    db.w.insert_one({"b": 1})
+    assert db.w.count_documents({}) == 1

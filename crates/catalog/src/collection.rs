@@ -7,6 +7,7 @@ use crate::error::{CatalogError, Result};
 use crate::index::Index;
 use crate::keystring;
 use crate::namespace::Namespace;
+use crate::validation::Validator;
 use bson::{doc, oid::ObjectId, Bson, Document};
 use hourglass_storage::{Batch, Engine, Snapshot, Tree};
 use parking_lot::{Mutex, MutexGuard, RwLock};
@@ -20,6 +21,8 @@ pub struct Collection {
     pub uuid: bson::Uuid,
     ns: RwLock<Namespace>,
     options: RwLock<Document>,
+    /// The validator compiled from `options`.
+    validator: RwLock<Option<Arc<Validator>>>,
     tree: Tree,
     engine: Engine,
     write_lock: Mutex<()>,
@@ -40,6 +43,18 @@ pub(crate) struct CollectionStorage {
     pub indexes: Vec<Arc<Index>>,
 }
 
+/// The validator of `options` (checked by `create`/`collMod` before they are stored; one
+/// that no longer parses is logged and not enforced).
+fn compile_validator(ns: &Namespace, options: &Document) -> Option<Arc<Validator>> {
+    match Validator::from_options(options) {
+        Ok(v) => v.map(Arc::new),
+        Err(e) => {
+            tracing::error!(ns = %ns, error = %e, "stored collection validator does not parse; not enforced");
+            None
+        }
+    }
+}
+
 /// A stream of documents read from one snapshot.
 pub type DocStream = Box<dyn Iterator<Item = Result<Document>> + Send>;
 
@@ -58,11 +73,13 @@ impl Collection {
             indexes,
         } = storage;
         let next = indexes.iter().map(|i| i.ident + 1).max().unwrap_or(1);
+        let validator = compile_validator(&ns, &options);
         Collection {
             id,
             uuid,
             ns: RwLock::new(ns),
             options: RwLock::new(options),
+            validator: RwLock::new(validator),
             tree,
             engine,
             write_lock: Mutex::new(()),
@@ -117,7 +134,13 @@ impl Collection {
     }
 
     pub(crate) fn set_options(&self, options: Document) {
+        *self.validator.write() = compile_validator(&self.namespace(), &options);
         *self.options.write() = options;
+    }
+
+    /// The collection's validator, if it has one.
+    pub fn validator(&self) -> Option<Arc<Validator>> {
+        self.validator.read().clone()
     }
 
     pub fn tree(&self) -> &Tree {

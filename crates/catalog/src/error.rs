@@ -48,6 +48,9 @@ pub enum CatalogError {
     InvalidIdField(String),
     #[error("{0}")]
     BsonObjectTooLarge(String),
+    /// A write refused by the collection's validator; holds MongoDB's `errInfo`.
+    #[error("Document failed validation")]
+    DocumentValidationFailure(Box<bson::Document>),
     #[error(transparent)]
     Query(#[from] QueryError),
     #[error(transparent)]
@@ -79,6 +82,7 @@ impl CatalogError {
             CatalogError::IllegalOperation(_) => 20,
             CatalogError::InvalidIdField(_) => 53,
             CatalogError::BsonObjectTooLarge(_) => 10334,
+            CatalogError::DocumentValidationFailure(_) => 121,
             CatalogError::Query(q) => q.code(),
             CatalogError::Storage(e) => e.code(),
             CatalogError::Corrupt(_) => 1,

@@ -16,6 +16,7 @@ pub mod keystring;
 pub mod namespace;
 pub mod plan;
 pub mod scan;
+pub mod validation;
 pub mod writes;
 
 pub use catalog::Catalog;

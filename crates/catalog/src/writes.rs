@@ -55,8 +55,14 @@ impl Collection {
         let mut out = InsertOutcome::default();
         let guard = self.lock_writes();
         let mut staging = Staging::new(self);
+        let validator = self.validator();
+        let ns = self.namespace().to_string();
         for (i, doc) in docs.into_iter().enumerate() {
-            match with_id(doc).and_then(|d| staging.insert(&d)) {
+            let checked = with_id(doc).and_then(|d| match &validator {
+                Some(v) => v.check_insert(&ns, &d).map(|()| d),
+                None => Ok(d),
+            });
+            match checked.and_then(|d| staging.insert(&d)) {
                 Ok(()) => out.inserted += 1,
                 Err(e) => {
                     out.errors.push((i, e));
@@ -103,6 +109,22 @@ impl Collection {
                 Ok(s.top_k(docs, limit.unwrap_or(usize::MAX)))
             }
             _ => self.matching_docs(snap, &plan, filter, limit),
+        }
+    }
+
+    /// Checks a new document against the collection's validator.
+    fn validate_insert(&self, doc: &Document) -> Result<()> {
+        match self.validator() {
+            Some(v) => v.check_insert(&self.namespace().to_string(), doc),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks an updated document against the collection's validator.
+    fn validate_update(&self, old: &Document, new: &Document) -> Result<()> {
+        match self.validator() {
+            Some(v) => v.check_update(&self.namespace().to_string(), old, new),
+            None => Ok(()),
         }
     }
 
@@ -163,6 +185,7 @@ impl Collection {
             out.matched += 1;
             let mut new = old.clone();
             if update.apply_matched(&mut new, false, Some(filter))? && new != old {
+                self.validate_update(&old, &new)?;
                 st.replace(&old, &new)?;
                 out.modified += 1;
             }
@@ -170,6 +193,7 @@ impl Collection {
         if out.matched == 0 && upsert {
             let doc = Self::upsert_document(filter, update)?;
             let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+            self.validate_insert(&doc)?;
             st.insert(&doc)?;
             out.upserted = Some(id);
         }
@@ -223,6 +247,7 @@ impl Collection {
             (Some(old), Some(update)) => {
                 let mut new = old.clone();
                 if update.apply_matched(&mut new, false, Some(req.filter))? && new != old {
+                    self.validate_update(&old, &new)?;
                     st.replace(&old, &new)?;
                 }
                 out.n = 1;
@@ -232,6 +257,7 @@ impl Collection {
             (None, Some(update)) if req.upsert => {
                 let doc = Self::upsert_document(req.filter, update)?;
                 let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+                self.validate_insert(&doc)?;
                 st.insert(&doc)?;
                 out.n = 1;
                 out.upserted = Some(id);

@@ -90,6 +90,9 @@ impl From<CatalogError> for CommandError {
                 doc! {"keyPattern": key_pattern.as_ref().clone(), "keyValue": key_value.as_ref().clone()},
             ));
         }
+        if let CatalogError::DocumentValidationFailure(info) = &e {
+            out.extra = Some(Box::new(doc! {"errInfo": info.as_ref().clone()}));
+        }
         out
     }
 }

@@ -259,7 +259,26 @@ pub fn need(name: &str, db: &str, body: &Document, sequences: &[(String, DocSequ
         // Unknown here: refuse rather than let it through (a test keeps this unreached).
         _ => out.push(("internal", Tgt::Cluster)),
     }
+    let writes = matches!(
+        name,
+        "insert" | "update" | "findAndModify" | "findandmodify" | "aggregate"
+    );
+    if writes && bypass_requested(body) {
+        out.push(("bypassDocumentValidation", ns(db, &coll)));
+    }
     Need::Actions(out)
+}
+
+/// Whether a command asks to skip collection validators (`bypassDocumentValidation`: true
+/// or a non-zero number).
+pub fn bypass_requested(body: &Document) -> bool {
+    match body.get("bypassDocumentValidation") {
+        Some(Bson::Boolean(b)) => *b,
+        Some(Bson::Int32(i)) => *i != 0,
+        Some(Bson::Int64(i)) => *i != 0,
+        Some(Bson::Double(d)) => *d != 0.0,
+        _ => false,
+    }
 }
 
 /// The statements of a write command, from its body or its document sequence.

@@ -1,7 +1,8 @@
 //! `collMod`: for time-series collections, `timeseries.granularity` (only coarser),
 //! `timeseries.bucketMaxSpanSeconds`/`bucketRoundingSeconds` (only larger, together) and
 //! `expireAfterSeconds` (a number, or "off"). For regular collections, `index` changes
-//! one index's `expireAfterSeconds` and/or `hidden`. For views, `viewOn` and `pipeline`
+//! one index's `expireAfterSeconds` and/or `hidden`, and the validation options
+//! (`validator`, `validationLevel`, `validationAction`). For views, `viewOn` and `pipeline`
 //! (in `views.rs`).
 
 use super::target::Target;
@@ -109,24 +110,43 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     Ok(reply)
 }
 
-/// collMod of a regular collection: only the `index` option.
+/// collMod of a regular collection: the `index` option and the validation options.
 fn coll_mod_regular(req: &Request, coll: &str) -> CmdResult {
-    for k in [
-        "timeseries",
-        "expireAfterSeconds",
-        "validator",
-        "validationLevel",
-        "validationAction",
-    ] {
+    for k in ["timeseries", "expireAfterSeconds"] {
         if req.body.contains_key(k) {
             return Err(CommandError::invalid_options(format!(
                 "collMod option '{k}' is not supported on regular collections by this server yet"
             )));
         }
     }
-    let Some(spec) = req.opt_document("index")? else {
-        return Ok(Document::new());
+    let mut validation = Vec::new();
+    for k in super::validation_options::KEYS {
+        if let Some(v) = req.body.get(k) {
+            validation.push((k, super::validation_options::check(req, coll, k, v)?));
+        }
+    }
+    let reply = match req.opt_document("index")? {
+        Some(spec) => modify_index(req, coll, spec)?,
+        None => Document::new(),
     };
+    if !validation.is_empty() {
+        let Some(c) = req.state.catalog.get(&req.db, coll) else {
+            return Err(CommandError::new(
+                26,
+                format!("ns does not exist: {}.{coll}", req.db),
+            ));
+        };
+        let mut options = c.options();
+        for (k, v) in validation {
+            options.insert(k, v);
+        }
+        req.state.catalog.set_options(&req.db, coll, options)?;
+    }
+    Ok(reply)
+}
+
+/// collMod's `index`: one index's `expireAfterSeconds` and/or `hidden`.
+fn modify_index(req: &Request, coll: &str, spec: &Document) -> CmdResult {
     let mut selector = None;
     let mut expire = None;
     let mut hidden = None;

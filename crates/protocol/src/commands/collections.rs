@@ -95,12 +95,12 @@ pub fn create(req: &Request) -> CmdResult {
         if !CREATE_OPTIONS.contains(&k.as_str()) {
             return Err(CommandError::unknown_field("create", k));
         }
-        // A validator this server would store without enforcing is refused instead (an
-        // empty one validates nothing, as in MongoDB).
-        if k == "validator" && !matches!(v, Bson::Document(d) if d.is_empty()) {
-            return Err(CommandError::invalid_options(
-                "document validators are not enforced by this server yet, so the collection is not created with one",
-            ));
+        if super::validation_options::KEYS.contains(&k.as_str()) {
+            options.insert(
+                k.clone(),
+                super::validation_options::check(req, &coll, k, v)?,
+            );
+            continue;
         }
         options.insert(k.clone(), v.clone());
     }

@@ -43,6 +43,7 @@ mod target;
 mod timeseries_ddl;
 mod update;
 mod users;
+mod validation_options;
 mod view_reads;
 mod views;
 
@@ -500,7 +501,10 @@ pub fn dispatch(req: &Request) -> Document {
         .to_reply();
     }
     let started = std::time::Instant::now();
+    // `bypassDocumentValidation: true` skips collection validators for this command.
+    let bypass = hourglass_catalog::validation::bypass(validation_options::bypass_requested(req));
     let result = (command.handler)(req);
+    drop(bypass);
     let elapsed = started.elapsed();
     req.state
         .command_latency

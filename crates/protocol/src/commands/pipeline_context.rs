@@ -121,9 +121,17 @@ impl PipelineContext for CatalogContext<'_> {
         self.writable(db, coll, "$out")?;
         let catalog = &self.req.state.catalog;
         let temp = super::out_timeseries::out_temp_name();
-        let (tc, _) = catalog
-            .create(db, &temp, Document::new())
-            .map_err(from_catalog)?;
+        // The target keeps its validator (which the new documents must satisfy).
+        let mut options = Document::new();
+        if let Some(existing) = catalog.get(db, coll) {
+            let current = existing.options();
+            for k in super::validation_options::KEYS {
+                if let Some(v) = current.get(k) {
+                    options.insert(k, v.clone());
+                }
+            }
+        }
+        let (tc, _) = catalog.create(db, &temp, options).map_err(from_catalog)?;
         let outcome = tc.insert(docs, true);
         if let Some((_, e)) = outcome.errors.into_iter().next() {
             let _ = catalog.drop_collection(db, &temp);

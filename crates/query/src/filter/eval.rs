@@ -21,6 +21,7 @@ pub(crate) fn node_matches(node: &Node, doc: &Document) -> bool {
             .eval(doc)
             .map(|v| crate::expr::truthy(&v))
             .unwrap_or(false),
+        Node::Schema(s) => s.matches_doc(doc),
     }
 }
 

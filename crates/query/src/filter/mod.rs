@@ -2,7 +2,9 @@
 //! filter language into a [`Filter`] tree, plus helpers for point lookups
 //! (`_id` equality) and upsert seeding. Matching lives in [`eval`].
 
+pub mod doc_validation;
 mod eval;
+pub mod json_schema;
 pub mod types;
 
 use bson::{Bson, Document};
@@ -35,6 +37,8 @@ pub enum Node {
     },
     /// `$expr`.
     Expr(Box<Expr>),
+    /// `$jsonSchema`.
+    Schema(Box<json_schema::Schema>),
 }
 
 /// Comparison operators.
@@ -132,7 +136,7 @@ impl Filter {
             match n {
                 Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().any(node),
                 Node::Field { preds, .. } => preds.iter().any(pred),
-                Node::Expr(_) => false,
+                Node::Expr(_) | Node::Schema(_) => false,
             }
         }
         fn pred(p: &Pred) -> bool {
@@ -250,12 +254,18 @@ fn check_path_length(path: &str) -> Result<(), QueryError> {
 }
 
 pub(crate) fn parse_doc(spec: &Document) -> Result<Node, QueryError> {
+    parse_doc_at(spec, false)
+}
+
+/// Parses a filter document; `sub` for the document of an `$elemMatch`, where
+/// `$jsonSchema` may not appear (it applies to whole documents only).
+fn parse_doc_at(spec: &Document, sub: bool) -> Result<Node, QueryError> {
     let mut nodes = Vec::new();
     for (key, value) in spec {
         if let Some(op) = key.strip_prefix('$') {
             match op {
                 "and" | "or" | "nor" => {
-                    let children = parse_logical_list(value)?;
+                    let children = parse_logical_list(value, sub)?;
                     nodes.push(match op {
                         "and" => Node::And(children),
                         "or" => Node::Or(children),
@@ -264,7 +274,15 @@ pub(crate) fn parse_doc(spec: &Document) -> Result<Node, QueryError> {
                 }
                 "comment" => {}
                 "expr" => nodes.push(Node::Expr(Box::new(Expr::parse(value)?))),
-                "where" | "text" | "jsonSchema" | "sampleRate" => {
+                "jsonSchema" if sub => {
+                    return Err(QueryError::FailedToParse(
+                        "$jsonSchema can only appear at the top level of a query object".into(),
+                    ))
+                }
+                "jsonSchema" => {
+                    nodes.push(Node::Schema(Box::new(json_schema::Schema::parse(value)?)))
+                }
+                "where" | "text" | "sampleRate" => {
                     return Err(QueryError::bad(format!("{key} is not supported")))
                 }
                 _ => {
@@ -288,7 +306,7 @@ pub(crate) fn parse_doc(spec: &Document) -> Result<Node, QueryError> {
     })
 }
 
-fn parse_logical_list(value: &Bson) -> Result<Vec<Node>, QueryError> {
+fn parse_logical_list(value: &Bson, sub: bool) -> Result<Vec<Node>, QueryError> {
     let Bson::Array(items) = value else {
         return Err(QueryError::bad("$and/$or/$nor must be a nonempty array"));
     };
@@ -298,7 +316,7 @@ fn parse_logical_list(value: &Bson) -> Result<Vec<Node>, QueryError> {
     items
         .iter()
         .map(|item| match item {
-            Bson::Document(d) => parse_doc(d),
+            Bson::Document(d) => parse_doc_at(d, sub),
             _ => Err(QueryError::bad(
                 "$or/$and/$nor entries need to be full objects",
             )),
@@ -499,7 +517,7 @@ fn parse_elem_match(v: &Bson) -> Result<Pred, QueryError> {
     if value_form {
         Ok(Pred::ElemMatchVal(parse_operators(d)?))
     } else {
-        Ok(Pred::ElemMatchDoc(Box::new(parse_doc(d)?)))
+        Ok(Pred::ElemMatchDoc(Box::new(parse_doc_at(d, true)?)))
     }
 }
 
