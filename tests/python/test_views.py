@@ -190,3 +190,15 @@ def test_renaming_a_view_is_refused(src, client):
         client.admin.command("renameCollection", f"{src.name}.v", to=f"{src.name}.w")
     assert e.value.code == 166
     assert [c["name"] for c in src.list_collections(filter={"type": "view"})] == ["v"]
+
+
+def test_a_view_on_a_time_series_bucket_collection_is_refused_with_invalid_namespace(db):
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    with pytest.raises(OperationFailure) as e:
+        db.command("create", "bad", viewOn="system.buckets.ts", pipeline=[])
+    assert e.value.code == 73
+    assert "bad" not in db.list_collection_names()
+    with pytest.raises(OperationFailure) as e:
+        db.create_collection("v", viewOn="ts", pipeline=[])
+        db.command("collMod", "v", viewOn="system.buckets.ts", pipeline=[])
+    assert e.value.code == 73

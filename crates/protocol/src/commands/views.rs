@@ -111,6 +111,16 @@ fn checked_definition(req: &Request, coll: &str) -> Result<Document, CommandErro
         Some(v) => return Err(req.wrong_type("viewOn", v, "string")),
         None => return Err(CommandError::invalid_options("'viewOn' is required")),
     };
+    // MongoDB 6.1+: a view cannot read a time-series collection's buckets.
+    if view_on.starts_with("system.buckets.") {
+        return Err(CommandError::new(
+            73,
+            format!(
+                "Invalid viewOn: {}.{view_on}: cannot create a view on a time-series bucket collection",
+                req.db
+            ),
+        ));
+    }
     let pipeline = match req.body.get("pipeline") {
         None => Vec::new(),
         Some(_) => req.documents("pipeline")?,
