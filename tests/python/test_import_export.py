@@ -12,7 +12,7 @@ import pytest
 from bson import Decimal128, Int64, ObjectId
 from bson.codec_options import CodecOptions
 
-from conftest import _binary
+from conftest import _binary, auth_server
 
 UTC = datetime.timezone.utc
 T0 = datetime.datetime(2016, 1, 1, tzinfo=UTC)
@@ -372,6 +372,28 @@ def test_parquet_written_by_duckdb_imports_with_its_types(tool, db, tmp_path):
     got = docs(db.fromduck, sort=[("i", 1)])
     assert got[1] == {"i": 1, "x": 1.5, "dec": Decimal128("1.50"), "m": {"h": "h1"},
                       "t": T0 + datetime.timedelta(seconds=1)}
+
+
+# ---- access control ---------------------------------------------------------------------------
+
+def test_import_and_export_authenticate_with_username_password_or_uri(tmp_path):
+    f = write(tmp_path, "secure.json", '{"a": 1}\n')
+    with auth_server(user="root", pwd="pw") as (_, port, _):
+        base = [str(_binary())]
+        ok = subprocess.run(base + ["import", "--port", str(port), "-u", "root", "-p", "pw",
+                                    "--authenticationDatabase", "admin", "--db", "s", "--file", str(f)],
+                            capture_output=True, text=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        out = subprocess.run(base + ["export", "--uri", f"mongodb://root:pw@127.0.0.1:{port}/s?authSource=admin",
+                                     "-c", "secure"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["a"] == 1
+        bad = subprocess.run(base + ["import", "--port", str(port), "-u", "root", "-p", "wrong",
+                                     "--db", "s", "--file", str(f)], capture_output=True, text=True, timeout=60)
+        assert bad.returncode != 0 and "Failed:" in bad.stderr
+        anonymous = subprocess.run(base + ["import", "--port", str(port), "--db", "s", "--file", str(f)],
+                                   capture_output=True, text=True, timeout=60)
+        assert anonymous.returncode != 0
 
 
 # ---- progress --------------------------------------------------------------------------------
