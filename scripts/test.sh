@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command: installs what the tests need (if missing), builds, and runs
 # every suite: Rust unit tests + the Rust-driver integration suite (cargo test), the pymongo
-# suite (pytest) and the mongosh smoke test.
+# suite (pytest), the mongosh smoke test and the drivers' specification tests (pymongo's
+# unified-format runner, from its PyPI source distribution).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
@@ -63,6 +64,9 @@ run_suite "module cycles" "$PYTHON" scripts/check_module_cycles.py
 run_suite "cargo test --workspace" cargo test --workspace --no-fail-fast
 run_suite "pytest tests/python" .venv/bin/python -m pytest -q tests/python
 run_suite "mongosh smoke test" tests/mongosh/run.sh
+# The drivers' own specification tests (unified format) through pymongo's runner; fails
+# under 95% of the tests that run.
+run_suite "pymongo specification tests" .venv/bin/python tests/spec/run_pymongo_spec_tests.py
 
 # ---- summary -----------------------------------------------------------------------------
 passed=0; failed=0

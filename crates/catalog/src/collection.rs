@@ -236,8 +236,35 @@ pub fn with_id(doc: Document) -> Result<Document> {
         Some(Bson::Undefined) => Err(CatalogError::InvalidIdField(
             "can't use a undefined for _id".into(),
         )),
+        Some(Bson::Document(id)) => match dollar_key(id) {
+            Some(k) => Err(CatalogError::Query(hourglass_query::QueryError::Coded(
+                52,
+                format!(
+                    "_id fields may not contain '$'-prefixed fields: {k} is not valid for storage."
+                ),
+            ))),
+            None => Ok(doc),
+        },
         Some(_) => Ok(doc),
     }
+}
+
+/// The first `$`-prefixed key anywhere in `d` (an `_id` may hold none).
+fn dollar_key(d: &Document) -> Option<&str> {
+    fn in_value(v: &Bson) -> Option<&str> {
+        match v {
+            Bson::Document(d) => dollar_key(d),
+            Bson::Array(a) => a.iter().find_map(in_value),
+            _ => None,
+        }
+    }
+    d.iter().find_map(|(k, v)| {
+        if k.starts_with('$') {
+            Some(k.as_str())
+        } else {
+            in_value(v)
+        }
+    })
 }
 
 /// What a document is being stored for: the limits are MongoDB's, but the errors differ.

@@ -13,6 +13,11 @@ pub struct ConnInfo {
     /// Milliseconds to hold the next reply back (a failed authentication), waited on the
     /// connection's task so that it costs the client time, not a server thread.
     reply_delay_ms: std::sync::atomic::AtomicU64,
+    /// The `client.application.name` the driver sent in its handshake.
+    pub app_name: parking_lot::Mutex<Option<String>>,
+    /// Close the connection instead of sending the current reply (a `failCommand` fail
+    /// point with `closeConnection`).
+    close_instead_of_reply: std::sync::atomic::AtomicBool,
 }
 
 impl ConnInfo {
@@ -34,6 +39,17 @@ impl ConnInfo {
             self.reply_delay_ms
                 .swap(0, std::sync::atomic::Ordering::Relaxed),
         )
+    }
+
+    pub fn close_instead_of_reply(&self) {
+        self.close_instead_of_reply
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the reply must not be sent and the connection closed (once).
+    pub fn take_close_request(&self) -> bool {
+        self.close_instead_of_reply
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the client connects from a loopback address.

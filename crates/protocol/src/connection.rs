@@ -218,6 +218,9 @@ fn handle(
         Ok(Message::Msg(msg)) => {
             let more_to_come = msg.more_to_come();
             let reply = run(state, conn, msg.body, msg.sequences, interrupt);
+            if conn.take_close_request() {
+                return Outcome::Close;
+            }
             if more_to_come {
                 return Outcome::NoReply;
             }

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod connection;
 pub mod cursor;
 pub mod error;
+pub mod fail_point;
 pub mod fuzzing;
 pub mod operations;
 pub mod params;

@@ -126,6 +126,8 @@ pub struct ServerState {
     pub profiler: crate::profiler::Profiler,
     /// The logical sessions commands carried (`$listLocalSessions`).
     pub sessions: crate::sessions::LocalSessions,
+    /// The `failCommand` fail point (`configureFailPoint`, with `enableTestCommands`).
+    pub fail_command: crate::fail_point::FailCommand,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -191,6 +193,7 @@ impl ServerState {
             top: Default::default(),
             profiler: Default::default(),
             sessions: Default::default(),
+            fail_command: Default::default(),
         }
     }
 }

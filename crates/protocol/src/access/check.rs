@@ -72,6 +72,8 @@ pub fn requires_auth(name: &str) -> bool {
 const AUTHENTICATED: &[&str] = &[
     "abortTransaction",
     "commitTransaction",
+    // A test command (only with enableTestCommands, never in production).
+    "configureFailPoint",
     "endSessions",
     "killCursors",
     "listDatabases",

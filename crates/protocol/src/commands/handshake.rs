@@ -47,11 +47,27 @@ pub fn handshake_reply(req: &Request, legacy: bool) -> CmdResult {
 }
 
 pub fn hello(req: &Request) -> CmdResult {
+    remember_app_name(req);
     handshake_reply(req, false)
 }
 
 pub fn is_master(req: &Request) -> CmdResult {
+    remember_app_name(req);
     handshake_reply(req, true)
+}
+
+/// The driver's `client.application.name` (sent with the first handshake), kept for
+/// `failCommand`'s `appName`.
+fn remember_app_name(req: &Request) {
+    let name = req
+        .body
+        .get_document("client")
+        .ok()
+        .and_then(|c| c.get_document("application").ok())
+        .and_then(|a| a.get_str("name").ok());
+    if let Some(name) = name {
+        *req.conn.app_name.lock() = Some(name.to_string());
+    }
 }
 
 pub fn ping(_req: &Request) -> CmdResult {

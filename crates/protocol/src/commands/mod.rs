@@ -10,6 +10,7 @@ mod coll_stats;
 mod collection_uuid;
 mod collections;
 mod compact;
+mod configure_fail_point;
 mod count;
 mod current_op;
 mod cursor_reply;
@@ -125,6 +126,11 @@ pub static COMMANDS: &[Command] = &[
         "compact",
         compact::compact,
         "Rewrites a collection's tables without the space of deleted entries.",
+    ),
+    cmd(
+        "configureFailPoint",
+        configure_fail_point::configure_fail_point,
+        "Sets the failCommand fail point (a test command: with enableTestCommands only).",
     ),
     cmd(
         "connectionStatus",
@@ -441,7 +447,7 @@ pub fn dispatch(req: &Request) -> Document {
     let Some(name) = req.body.keys().next().cloned() else {
         return CommandError::failed_to_parse("empty command document").to_reply();
     };
-    let Some(command) = lookup(&name) else {
+    let Some(command) = lookup(&name).filter(|c| !configure_fail_point::hidden(req, c.name)) else {
         return CommandError::new(59, format!("no such command: '{name}'")).to_reply();
     };
     if !command.crud {
@@ -503,7 +509,14 @@ pub fn dispatch(req: &Request) -> Document {
     let started = std::time::Instant::now();
     // `bypassDocumentValidation: true` skips collection validators for this command.
     let bypass = hourglass_catalog::validation::bypass(validation_options::bypass_requested(req));
-    let result = (command.handler)(req);
+    let fail_point = req.state.fail_command.check(&name, &req.conn);
+    if let Some((_, Some(ms))) = &fail_point {
+        std::thread::sleep(std::time::Duration::from_millis(*ms));
+    }
+    let result = match &fail_point {
+        Some((action, _)) if action.error.is_some() => Ok(action.error.clone().unwrap_or_default()),
+        _ => (command.handler)(req),
+    };
     drop(bypass);
     let elapsed = started.elapsed();
     req.state
@@ -513,7 +526,7 @@ pub fn dispatch(req: &Request) -> Document {
     req.state
         .top
         .record(&top_ns, &name, writes, elapsed.as_micros() as u64);
-    let reply = match result {
+    let mut reply = match result {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);
@@ -525,6 +538,14 @@ pub fn dispatch(req: &Request) -> Document {
             e.to_reply()
         }
     };
+    if let Some((action, _)) = fail_point {
+        if let (Some(wce), None) = (action.write_concern_error, action.error) {
+            reply.insert(
+                "writeConcernError",
+                crate::fail_point::write_concern_error(&wce),
+            );
+        }
+    }
     if req.state.profiler.may_record(elapsed) {
         let user = req.conn.session.lock().user().map(|u| u.to_string());
         let op = Finished {

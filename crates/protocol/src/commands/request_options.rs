@@ -5,6 +5,8 @@
 //!   transactional is ever applied outside a transaction;
 //! - `collation` other than the simple (binary) one is refused (2), on the command and on
 //!   each update or delete statement;
+//! - `readConcern` levels `snapshot` and `linearizable` are refused as a standalone refuses
+//!   them (123);
 //! - `let` (and an update statement's `c`) is bound once and substituted into the filters,
 //!   pipelines and pipeline updates that read its variables (`hourglass_query::let_vars`).
 
@@ -95,6 +97,32 @@ fn statement_values(req: &Request, field: &str, key: &str) -> Vec<Bson> {
         .collect()
 }
 
+/// `readConcern.level`: `snapshot` and `linearizable` need a replica set, as on a
+/// standalone mongod (123 NotAReplicaSet); an unknown level is 9.
+fn check_read_concern(v: Option<&Bson>) -> Result<(), CommandError> {
+    let Some(Bson::Document(rc)) = v else {
+        return Ok(());
+    };
+    match rc.get("level") {
+        None | Some(Bson::Null) => Ok(()),
+        Some(Bson::String(l)) => match l.as_str() {
+            "local" | "available" | "majority" => Ok(()),
+            "snapshot" | "linearizable" => Err(CommandError::new(
+                123,
+                format!("node needs to be a replica set member to use readConcern: {l}"),
+            )),
+            other => Err(CommandError::new(
+                9,
+                format!("readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot', not '{other}'"),
+            )),
+        },
+        Some(_) => Err(CommandError::new(
+            14,
+            "BSON field 'readConcern.level' is the wrong type, expected type 'string'",
+        )),
+    }
+}
+
 /// `commitTransaction` and `abortTransaction`: there are no transactions to end.
 pub fn end_transaction(_req: &Request) -> crate::error::CmdResult {
     Err(no_transactions())
@@ -107,6 +135,7 @@ pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandErro
         return Err(no_transactions());
     }
     check_collation(req.body.get("collation"))?;
+    check_read_concern(req.body.get("readConcern"))?;
     let field = statements_field(name);
     if let Some(f) = field {
         for c in statement_values(req, f, "collation") {

@@ -43,6 +43,8 @@ enum E {
     Filter(Box<E>, String, Box<E>),
     Named(&'static str, Vec<(String, E)>),
     Reduce(Box<E>, Box<E>, Box<E>),
+    /// `$rand`: a new random double in [0, 1) at each evaluation.
+    Rand,
 }
 
 /// Evaluated arguments of an object-form operator (`{date: ..., unit: ...}`).
@@ -297,6 +299,16 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
             ));
         }
         "$switch" => return parse_switch(arg),
+        "$rand" => {
+            return match arg {
+                Bson::Document(d) if d.is_empty() => Ok(E::Rand),
+                Bson::Array(a) if a.is_empty() => Ok(E::Rand),
+                _ => Err(QueryError::loc(
+                    3040501,
+                    "$rand does not currently accept arguments",
+                )),
+            }
+        }
         "$let" => {
             let d = obj_arg(name, arg)?;
             let Some(Bson::Document(vars)) = d.get("vars") else {
@@ -542,6 +554,7 @@ fn parse_switch(arg: &Bson) -> Result<E, QueryError> {
 fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
     match e {
         E::Lit(v) => Ok(Some(v.clone())),
+        E::Rand => Ok(Some(Bson::Double(fastrand::f64()))),
         E::Field(parts) => Ok(crate::path::get_agg_path(ctx.root, parts)),
         E::Var(name, parts) => eval_var(name, parts, ctx),
         E::Doc(fields) => {

@@ -4,7 +4,7 @@
 //! sub-pipeline are bound by substituting `$$name` with literal values before
 //! the sub-pipeline is parsed for each input document.
 
-use bson::{Bson, Document};
+use bson::{doc, Bson, Document};
 
 use super::{Pipeline, RunOptions};
 use std::collections::BTreeMap;
@@ -595,8 +595,10 @@ impl Merge {
                     let new = match &self.matched {
                         WhenMatched::KeepExisting => continue,
                         WhenMatched::Fail => {
-                            return Err(QueryError::Coded(11000, format!("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: {db}.{} dup key: {}", self.coll, crate::error::render_doc(&key)),
-                            ))
+                            // As a unique index's duplicate key: the `on` fields and their values.
+                            let pattern: Document = key.keys().map(|k| (k.clone(), Bson::Int32(1))).collect();
+                            let msg = format!("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: {db}.{} dup key: {}", self.coll, crate::error::render_doc(&key));
+                            return Err(QueryError::CodedWithInfo(11000, msg, Box::new(doc! {"keyPattern": pattern, "keyValue": key})));
                         }
                         WhenMatched::Replace => {
                             let mut n = Document::new();

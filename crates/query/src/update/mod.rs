@@ -194,7 +194,16 @@ impl Update {
                         "pipeline update must produce exactly one document",
                     ));
                 }
-                out.remove(0)
+                let mut new = out.remove(0);
+                // A pipeline whose result has no _id ($replaceRoot, $unset) keeps the
+                // document's _id, first, as MongoDB does.
+                if let (Some(id), false) = (doc.get("_id"), new.contains_key("_id")) {
+                    let mut with_id = Document::new();
+                    with_id.insert("_id", id.clone());
+                    with_id.extend(new);
+                    new = with_id;
+                }
+                new
             }
         };
         check_id(doc, &mut new)?;

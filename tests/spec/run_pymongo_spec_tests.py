@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The MongoDB drivers' specification tests (unified test format), as pymongo's own runner
+runs them, against a fresh Hourglass server.
+
+pymongo's source distribution (the same version as the installed pymongo, from PyPI, cached
+under .tools/pymongo-src) carries the JSON suites and its runner. This script starts
+target/debug/hourglass (or $HOURGLASS_BIN) with test commands enabled (configureFailPoint),
+runs the suites below through pytest with DB_IP/DB_PORT, and fails when fewer than
+MIN_PASS_RATE of the tests that ran (passed + failed + errors) passed. Tests the runner skips
+(topologies other than a single node, server versions, features a standalone does not have)
+do not count. Prints one line per failing test and a closing 'N passed, N failed' line.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = ROOT / ".venv" / "bin" / "python"
+CACHE = ROOT / ".tools" / "pymongo-src"
+MIN_PASS_RATE = 0.95
+SUITES = [
+    "test/test_crud_unified.py",           # CRUD
+    "test/test_collection_management.py",  # collection management (clustered, time-series)
+    "test/test_index_management.py",       # index management (Atlas search indexes: skipped)
+    "test/test_unified_format.py",         # the unified format's own valid-pass tests
+    "test/test_retryable_reads_unified.py",
+    "test/test_sessions_unified.py",
+    "test/test_run_command.py",
+]
+
+
+def skip(reason):
+    print(f"pymongo specification tests skipped: {reason}")
+    sys.exit(0)
+
+
+def source_tree():
+    version = subprocess.run([str(PY), "-c", "import pymongo; print(pymongo.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    tree = CACHE / f"pymongo-{version}"
+    if (tree / "test" / "crud" / "unified").is_dir():
+        return tree
+    CACHE.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([str(PY), "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                        "--no-binary", ":all:", "--no-deps", "--dest", str(CACHE), f"pymongo=={version}"],
+                       capture_output=True, text=True)
+    sdist = CACHE / f"pymongo-{version}.tar.gz"
+    if r.returncode != 0 or not sdist.exists():
+        skip(f"could not download the pymongo {version} source distribution: {r.stderr.strip()[-300:]}")
+    with tarfile.open(sdist) as t:
+        t.extractall(CACHE, filter="data")
+    return tree
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    tree = source_tree()
+    if subprocess.run([str(PY), "-c", "import pytest_asyncio"], capture_output=True).returncode != 0:
+        r = subprocess.run([str(PY), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                            "pytest-asyncio"], capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"pytest-asyncio (pymongo's test configuration needs it) could not be installed: {r.stderr[-300:]}")
+    binary = os.environ.get("HOURGLASS_BIN", str(ROOT / "target" / "debug" / "hourglass"))
+    port = free_port()
+    dbpath = tempfile.mkdtemp(prefix="hourglass-spec-")
+    log = open(Path(dbpath) / "server.log", "w")
+    server = subprocess.Popen([binary, "--dbpath", str(Path(dbpath) / "db"), "--port", str(port),
+                               "--bind_ip", "127.0.0.1", "--quiet", "--setParameter", "enableTestCommands=1"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        junit = Path(dbpath) / "results.xml"
+        env = dict(os.environ, DB_IP="127.0.0.1", DB_PORT=str(port))
+        subprocess.run([str(PY), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *SUITES],
+                       cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+        passed, failed, skipped = [], [], 0
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            name = f"{case.get('classname')}::{case.get('name')}"
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed.append(name)
+            elif case.find("skipped") is not None:
+                skipped += 1
+            else:
+                passed.append(name)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+        shutil.rmtree(dbpath, ignore_errors=True)
+    for name in failed:
+        print(f"FAILED {name}")
+    ran = len(passed) + len(failed)
+    rate = len(passed) / ran if ran else 0.0
+    print(f"pymongo specification tests: {rate:.1%} of {ran} run passed (need {MIN_PASS_RATE:.0%}); {skipped} skipped by the runner")
+    print(f"{len(passed)} passed, {len(failed)} failed, {skipped} skipped")
+    sys.exit(0 if ran and rate >= MIN_PASS_RATE else 1)
+
+
+if __name__ == "__main__":
+    main()
