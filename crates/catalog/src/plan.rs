@@ -514,6 +514,15 @@ pub fn plan_with_alternatives(coll: &Collection, query: &Query<'_>) -> Result<(P
         conjuncts(f.root(), &mut preds);
     }
     let sort = query.sort.filter(|s| !s.is_empty());
+    // Index keys are binary: under a non-simple collation only a scan compares strings
+    // as the collation does.
+    if hourglass_query::collation::active() {
+        let chosen = Plan {
+            access: Access::CollScan { reverse: false },
+            provides_sort: false,
+        };
+        return Ok((chosen, Vec::new()));
+    }
     if let Some(hint) = query.hint {
         let chosen = match find_hinted(coll, hint)? {
             None => Plan {

@@ -28,6 +28,8 @@ pub struct Cursor {
     /// producing every batch against it.
     time_left: Option<Duration>,
     last_used: Instant,
+    /// The collation of the command that opened it, active while it produces batches.
+    collation: Option<Arc<hourglass_query::collation::Collation>>,
 }
 
 /// One `getMore` answer: the cursor's namespace, its documents, and whether it stays open.
@@ -94,6 +96,7 @@ impl CursorRegistry {
             pending,
             time_left,
             last_used: Instant::now(),
+            collation: hourglass_query::collation::current(),
         };
         self.cursors.lock().insert(id, Arc::new(Mutex::new(cursor)));
         id
@@ -116,6 +119,7 @@ impl CursorRegistry {
         if let Some(left) = c.time_left {
             interrupt.set_deadline(Instant::now() + left);
         }
+        let _collation = hourglass_query::collation::scope(c.collation.clone());
         let result = take_batch(&mut c.source, &mut c.pending, batch_size);
         c.time_left = c.time_left.and(interrupt.remaining());
         let open = matches!(result, Ok((_, true)));

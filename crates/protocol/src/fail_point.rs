@@ -54,9 +54,11 @@ impl FailCommand {
             Bson::Document(d) => match d.get("times").and_then(as_i64) {
                 Some(n) if n > 0 => Mode::Times(n),
                 Some(_) => Mode::Off,
-                None => return Err(CommandError::bad_value(format!(
+                None => {
+                    return Err(CommandError::bad_value(format!(
                     "unsupported fail point mode {d}: expected 'off', 'alwaysOn' or {{times: n}}"
-                ))),
+                )))
+                }
             },
             other => {
                 return Err(CommandError::bad_value(format!(

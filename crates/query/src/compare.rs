@@ -67,7 +67,9 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         return ra.cmp(&rb);
     }
     match (a, b) {
-        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => x.cmp(y),
+        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
+            crate::collation::compare_strings(x, y)
+        }
         (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
         (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
         (Bson::Binary(x), Bson::Binary(y)) => x

@@ -250,9 +250,11 @@ impl IndexSpec {
                             .map_err(|e| cannot_create(e.to_string()))?,
                     )
                 }
+                // The simple collation is the binary order every index has.
+                "collation" if matches!(v, Bson::Document(d) if d.len() == 1 && d.get_str("locale") == Ok("simple")) => {}
                 "collation" => {
                     return Err(cannot_create(
-                        "index collations are not supported by this server (only the simple binary comparison)",
+                        "index collations other than the simple one are not supported by this server: index keys are binary (queries with a collation scan the collection)",
                     ))
                 }
                 "2dsphereIndexVersion" if spec.sphere_version.is_some() => {

@@ -95,6 +95,14 @@ pub fn create(req: &Request) -> CmdResult {
         if !CREATE_OPTIONS.contains(&k.as_str()) {
             return Err(CommandError::unknown_field("create", k));
         }
+        if k == "collation" {
+            // Stored with every option filled in, as MongoDB shows it; the simple
+            // collation is the default and is not stored.
+            if let Some(c) = hourglass_query::collation::parse(v)? {
+                options.insert(k.clone(), c.spec().clone());
+            }
+            continue;
+        }
         if super::validation_options::KEYS.contains(&k.as_str()) {
             options.insert(
                 k.clone(),

@@ -509,6 +509,10 @@ pub fn dispatch(req: &Request) -> Document {
     let started = std::time::Instant::now();
     // `bypassDocumentValidation: true` skips collection validators for this command.
     let bypass = hourglass_catalog::validation::bypass(validation_options::bypass_requested(req));
+    let collation = match request_options::collation_of(req, &name) {
+        Ok(c) => hourglass_query::collation::scope(c),
+        Err(e) => return e.to_reply(),
+    };
     let fail_point = req.state.fail_command.check(&name, &req.conn);
     if let Some((_, Some(ms))) = &fail_point {
         std::thread::sleep(std::time::Duration::from_millis(*ms));
@@ -518,6 +522,7 @@ pub fn dispatch(req: &Request) -> Document {
         _ => (command.handler)(req),
     };
     drop(bypass);
+    drop(collation);
     let elapsed = started.elapsed();
     req.state
         .command_latency

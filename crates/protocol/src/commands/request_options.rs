@@ -3,8 +3,8 @@
 //! - transaction fields (`txnNumber`, `startTransaction`, `autocommit`) are refused with
 //!   the error a standalone mongod gives (20), so no write a client believes
 //!   transactional is ever applied outside a transaction;
-//! - `collation` other than the simple (binary) one is refused (2), on the command and on
-//!   each update or delete statement;
+//! - `collation` (the command's, its statements', or the collection's default) is parsed
+//!   and made active for the command's thread (`collation_of`; `hourglass_query::collation`);
 //! - `readConcern` levels `snapshot` and `linearizable` are refused as a standalone refuses
 //!   them (123);
 //! - `let` (and an update statement's `c`) is bound once and substituted into the filters,
@@ -13,7 +13,9 @@
 use super::Request;
 use crate::error::CommandError;
 use bson::{Bson, Document};
+use hourglass_query::collation::{self, Collation};
 use hourglass_query::let_vars::{self, Vars};
+use std::sync::Arc;
 
 const TRANSACTION_FIELDS: &[&str] = &["txnNumber", "startTransaction", "autocommit"];
 
@@ -44,17 +46,75 @@ fn statements_field(command: &str) -> Option<&'static str> {
     }
 }
 
-fn check_collation(v: Option<&Bson>) -> Result<(), CommandError> {
-    match v {
-        None | Some(Bson::Null) => Ok(()),
-        Some(Bson::Document(d)) if d.len() == 1 && d.get_str("locale") == Ok("simple") => Ok(()),
-        Some(Bson::Document(d)) => Err(CommandError::bad_value(format!(
-            "collation {d} is not supported: this server compares strings by their bytes (locale \"simple\") only"
-        ))),
-        Some(_) => Err(CommandError::type_mismatch(
-            "BSON field 'collation' is the wrong type, expected type 'object'",
-        )),
+fn parse_collation(v: &Bson) -> Result<Option<Arc<Collation>>, CommandError> {
+    Ok(collation::parse(v)?)
+}
+
+/// The collation command `name` runs with: its `collation` (or its statements', which must
+/// agree), else the target collection's default; `None` for the simple one. `create` and
+/// `createIndexes` carry collations to store, not to run with.
+pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>, CommandError> {
+    if matches!(name, "create" | "createIndexes" | "collMod") {
+        if let Some(v) = req.body.get("collation") {
+            parse_collation(v)?;
+        }
+        return Ok(None);
     }
+    let (body, inner) = match (name, req.body.get_document("explain")) {
+        ("explain", Ok(inner)) => (inner, inner.keys().next().cloned().unwrap_or_default()),
+        _ => (&req.body, name.to_string()),
+    };
+    let mut chosen: Option<(Bson, Option<Arc<Collation>>)> = match body.get("collation") {
+        Some(v) => Some((v.clone(), parse_collation(v)?)),
+        None => None,
+    };
+    if let Some(f) = statements_field(&inner) {
+        for v in statement_values(req, f, "collation") {
+            let c = parse_collation(&v)?;
+            match &chosen {
+                None => chosen = Some((v, c)),
+                Some((_, prev)) if same(prev, &c) => {}
+                Some(_) => {
+                    return Err(CommandError::bad_value(
+                        "statements with different collations in one command are not supported by this server: send them in separate commands",
+                    ))
+                }
+            }
+        }
+    }
+    let coll = body.get_str(&inner).ok();
+    let explicit = chosen.map(|(_, c)| c);
+    let resolved = match explicit {
+        Some(c) => c,
+        None => match coll.and_then(|c| req.state.catalog.get(&req.db, c)) {
+            Some(c) => match c.options().get("collation") {
+                Some(v) => parse_collation(v)?,
+                None => None,
+            },
+            None => None,
+        },
+    };
+    if resolved.is_some() && coll.is_some_and(|c| is_timeseries(req, c)) {
+        return Err(CommandError::bad_value(
+            "a non-simple collation on a time-series collection is not supported by this server",
+        ));
+    }
+    Ok(resolved)
+}
+
+fn same(a: &Option<Arc<Collation>>, b: &Option<Arc<Collation>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.spec() == b.spec(),
+        _ => false,
+    }
+}
+
+fn is_timeseries(req: &Request, coll: &str) -> bool {
+    !matches!(
+        super::target::Target::resolve(req, coll),
+        super::target::Target::Regular(_)
+    )
 }
 
 /// The statements of an update or delete, from the body or its document sequence.
@@ -134,14 +194,8 @@ pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandErro
     if TRANSACTION_FIELDS.iter().any(|f| req.body.contains_key(*f)) {
         return Err(no_transactions());
     }
-    check_collation(req.body.get("collation"))?;
     check_read_concern(req.body.get("readConcern"))?;
     let field = statements_field(name);
-    if let Some(f) = field {
-        for c in statement_values(req, f, "collation") {
-            check_collation(Some(&c))?;
-        }
-    }
     let has_c = name == "update" && !statement_values(req, "updates", "c").is_empty();
     let lets = req.body.get("let").filter(|_| LET_COMMANDS.contains(&name));
     if lets.is_none() && !has_c {
@@ -234,14 +288,27 @@ mod tests {
     use bson::doc;
 
     #[test]
-    fn only_the_simple_collation_passes() {
-        assert!(check_collation(None).is_ok());
-        assert!(check_collation(Some(&Bson::Document(doc! {"locale": "simple"}))).is_ok());
-        let e = check_collation(Some(&Bson::Document(doc! {"locale": "fr", "strength": 2})));
-        assert_eq!(e.unwrap_err().code, 2);
-        let e = check_collation(Some(&Bson::Document(
-            doc! {"locale": "simple", "strength": 2},
-        )));
-        assert_eq!(e.unwrap_err().code, 2);
+    fn the_simple_collation_is_none_and_others_parse_or_are_refused() {
+        assert!(matches!(
+            parse_collation(&Bson::Document(doc! {"locale": "simple"})),
+            Ok(None)
+        ));
+        let c = parse_collation(&Bson::Document(doc! {"locale": "fr", "strength": 2}));
+        assert!(matches!(c, Ok(Some(_))));
+        let e = parse_collation(&Bson::Document(doc! {"locale": "zz"}));
+        assert_eq!(e.err().map(|e| e.code), Some(2));
+    }
+
+    #[test]
+    fn read_concerns_a_standalone_refuses() {
+        let level = |l: &str| {
+            check_read_concern(Some(&Bson::Document(doc! {"level": l})))
+                .err()
+                .map(|e| e.code)
+        };
+        assert_eq!(level("snapshot"), Some(123));
+        assert_eq!(level("linearizable"), Some(123));
+        assert_eq!(level("majority"), None);
+        assert_eq!(level("bogus"), Some(9));
     }
 }

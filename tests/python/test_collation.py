@@ -1,0 +1,109 @@
+"""Collation as MongoDB defines it (ICU4X's collator): per operation on find, count,
+distinct, aggregate, update, delete and findAndModify; the collection default from
+`create`; cursors that continue with getMore; strength, case, numeric ordering; the planner
+reads no binary index under a collation; time-series collections refuse it."""
+
+import pytest
+from pymongo import ReturnDocument
+from pymongo.errors import OperationFailure
+
+CI = {"locale": "en", "strength": 2}  # case-insensitive
+
+
+@pytest.fixture()
+def cities(db):
+    db.c.insert_many([{"name": n} for n in ["Berlin", "berlin", "BERLIN", "Bonn", "bonn", "Zürich", "zurich"]])
+    db.c.create_index("name")
+    return db.c
+
+
+def names(docs):
+    return sorted(d["name"] for d in docs)
+
+
+def test_strength_two_finds_every_case_and_counts_them(cities):
+    assert names(cities.find({"name": "BERLIN"}, collation=CI)) == ["BERLIN", "Berlin", "berlin"]
+    assert names(cities.find({"name": "BERLIN"})) == ["BERLIN"]
+    assert cities.count_documents({"name": "bonn"}, collation=CI) == 2
+    assert cities.count_documents({"name": {"$in": ["BONN", "ZURICH"]}}, collation=CI) == 3
+
+
+def test_strength_one_also_ignores_accents(cities):
+    assert names(cities.find({"name": "zurich"}, collation={"locale": "de", "strength": 1})) == ["Zürich", "zurich"]
+    assert names(cities.find({"name": "zurich"}, collation=CI)) == ["zurich"]
+
+
+def test_range_queries_and_sort_follow_the_locale_order(cities):
+    got = [d["name"] for d in cities.find({"name": {"$gte": "b", "$lt": "c"}}, sort=[("name", 1), ("_id", 1)],
+                                          collation={"locale": "en"})]
+    assert got == ["berlin", "Berlin", "BERLIN", "bonn", "Bonn"]
+    upper = [d["name"] for d in cities.find({"name": {"$regex": "^[bB]on"}}, sort=[("name", 1)],
+                                            collation={"locale": "en", "caseFirst": "upper"})]
+    assert upper == ["Bonn", "bonn"]
+
+
+def test_numeric_ordering_sorts_digits_by_value(db):
+    db.v.insert_many([{"s": s} for s in ["a10", "a9", "a100", "a1"]])
+    got = [d["s"] for d in db.v.find({}, sort=[("s", 1)], collation={"locale": "en", "numericOrdering": True})]
+    assert got == ["a1", "a9", "a10", "a100"]
+    assert [d["s"] for d in db.v.find({}, sort=[("s", 1)])] == ["a1", "a10", "a100", "a9"]
+
+
+def test_distinct_and_group_merge_values_equal_under_the_collation(cities):
+    assert len(cities.distinct("name", collation=CI)) == 4
+    groups = list(cities.aggregate([{"$group": {"_id": "$name", "n": {"$sum": 1}}}, {"$sort": {"n": -1}}],
+                                   collation=CI))
+    assert [g["n"] for g in groups] == [3, 2, 1, 1]
+    matched = list(cities.aggregate([{"$match": {"name": "BONN"}}, {"$count": "n"}], collation=CI))
+    assert matched == [{"n": 2}]
+
+
+def test_updates_deletes_and_find_and_modify_match_with_the_collation(cities):
+    assert cities.update_many({"name": "berlin"}, {"$set": {"x": 1}}, collation=CI).modified_count == 3
+    before = cities.find_one_and_update({"name": "ZURICH"}, {"$set": {"y": 1}}, collation=CI,
+                                        return_document=ReturnDocument.AFTER)
+    assert before["name"] == "zurich" and before["y"] == 1
+    assert cities.delete_many({"name": "BONN"}, collation=CI).deleted_count == 2
+    assert cities.count_documents({}) == 5
+
+
+def test_a_cursor_keeps_its_collation_across_get_more(db):
+    db.m.insert_many([{"s": "X" if i % 2 else "x", "i": i} for i in range(50)])
+    cursor = db.m.find({"s": "x"}, batch_size=5, collation=CI)
+    assert len(list(cursor)) == 50
+
+
+def test_the_collection_default_collation_applies_and_is_listed(db):
+    db.create_collection("fr", collation={"locale": "fr", "strength": 1})
+    info = db.command("listCollections", filter={"name": "fr"})["cursor"]["firstBatch"][0]
+    assert info["options"]["collation"]["locale"] == "fr"
+    assert info["options"]["collation"]["strength"] == 1
+    db.fr.insert_many([{"n": "Côte"}, {"n": "cote"}, {"n": "coté"}])
+    assert db.fr.count_documents({"n": "COTE"}) == 3
+    # An explicit simple collation overrides the default.
+    assert db.fr.count_documents({"n": "COTE"}, collation={"locale": "simple"}) == 0
+
+
+def test_explain_shows_a_collection_scan_under_a_collation(cities):
+    plan = cities.find({"name": "BERLIN"}).collation(CI).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "COLLSCAN"
+    assert cities.find({"name": "BERLIN"}).explain()["queryPlanner"]["winningPlan"]["stage"] != "COLLSCAN"
+
+
+@pytest.mark.parametrize("bad,code", [
+    ({"locale": "en", "strength": 7}, 2),
+    ({"locale": "en", "caseFirst": "sideways"}, 2),
+    ({"locale": "en", "bogus": True}, 40415),
+    ({"strength": 2}, 40414),
+])
+def test_invalid_collations_are_refused_with_mongodb_codes(cities, bad, code):
+    with pytest.raises(OperationFailure) as e:
+        cities.find_one({}, collation=bad)
+    assert e.value.code == code
+
+
+def test_a_time_series_collection_refuses_a_non_simple_collation(db):
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    with pytest.raises(OperationFailure) as e:
+        list(db.ts.find({}, collation=CI))
+    assert e.value.code == 2
