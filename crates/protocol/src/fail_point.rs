@@ -3,7 +3,6 @@
 //! commands fail with an error code, get a `writeConcernError`, wait first
 //! (`blockConnection`), or have their connection closed instead of answered.
 
-use crate::client::ConnInfo;
 use crate::error::CommandError;
 use bson::{Bson, Document};
 use parking_lot::Mutex;
@@ -35,6 +34,8 @@ pub struct Action {
     pub error: Option<Document>,
     /// Run the command, then add this to its reply.
     pub write_concern_error: Option<Document>,
+    /// Close the connection instead of replying.
+    pub close_connection: bool,
 }
 
 #[derive(Default)]
@@ -42,6 +43,8 @@ pub struct FailCommand {
     config: Mutex<Option<Config>>,
     /// Times the fail point fired since it was last configured.
     entered: std::sync::atomic::AtomicI64,
+    /// Whether a configuration is set (commands skip the lock when it is not).
+    armed: std::sync::atomic::AtomicBool,
 }
 
 impl FailCommand {
@@ -72,19 +75,27 @@ impl FailCommand {
             (mode, Some(d)) => Some(parse_data(mode, d)?),
         };
         let before = self.entered.swap(0, std::sync::atomic::Ordering::Relaxed);
+        self.armed
+            .store(config.is_some(), std::sync::atomic::Ordering::Relaxed);
         *self.config.lock() = config;
         Ok(before)
     }
 
-    /// What the fail point does to command `name` on `conn`, if it fires (counting it).
-    pub fn check(&self, name: &str, conn: &ConnInfo) -> Option<(Action, Option<u64>)> {
+    /// Whether the fail point is set at all.
+    pub fn armed(&self) -> bool {
+        self.armed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What the fail point does to command `name` from a client of `app_name`, if it
+    /// fires (counting it), and how long to wait first.
+    pub fn check(&self, name: &str, app_name: Option<&str>) -> Option<(Action, Option<u64>)> {
         let mut guard = self.config.lock();
         let config = guard.as_mut()?;
         if !config.commands.iter().any(|c| c == name) {
             return None;
         }
         if let Some(app) = &config.app_name {
-            if conn.app_name.lock().as_deref() != Some(app.as_str()) {
+            if app_name != Some(app.as_str()) {
                 return None;
             }
         }
@@ -94,6 +105,8 @@ impl FailCommand {
                 *n -= 1;
                 if *n <= 0 {
                     *guard = None;
+                    self.armed
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
                 }
             }
             Mode::AlwaysOn => {}
@@ -102,9 +115,6 @@ impl FailCommand {
         drop(guard);
         self.entered
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if fire.close_connection {
-            conn.close_instead_of_reply();
-        }
         let error = fire.error_code.map(|code| {
             let mut reply =
                 CommandError::new(code, "Failing command via 'failCommand' failpoint").to_reply();
@@ -116,6 +126,7 @@ impl FailCommand {
         let action = Action {
             error,
             write_concern_error: fire.write_concern_error.clone(),
+            close_connection: fire.close_connection,
         };
         Some((action, fire.block_ms))
     }
@@ -204,13 +215,12 @@ mod tests {
             fp.configure(&doc! {"times": 2}.into(), Some(&data)).ok(),
             Some(0)
         );
-        let conn = ConnInfo::new(1, "127.0.0.1:1".into());
-        assert!(fp.check("find", &conn).is_none());
+        assert!(fp.check("find", None).is_none());
         for _ in 0..2 {
-            let (action, _) = fp.check("insert", &conn).unwrap_or_default();
+            let (action, _) = fp.check("insert", None).unwrap_or_default();
             assert_eq!(action.error.and_then(|e| e.get_i32("code").ok()), Some(91));
         }
-        assert!(fp.check("insert", &conn).is_none());
+        assert!(fp.check("insert", None).is_none());
         assert_eq!(fp.configure(&"off".into(), None).ok(), Some(2));
     }
 }

@@ -5,9 +5,9 @@
 //! `backwards` (only as the locale sets it: `fr_CA`).
 //!
 //! A command runs with its collation *active* on its thread ([`scope`]): every string
-//! comparison of [`crate::compare::compare_values`] (filters, sorts, `$group` keys,
-//! distinct values, expression comparisons) then goes through the collator, and the
-//! planner reads no index ([`active`]), since index keys are binary.
+//! comparison of the BSON comparison order (filters, sorts, `$group` keys, distinct
+//! values, expression comparisons) then goes through the collator, and the planner reads
+//! no index ([`active`]), since index keys are binary.
 
 use crate::error::QueryError;
 use bson::{doc, Bson, Document};

@@ -513,9 +513,19 @@ pub fn dispatch(req: &Request) -> Document {
         Ok(c) => hourglass_query::collation::scope(c),
         Err(e) => return e.to_reply(),
     };
-    let fail_point = req.state.fail_command.check(&name, &req.conn);
-    if let Some((_, Some(ms))) = &fail_point {
-        std::thread::sleep(std::time::Duration::from_millis(*ms));
+    let fail_point = if req.state.fail_command.armed() {
+        let app_name = req.conn.app_name.lock().clone();
+        req.state.fail_command.check(&name, app_name.as_deref())
+    } else {
+        None
+    };
+    if let Some((action, block_ms)) = &fail_point {
+        if let Some(ms) = block_ms {
+            std::thread::sleep(std::time::Duration::from_millis(*ms));
+        }
+        if action.close_connection {
+            req.conn.close_instead_of_reply();
+        }
     }
     let result = match &fail_point {
         Some((action, _)) if action.error.is_some() => Ok(action.error.clone().unwrap_or_default()),
