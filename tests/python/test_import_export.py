@@ -140,6 +140,15 @@ def test_csv_into_a_new_time_series_collection_parses_epoch_millisecond_times(to
     assert got[5]["time"] == T0 + datetime.timedelta(seconds=50)
 
 
+def test_tsv_into_a_time_series_collection_with_rfc3339_times(tool, db, tmp_path):
+    f = write(tmp_path, "m.tsv", "t\tm.id\tv\n2016-01-01T00:00:00Z\ts1\t1.5\n2016-01-01T00:00:10Z\ts1\t2\n")
+    tool("import", "--type", "tsv", "--headerline", "--file", f, "--timeseries-timeField", "t",
+         "--timeseries-metaField", "m")
+    assert db.command("listCollections", filter={"name": "m"})["cursor"]["firstBatch"][0]["type"] == "timeseries"
+    assert docs(db.m, sort=[("t", 1)]) == [{"t": T0, "m": {"id": "s1"}, "v": 1.5},
+                                           {"t": T0 + datetime.timedelta(seconds=10), "m": {"id": "s1"}, "v": 2}]
+
+
 @pytest.mark.parametrize("fmt,value", [
     ("auto", '"2016-01-01T00:00:00Z"'),
     ("rfc3339", '"2016-01-01T01:00:00+01:00"'),
