@@ -125,3 +125,34 @@ def http_server():
 
     with http_running_server() as srv:
         yield srv
+
+
+def debian_binary(commands, package, timeout=600):
+    """The first of `commands` on PATH, else installed from Debian's `package` with apt-get
+    (after an `apt-get update` when the first try fails); skips the test with the reason
+    when it cannot be installed."""
+    import shutil
+
+    def found():
+        return next((shutil.which(c) for c in commands if shutil.which(c)), None)
+
+    if found():
+        return found()
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+
+    def apt(*args):
+        try:
+            return subprocess.run(["apt-get", *args], capture_output=True, text=True, timeout=timeout, env=env)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return subprocess.CompletedProcess(args, 1, "", str(e))
+
+    r = apt("install", "-y", "--no-install-recommends", package)
+    if r.returncode != 0:
+        apt("update")
+        r = apt("install", "-y", "--no-install-recommends", package)
+    if r.returncode != 0 or not found():
+        reason = f"{package} is not installed and apt-get install failed: {r.stderr.strip()[-400:]}"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    return found()
+

@@ -14,7 +14,6 @@ import datetime
 import html.parser
 import os
 import random
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 
 requests = pytest.importorskip("requests", reason="requests is not installed")
 
-from conftest import _free_port, auth_server  # noqa: E402
+from conftest import _free_port, auth_server, debian_binary  # noqa: E402
 from http_helpers import HOST, MS_CODEC, http_running_server, wait_for_port  # noqa: E402
 from test_auth import connect  # noqa: E402
 
@@ -243,28 +242,7 @@ def test_console_under_auth_needs_a_login():
 
 def chromium_binary():
     """chromium from Debian, installed by apt-get when missing; skips when it can't be."""
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-
-    def apt(*args, timeout):
-        try:
-            return subprocess.run(["apt-get", *args], capture_output=True, text=True,
-                                  timeout=timeout, env=env)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return subprocess.CompletedProcess(args, 1, "", str(e))
-
-    r = apt("install", "-y", "--no-install-recommends", "chromium", timeout=600)
-    if r.returncode != 0:
-        apt("update", timeout=300)
-        r = apt("install", "-y", "--no-install-recommends", "chromium", timeout=600)
-    found = shutil.which("chromium")
-    if r.returncode != 0 or not found:
-        reason = f"chromium is not installed and apt-get install failed: {r.stderr.strip()[-400:]}"
-        print(f"SKIP browser test: {reason}")
-        pytest.skip(reason)
-    return found
+    return debian_binary(("chromium", "chromium-browser"), "chromium")
 
 
 def run_chromium(binary, *args, size="1200,800", timeout=180):

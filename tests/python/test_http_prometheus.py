@@ -5,8 +5,6 @@ remote-writing the samples back into Hourglass."""
 
 import json
 import math
-import os
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -18,7 +16,7 @@ import pytest
 
 requests = pytest.importorskip("requests", reason="requests is not installed")
 
-from conftest import _free_port, stop_process  # noqa: E402
+from conftest import _free_port, debian_binary, stop_process  # noqa: E402
 from http_helpers import (  # noqa: E402
     _field, _varint, RAW_CODEC, T0_MS, encode_write_request, expect, fetch,
     http_running_server, per_test_database,
@@ -174,29 +172,7 @@ JOB = "hourglass_itest"
 
 def prometheus_binary():
     """/usr/bin/prometheus, installed from Debian by apt-get when missing; skips when it can't be."""
-    found = shutil.which("prometheus") or ("/usr/bin/prometheus" if os.path.exists(
-        "/usr/bin/prometheus") else None)
-    if found:
-        return found
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-
-    def apt(*args, timeout):
-        try:
-            return subprocess.run(["apt-get", *args], capture_output=True, text=True,
-                                  timeout=timeout, env=env)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return subprocess.CompletedProcess(args, 1, "", str(e))
-
-    r = apt("install", "-y", "--no-install-recommends", "prometheus", timeout=300)
-    if r.returncode != 0:
-        apt("update", timeout=300)
-        r = apt("install", "-y", "--no-install-recommends", "prometheus", timeout=300)
-    found = shutil.which("prometheus")
-    if r.returncode != 0 or not found:
-        reason = f"prometheus is not installed and apt-get install failed: {r.stderr.strip()[-400:]}"
-        print(f"SKIP real-Prometheus test: {reason}")
-        pytest.skip(reason)
-    return found
+    return debian_binary(("prometheus", "/usr/bin/prometheus"), "prometheus", timeout=300)
 
 
 @pytest.fixture()
