@@ -185,15 +185,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// Runs `body` on `db` as `caller` on the blocking pool. When the HTTP client goes away
 /// (axum drops this future) the operation is interrupted, as `killOp` would.
 async fn run(state: Arc<ServerState>, caller: Caller, db: String, body: Document) -> Document {
-    let req = Request {
-        state,
-        conn: caller.0,
-        db,
-        body,
-        sequences: Default::default(),
-        interrupt: Default::default(),
-        plan_summary: Default::default(),
-    };
+    let req = Request::internal(state, caller.0, db, body);
     let interrupt = req.interrupt.clone();
     let mut kill_on_drop = OnDrop(Some(move || interrupt.kill()));
     let out = match tokio::task::spawn_blocking(move || dispatch(&req)).await {
@@ -222,15 +214,12 @@ fn run_blocking(
     db: &str,
     body: Document,
 ) -> Result<Document, Document> {
-    let out = dispatch(&Request {
-        state: state.clone(),
-        conn: caller.0.clone(),
-        db: db.to_string(),
+    let out = dispatch(&Request::internal(
+        state.clone(),
+        caller.0.clone(),
+        db.to_string(),
         body,
-        sequences: Default::default(),
-        interrupt: Default::default(),
-        plan_summary: Default::default(),
-    });
+    ));
     if is_ok(&out) {
         Ok(out)
     } else {

@@ -104,15 +104,7 @@ pub fn run_command(
     db: &str,
     body: Document,
 ) -> Result<Document, IngestError> {
-    let req = Request {
-        state: state.clone(),
-        conn: caller.0.clone(),
-        db: db.to_string(),
-        body,
-        sequences: Default::default(),
-        interrupt: Default::default(),
-        plan_summary: Default::default(),
-    };
+    let req = Request::internal(state.clone(), caller.0.clone(), db.to_string(), body);
     let reply = dispatch(&req);
     if matches!(reply.get("ok"), Some(Bson::Double(d)) if *d == 1.0) {
         return Ok(reply);

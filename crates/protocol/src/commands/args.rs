@@ -108,6 +108,25 @@ pub const GENERIC_FIELDS: &[&str] = &[
 ];
 
 impl Request {
+    /// A request made inside the server (HTTP routes, the console): no document
+    /// sequences, a fresh interrupt.
+    pub fn internal(
+        state: Arc<ServerState>,
+        conn: Arc<ConnInfo>,
+        db: String,
+        body: Document,
+    ) -> Request {
+        Request {
+            state,
+            conn,
+            db,
+            body,
+            sequences: Default::default(),
+            interrupt: Default::default(),
+            plan_summary: Default::default(),
+        }
+    }
+
     /// Whether the connection may do `action` on `target` (always, with access control
     /// off).
     pub fn allowed(&self, action: &str, target: Tgt) -> Result<bool, CommandError> {
