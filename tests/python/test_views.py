@@ -202,3 +202,21 @@ def test_a_view_on_a_time_series_bucket_collection_is_refused_with_invalid_names
         db.create_collection("v", viewOn="ts", pipeline=[])
         db.command("collMod", "v", viewOn="system.buckets.ts", pipeline=[])
     assert e.value.code == 73
+
+
+def test_a_time_series_collection_keeps_its_view_definition_in_system_views(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    entries = {c["name"]: c["type"] for c in db.list_collections()}
+    assert entries == {"ts": "timeseries", "system.buckets.ts": "collection", "system.views": "collection"}
+    assert list(db.system.views.find()) == [{
+        "_id": f"{db.name}.ts", "viewOn": "system.buckets.ts",
+        "pipeline": [{"$_internalUnpackBucket": {"timeField": "t", "metaField": "m", "bucketMaxSpanSeconds": 3600}}],
+    }]
+    db.command("collMod", "ts", timeseries={"granularity": "hours"})
+    unpack = db.system.views.find_one({"_id": f"{db.name}.ts"})["pipeline"][0]["$_internalUnpackBucket"]
+    assert unpack["bucketMaxSpanSeconds"] == 2592000
+    db.ts.insert_one({"t": datetime.datetime(2024, 1, 1), "m": 1})
+    assert db.ts.count_documents({}) == 1
+    db.ts.drop()
+    assert db.system.views.count_documents({}) == 0
+    assert "ts" not in db.list_collection_names()

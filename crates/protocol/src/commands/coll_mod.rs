@@ -82,6 +82,10 @@ pub fn coll_mod(req: &Request) -> CmdResult {
         }
         options = options.apply_coll_mod(granularity, span, rounding)?;
         stored.insert("timeseries", options.to_document());
+        let view = coll
+            .strip_prefix(super::target::BUCKETS_PREFIX)
+            .unwrap_or(&coll);
+        super::views::put_timeseries_definition(&req.state.catalog, &req.db, view, &options)?;
     }
     match req.body.get("expireAfterSeconds") {
         None => {}

@@ -174,9 +174,12 @@ pub fn drop(req: &Request) -> CmdResult {
         Target::resolve(req, &coll)
     {
         req.state.timeseries.forget(&buckets);
-        req.state
-            .catalog
-            .drop_collection(&req.db, &buckets.namespace().coll)?;
+        let buckets_name = buckets.namespace().coll;
+        let view = buckets_name
+            .strip_prefix(BUCKETS_PREFIX)
+            .unwrap_or(&buckets_name);
+        super::views::remove_timeseries_definition(&req.state.catalog, &req.db, view)?;
+        req.state.catalog.drop_collection(&req.db, &buckets_name)?;
         return Ok(doc! {"nIndexesWas": 0, "ns": ns});
     }
     if coll == "system.profile" {

@@ -42,7 +42,14 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
     if let Some(v) = req.body.get("expireAfterSeconds") {
         stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
     }
-    for k in ["storageEngine", "indexOptionDefaults", "collation"] {
+    if let Some(v) = req.body.get("collation") {
+        if hourglass_query::collation::parse(v)?.is_some() {
+            return Err(CommandError::bad_value(
+                "a non-simple collation on a time-series collection is not supported by this server",
+            ));
+        }
+    }
+    for k in ["storageEngine", "indexOptionDefaults"] {
         if let Some(v) = req.body.get(k) {
             stored.insert(k, v.clone());
         }
@@ -62,7 +69,20 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
         format!("{BUCKETS_PREFIX}{coll}")
     };
     match req.state.catalog.create(&req.db, &buckets_name, stored) {
-        Ok(_) => Ok(Document::new()),
+        Ok((_, created)) => {
+            if created {
+                let view = buckets_name
+                    .strip_prefix(BUCKETS_PREFIX)
+                    .unwrap_or(&buckets_name);
+                super::views::put_timeseries_definition(
+                    &req.state.catalog,
+                    &req.db,
+                    view,
+                    &options,
+                )?;
+            }
+            Ok(Document::new())
+        }
         Err(CatalogError::NamespaceExists(_)) => Err(CommandError::new(
             48,
             format!("A timeseries collection already exists. NS: {ns}"),

@@ -38,7 +38,60 @@ fn definition_in(
     let Some(views) = catalog.get(db, VIEWS) else {
         return Ok(None);
     };
-    Ok(views.get(&Bson::String(format!("{db}.{coll}")))?)
+    Ok(views
+        .get(&Bson::String(format!("{db}.{coll}")))?
+        .filter(|d| !is_timeseries_definition(d)))
+}
+
+/// Whether a stored definition is a time-series collection's (MongoDB 7.0 keeps one in
+/// `system.views` for each; reads of those go through the bucket store, not a pipeline).
+fn is_timeseries_definition(d: &Document) -> bool {
+    d.get_str("viewOn")
+        .is_ok_and(|v| v.starts_with(super::target::BUCKETS_PREFIX))
+}
+
+/// Stores (or replaces) the `system.views` entry of time-series collection `view` with
+/// `options`, as MongoDB 7.0 defines it: a view on its buckets collection that unpacks them.
+pub fn put_timeseries_definition(
+    catalog: &hourglass_catalog::Catalog,
+    db: &str,
+    view: &str,
+    options: &hourglass_timeseries::TimeseriesOptions,
+) -> Result<(), CommandError> {
+    let mut unpack = doc! {"timeField": &options.time_field};
+    if let Some(m) = &options.meta_field {
+        unpack.insert("metaField", m);
+    }
+    unpack.insert(
+        "bucketMaxSpanSeconds",
+        options.bucket_max_span_seconds as i32,
+    );
+    let id = format!("{db}.{view}");
+    let definition = doc! {
+        "_id": &id,
+        "viewOn": format!("{}{view}", super::target::BUCKETS_PREFIX),
+        "pipeline": [{"$_internalUnpackBucket": unpack}],
+    };
+    remove_timeseries_definition(catalog, db, view)?;
+    let views = catalog.get_or_create(db, VIEWS)?;
+    let out = views.insert(vec![definition], true);
+    match out.errors.into_iter().next() {
+        Some((_, e)) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+/// Deletes the `system.views` entry of time-series collection `view`, if any.
+pub fn remove_timeseries_definition(
+    catalog: &hourglass_catalog::Catalog,
+    db: &str,
+    view: &str,
+) -> Result<(), CommandError> {
+    if let Some(views) = catalog.get(db, VIEWS) {
+        let filter = hourglass_query::filter::Filter::parse(&doc! {"_id": format!("{db}.{view}")})?;
+        views.delete(&filter, true)?;
+    }
+    Ok(())
 }
 
 pub fn is_view(req: &Request, coll: &str) -> Result<bool, CommandError> {
@@ -239,6 +292,9 @@ pub fn definitions(
     let mut out = Vec::new();
     for d in views.scan() {
         let d = d?;
+        if is_timeseries_definition(&d) {
+            continue;
+        }
         if let Some(name) = d
             .get_str("_id")
             .ok()

@@ -282,7 +282,18 @@ async fn drop_removes_view_and_buckets() {
         .await
         .unwrap();
     db.collection::<Document>("c").drop().await.unwrap();
-    assert!(db.list_collection_names().await.unwrap().is_empty());
+    // As in MongoDB, system.views stays, without the collection's definition.
+    assert_eq!(
+        db.list_collection_names().await.unwrap(),
+        vec!["system.views"]
+    );
+    assert_eq!(
+        db.collection::<Document>("system.views")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        0
+    );
     create_ts(&db, "c", doc! {"timeField": "t", "metaField": "m"}).await;
     assert_eq!(
         db.collection::<Document>("c")

@@ -314,8 +314,8 @@ async fn statistics_follow_the_operations() {
     );
     assert_eq!(
         num(&stats, "objects"),
-        3 + 1,
-        "three buckets and one document: {stats}"
+        3 + 1 + 1,
+        "three buckets, one document and the view definition in system.views: {stats}"
     );
     let cs = run_ok(&db, doc! {"collStats": "s"}).await;
     let ts = cs.get_document("timeseries").unwrap();
