@@ -327,7 +327,7 @@ def test_csv_export_writes_fields_as_mongoexport_does(tool, db):
     r = tool("export", "-c", "c", "--type", "csv", "--fields", "_id,a.b,s,t,arr,missing")
     assert r.stdout.splitlines() == [
         "_id,a.b,s,t,arr,missing",
-        f'ObjectId({oid}),1,"x,y",2016-01-01T00:00:00Z,"[1,2]",',
+        f'ObjectId({oid}),1,"x,y",2016-01-01T00:00:00.000Z,"[1,2]",',
     ]
     r = tool("export", "-c", "c", "--type", "csv", check=False)
     assert r.returncode != 0 and "field list" in r.stderr

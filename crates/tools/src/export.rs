@@ -165,7 +165,7 @@ async fn write_json(
     Ok(n)
 }
 
-/// A value as mongoexport writes it in CSV: text as is, dates in ISO 8601, ObjectIds as
+/// A value as mongoexport writes it in CSV: text as is, dates in ISO 8601 with milliseconds, ObjectIds as
 /// `ObjectId(hex)`, documents and arrays as Extended JSON, null and missing as empty.
 fn csv_cell(v: Option<&Bson>, format: JsonFormat) -> String {
     match v {
@@ -175,9 +175,10 @@ fn csv_cell(v: Option<&Bson>, format: JsonFormat) -> String {
         Some(Bson::Int64(i)) => i.to_string(),
         Some(Bson::Double(d)) => d.to_string(),
         Some(Bson::Boolean(b)) => b.to_string(),
-        Some(Bson::DateTime(t)) => t
-            .try_to_rfc3339_string()
-            .unwrap_or_else(|_| t.timestamp_millis().to_string()),
+        // As mongoexport writes dates: always three decimals of seconds.
+        Some(Bson::DateTime(t)) => chrono::DateTime::from_timestamp_millis(t.timestamp_millis())
+            .map(|d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            .unwrap_or_else(|| t.timestamp_millis().to_string()),
         Some(Bson::ObjectId(o)) => format!("ObjectId({o})"),
         Some(Bson::Decimal128(d)) => d.to_string(),
         Some(other) => match format {
