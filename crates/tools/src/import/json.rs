@@ -3,11 +3,11 @@
 //! `--jsonArray`. The input is read in chunks, so a file of any size streams; each document
 //! is reported by the line it starts on.
 
+use super::json_raw::RawRow;
 use super::time::TimeField;
-use super::{row_from_document, Item, Row, RowError};
+use super::{Item, Row, RowError};
 use anyhow::anyhow;
-use bson::{Bson, RawArrayBuf, RawBson, RawDocumentBuf};
-use serde_json::Value;
+use bson::{Bson, RawBson, RawBsonRef, RawDocumentBuf};
 use std::io::Read;
 use std::sync::Arc;
 
@@ -133,12 +133,12 @@ impl<R: Read> JsonReader<R> {
         loop {
             let line = self.line;
             let mut stream =
-                serde_json::Deserializer::from_slice(&self.buf[self.pos..]).into_iter::<Value>();
+                serde_json::Deserializer::from_slice(&self.buf[self.pos..]).into_iter::<RawRow>();
             match stream.next() {
-                Some(Ok(value)) => {
+                Some(Ok(RawRow(doc))) => {
                     let used = stream.byte_offset();
                     self.advance(used);
-                    return Some(to_row(line, value, self.time.as_deref()));
+                    return Some(to_row(line, doc, self.time.as_deref()));
                 }
                 Some(Err(e)) if e.is_eof() && !self.eof => match self.fill() {
                     Ok(_) => continue,
@@ -185,97 +185,37 @@ impl<R: Read> Iterator for JsonReader<R> {
     }
 }
 
-/// A top-level JSON value as a row: plain values are written straight as BSON, and every
-/// object with a `$` key (Extended JSON: `$date`, `$numberLong`, `$oid`, ...) is read by
-/// `bson`'s Extended JSON conversion, so the result is what `Bson::try_from` gives.
-fn to_row(line: usize, value: Value, time: Option<&TimeField>) -> Item {
-    let bad = |reason: String| Item::Bad(RowError { line, reason });
-    let map = match value {
-        Value::Object(m) if !is_extjson(&m) => m,
-        other => {
-            return match Bson::try_from(other) {
-                Ok(Bson::Document(doc)) => row_from_document(line, doc, time),
-                Ok(v) => bad(format!("expected a document, found {:?}", v.element_type())),
-                Err(e) => bad(format!("invalid Extended JSON: {e}")),
-            }
-        }
-    };
-    let mut doc = RawDocumentBuf::new();
-    let mut saw_time = false;
-    for (k, v) in map {
-        let result = match time {
-            Some(t) if k == t.name() => {
-                saw_time = true;
-                Bson::try_from(v)
-                    .map_err(|e| format!("invalid Extended JSON: {e}"))
-                    .and_then(|b| t.date(&b))
-                    .and_then(|d| append(&mut doc, &k, Value::Null, Some(d)))
-            }
-            _ => append(&mut doc, &k, v, None),
-        };
-        if let Err(reason) = result {
-            return bad(reason);
-        }
-    }
-    match time {
-        Some(t) if !saw_time => bad(t.missing()),
-        _ => Item::Row(Row { line, doc }),
+/// A document read (or why the value was not one) as a row, its time field made a date.
+fn to_row(line: usize, doc: Result<RawDocumentBuf, String>, time: Option<&TimeField>) -> Item {
+    let converted = doc.and_then(|doc| match time {
+        Some(t) => with_time(doc, t),
+        None => Ok(doc),
+    });
+    match converted {
+        Ok(doc) => Item::Row(Row { line, doc }),
+        Err(reason) => Item::Bad(RowError { line, reason }),
     }
 }
 
-fn is_extjson(m: &serde_json::Map<String, Value>) -> bool {
-    m.keys().any(|k| k.starts_with('$'))
-}
-
-/// Appends `v` (or `converted`, when given) under `key`.
-fn append(
-    out: &mut RawDocumentBuf,
-    key: &str,
-    v: Value,
-    converted: Option<Bson>,
-) -> Result<(), String> {
-    let raw = match converted {
-        Some(b) => to_raw(b)?,
-        None => value_to_raw(v)?,
-    };
-    out.append(key, raw);
-    Ok(())
-}
-
-fn to_raw(b: Bson) -> Result<RawBson, String> {
-    RawBson::try_from(b).map_err(|e| e.to_string())
-}
-
-fn value_to_raw(v: Value) -> Result<RawBson, String> {
-    Ok(match v {
-        Value::Null => RawBson::Null,
-        Value::Bool(b) => RawBson::Boolean(b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => match i32::try_from(i) {
-                Ok(small) => RawBson::Int32(small),
-                Err(_) => RawBson::Int64(i),
-            },
-            None => RawBson::Double(n.as_f64().ok_or_else(|| format!("invalid number {n}"))?),
-        },
-        Value::String(s) => RawBson::String(s),
-        Value::Array(items) => {
-            let mut a = RawArrayBuf::new();
-            for item in items {
-                a.push(value_to_raw(item)?);
-            }
-            RawBson::Array(a)
+/// `doc` with its time field as a date (rewritten only when it is not one already).
+fn with_time(doc: RawDocumentBuf, t: &TimeField) -> Result<RawDocumentBuf, String> {
+    match doc.get(t.name()).map_err(|e| e.to_string())? {
+        None => return Err(t.missing()),
+        Some(RawBsonRef::DateTime(_)) => return Ok(doc),
+        Some(_) => {}
+    }
+    let mut out = RawDocumentBuf::new();
+    for element in doc.iter() {
+        let (k, v) = element.map_err(|e| e.to_string())?;
+        if k == t.name() {
+            let value = Bson::try_from(v.to_raw_bson()).map_err(|e| e.to_string())?;
+            let date = RawBson::try_from(t.date(&value)?).map_err(|e| e.to_string())?;
+            out.append(k, date);
+        } else {
+            out.append_ref(k, v);
         }
-        Value::Object(m) if is_extjson(&m) => to_raw(
-            Bson::try_from(Value::Object(m)).map_err(|e| format!("invalid Extended JSON: {e}"))?,
-        )?,
-        Value::Object(m) => {
-            let mut d = RawDocumentBuf::new();
-            for (k, v) in m {
-                d.append(k, value_to_raw(v)?);
-            }
-            RawBson::Document(d)
-        }
-    })
+    }
+    Ok(out)
 }
 
 /// Documents of `text` (for tests).

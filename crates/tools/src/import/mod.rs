@@ -9,6 +9,7 @@
 
 mod csv;
 mod json;
+mod json_raw;
 mod lines;
 mod parquet;
 pub(crate) mod time;
