@@ -291,6 +291,23 @@ mod tests {
     }
 
     #[test]
+    fn invalid_extended_json_is_a_bad_row_and_the_array_goes_on() {
+        let got = read_all(r#"[{"a": {"$numberLong": "x"}}, {"a": 2}, 3]"#, true);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(
+            got[0].as_ref().is_err_and(|e| e.contains("Extended JSON")),
+            "{got:?}"
+        );
+        assert_eq!(got[1], Ok((1, doc! {"a": 2})));
+        assert!(
+            got[2]
+                .as_ref()
+                .is_err_and(|e| e.contains("expected a document")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn an_unclosed_json_array_is_an_error() {
         let got = read_all("[{\"a\":1}", true);
         assert!(got.last().is_some_and(|r| r.is_err()), "{got:?}");
