@@ -107,3 +107,15 @@ def test_a_time_series_collection_refuses_a_non_simple_collation(db):
     with pytest.raises(OperationFailure) as e:
         list(db.ts.find({}, collation=CI))
     assert e.value.code == 2
+
+
+def test_each_statement_of_a_bulk_write_runs_with_its_own_collation(cities):
+    from pymongo import DeleteOne, UpdateMany
+    result = cities.bulk_write([
+        UpdateMany({"name": "berlin"}, {"$set": {"ci": True}}, collation=CI),
+        UpdateMany({"name": "bonn"}, {"$set": {"binary": True}}),
+        DeleteOne({"name": "ZÜRICH"}, collation=CI),
+    ])
+    assert result.modified_count == 3 + 1
+    assert result.deleted_count == 1
+    assert cities.count_documents({"ci": True}) == 3 and cities.count_documents({"binary": True}) == 1

@@ -55,7 +55,9 @@ pub fn delete(req: &Request) -> CmdResult {
     let mut errors = Vec::new();
     for (i, stmt) in stmts.iter().enumerate() {
         OpCounters::add(&req.state.opcounters.delete, 1);
-        match run_statement(req, &coll, stmt) {
+        let collation = super::request_options::statement_collation(stmt);
+        let result = collation.and_then(|_scope| run_statement(req, &coll, stmt));
+        match result {
             Ok(k) => n += k,
             Err(e) => {
                 errors.push(e.write_error(i));

@@ -50,9 +50,9 @@ fn parse_collation(v: &Bson) -> Result<Option<Arc<Collation>>, CommandError> {
     Ok(collation::parse(v)?)
 }
 
-/// The collation command `name` runs with: its `collation` (or its statements', which must
-/// agree), else the target collection's default; `None` for the simple one. `create` and
-/// `createIndexes` carry collations to store, not to run with.
+/// The collation command `name` runs with: its `collation`, else the target collection's
+/// default; `None` for the simple one. Statements' collations are checked here too.
+/// `create` and `createIndexes` carry collations to store, not to run with.
 pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>, CommandError> {
     if matches!(name, "create" | "createIndexes" | "collMod") {
         if let Some(v) = req.body.get("collation") {
@@ -64,26 +64,19 @@ pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>,
         ("explain", Ok(inner)) => (inner, inner.keys().next().cloned().unwrap_or_default()),
         _ => (&req.body, name.to_string()),
     };
-    let mut chosen: Option<(Bson, Option<Arc<Collation>>)> = match body.get("collation") {
-        Some(v) => Some((v.clone(), parse_collation(v)?)),
+    let explicit = match body.get("collation") {
+        Some(v) => Some(parse_collation(v)?),
         None => None,
     };
+    // Update and delete statements carry their own (checked here, made active by the
+    // handler for each statement: `statement_collation`).
+    let mut in_statements = false;
     if let Some(f) = statements_field(&inner) {
         for v in statement_values(req, f, "collation") {
-            let c = parse_collation(&v)?;
-            match &chosen {
-                None => chosen = Some((v, c)),
-                Some((_, prev)) if same(prev, &c) => {}
-                Some(_) => {
-                    return Err(CommandError::bad_value(
-                        "statements with different collations in one command are not supported by this server: send them in separate commands",
-                    ))
-                }
-            }
+            in_statements |= parse_collation(&v)?.is_some();
         }
     }
     let coll = body.get_str(&inner).ok();
-    let explicit = chosen.map(|(_, c)| c);
     let resolved = match explicit {
         Some(c) => c,
         None => match coll.and_then(|c| req.state.catalog.get(&req.db, c)) {
@@ -94,7 +87,7 @@ pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>,
             None => None,
         },
     };
-    if resolved.is_some() && coll.is_some_and(|c| is_timeseries(req, c)) {
+    if (resolved.is_some() || in_statements) && coll.is_some_and(|c| is_timeseries(req, c)) {
         return Err(CommandError::bad_value(
             "a non-simple collation on a time-series collection is not supported by this server",
         ));
@@ -102,11 +95,12 @@ pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>,
     Ok(resolved)
 }
 
-fn same(a: &Option<Arc<Collation>>, b: &Option<Arc<Collation>>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => a.spec() == b.spec(),
-        _ => false,
+/// The collation of one update or delete statement, active while it runs (its `collation`
+/// wins over the collection's default; without one the command's stays).
+pub fn statement_collation(stmt: &Document) -> Result<Option<collation::Scope>, CommandError> {
+    match stmt.get("collation") {
+        Some(v) => Ok(Some(collation::scope(parse_collation(v)?))),
+        None => Ok(None),
     }
 }
 

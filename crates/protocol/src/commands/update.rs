@@ -162,7 +162,9 @@ pub fn update(req: &Request) -> CmdResult {
     let mut errors = Vec::new();
     for (i, stmt) in stmts.iter().enumerate() {
         OpCounters::add(&req.state.opcounters.update, 1);
-        match run_statement(req, &coll, stmt) {
+        let collation = super::request_options::statement_collation(stmt);
+        let result = collation.and_then(|_scope| run_statement(req, &coll, stmt));
+        match result {
             Ok(r) => {
                 n += r.matched;
                 modified += r.modified;
