@@ -263,6 +263,17 @@ def test_a_malformed_json_line_is_reported_and_with_stop_on_error_ends_the_impor
     assert db.mal.count_documents({"a": 3}) == 0
 
 
+def test_connection_string_and_file_may_be_positional_as_in_mongoimport(server, db, tmp_path):
+    host, port = server
+    f = write(tmp_path, "pos.json", '{"a": 1}\n')
+    uri = f"mongodb://{host}:{port}/{db.name}"
+    r = subprocess.run([str(_binary()), "import", uri, str(f)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert docs(db.pos) == [{"a": 1}]
+    r = subprocess.run([str(_binary()), "export", uri, "-c", "pos"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout)["a"] == 1, r.stderr
+
+
 def test_drop_replaces_the_collection(tool, db, tmp_path):
     db.dropme.insert_one({"old": True})
     f = write(tmp_path, "dropme.json", '{"new": true}\n')

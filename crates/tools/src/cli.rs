@@ -46,6 +46,29 @@ pub struct Connection {
     /// Print only errors (no progress, no summary).
     #[arg(long, help_heading = "Verbosity options")]
     pub quiet: bool,
+    /// As mongoimport/mongoexport take them: a connection string (mongodb://...) and,
+    /// for import, the file to read.
+    #[arg(value_name = "URI_OR_FILE", num_args = 0..=2)]
+    pub positional: Vec<String>,
+}
+
+impl Connection {
+    /// Moves the positional arguments where they belong: a `mongodb://` or
+    /// `mongodb+srv://` string to `--uri`, anything else to the returned file.
+    pub fn take_positional(&mut self) -> anyhow::Result<Option<PathBuf>> {
+        let mut file = None;
+        for p in std::mem::take(&mut self.positional) {
+            if p.starts_with("mongodb://") || p.starts_with("mongodb+srv://") {
+                if self.uri.is_some() {
+                    anyhow::bail!("illegal argument combination: a connection string given twice");
+                }
+                self.uri = Some(p);
+            } else if file.replace(PathBuf::from(&p)).is_some() {
+                anyhow::bail!("too many positional arguments: {p}");
+            }
+        }
+        Ok(file)
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,13 @@ use mongodb::options::FindOptions;
 use mongodb::Collection;
 use std::io::Write;
 
-pub async fn run(a: ExportArgs) -> anyhow::Result<u64> {
+pub async fn run(mut a: ExportArgs) -> anyhow::Result<u64> {
+    if let Some(extra) = a.conn.take_positional()? {
+        bail!(
+            "unexpected argument {}: export takes a connection string only",
+            extra.display()
+        );
+    }
     let coll_name = a
         .conn
         .collection

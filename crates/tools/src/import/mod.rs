@@ -81,7 +81,12 @@ pub struct Summary {
     pub aborted: bool,
 }
 
-pub async fn run(args: ImportArgs) -> anyhow::Result<Summary> {
+pub async fn run(mut args: ImportArgs) -> anyhow::Result<Summary> {
+    if let Some(file) = args.conn.take_positional()? {
+        if args.file.replace(file).is_some() {
+            bail!("illegal argument combination: a positional file and --file");
+        }
+    }
     check_args(&args)?;
     let coll = collection_name(&args)?;
     let client = connect::client(&args.conn).await?;
