@@ -43,10 +43,16 @@ def test_fail_command_fails_the_named_command_the_given_number_of_times(test_ser
 def test_fail_command_close_connection_drops_the_connection_without_a_reply(test_server):
     c = client(test_server, retryReads=False)
     c.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
-                    data={"failCommands": ["count"], "closeConnection": True})
+                    data={"failCommands": ["count", "insert"], "closeConnection": True})
     with pytest.raises(AutoReconnect):
         c.fp.command("count", "c")
     assert c.fp.command("count", "c")["ok"] == 1.0
+    # The command does not run: a closed insert wrote nothing.
+    c.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                    data={"failCommands": ["insert"], "closeConnection": True})
+    with pytest.raises(AutoReconnect):
+        c.fp.command("insert", "closed", documents=[{"x": 1}])
+    assert c.fp.closed.count_documents({}) == 0
     c.close()
 
 

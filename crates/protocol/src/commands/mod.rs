@@ -527,8 +527,14 @@ pub fn dispatch(req: &Request) -> Document {
             req.conn.close_instead_of_reply();
         }
     }
+    // A fail point's error, or its closed connection, stands in for the command: it does
+    // not run (as in mongod, where the connection closes before the command executes).
     let result = match &fail_point {
         Some((action, _)) if action.error.is_some() => Ok(action.error.clone().unwrap_or_default()),
+        Some((action, _)) if action.close_connection => Err(CommandError::new(
+            1,
+            "connection closed by the failCommand fail point",
+        )),
         _ => (command.handler)(req),
     };
     drop(bypass);
