@@ -225,6 +225,13 @@ def test_upsert_fields_choose_the_match_and_merge_keeps_other_fields(tool, db, t
     assert docs(db.m, sort=[("name", 1)])[0] == {"name": "ann", "age": 31}
 
 
+def test_csv_rows_merge_into_documents_matched_by_upsert_fields(tool, db, tmp_path):
+    db.cm.insert_one({"name": "ann", "age": 1, "city": "x"})
+    f = write(tmp_path, "cm.csv", "name,age\nann,31\nbob,5\n")
+    tool("import", "--type", "csv", "--headerline", "--mode", "merge", "--upsertFields", "name", "--file", f)
+    assert docs(db.cm, sort=[("name", 1)]) == [{"name": "ann", "age": 31, "city": "x"}, {"name": "bob", "age": 5}]
+
+
 def test_delete_mode_deletes_one_matching_document_per_row(tool, db, tmp_path):
     db.d.insert_many([{"k": 1}, {"k": 1}, {"k": 2}, {"k": 3}])
     f = write(tmp_path, "d.json", '{"k": 1}\n{"k": 3}\n')

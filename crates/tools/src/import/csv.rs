@@ -116,6 +116,7 @@ pub struct CsvReader<R: Read> {
     ignore_blanks: bool,
     grace: ParseGrace,
     time: Option<Arc<TimeField>>,
+    add_ids: bool,
     record: csv::ByteRecord,
     done: bool,
 }
@@ -145,6 +146,7 @@ impl<R: Read> CsvReader<R> {
             ignore_blanks: a.ignore_blanks,
             grace: a.parse_grace,
             time,
+            add_ids: a.mode == crate::cli::Mode::Insert,
             record: csv::ByteRecord::new(),
             done: false,
         })
@@ -196,9 +198,10 @@ impl<R: Read> CsvReader<R> {
                 None => return Err(t.missing()),
             }
         }
-        // The _id first, as a driver would prepend it (so the driver finds it at once).
+        // Rows to insert get their _id first, as a driver would prepend it (so the driver
+        // finds it at once); other modes match by the row's own fields.
         let mut doc = RawDocumentBuf::new();
-        if !layout.root.iter().any(|(k, _)| k == "_id") {
+        if self.add_ids && !layout.root.iter().any(|(k, _)| k == "_id") {
             doc.append("_id", ObjectId::new());
         }
         write(&mut doc, &layout.root, &mut values)?;

@@ -26,10 +26,18 @@ pub struct JsonReader<R> {
     closed: bool,
     failed: bool,
     time: Option<Arc<TimeField>>,
+    add_ids: bool,
 }
 
 impl<R: Read> JsonReader<R> {
-    pub fn new(input: R, array: bool, time: Option<Arc<TimeField>>) -> JsonReader<R> {
+    /// `add_ids`: give a row without `_id` a new ObjectId (inserts; other modes match
+    /// documents by their fields and must not carry a made-up `_id`).
+    pub fn new(
+        input: R,
+        array: bool,
+        time: Option<Arc<TimeField>>,
+        add_ids: bool,
+    ) -> JsonReader<R> {
         JsonReader {
             input,
             buf: Vec::with_capacity(CHUNK),
@@ -41,6 +49,7 @@ impl<R: Read> JsonReader<R> {
             closed: false,
             failed: false,
             time,
+            add_ids,
         }
     }
 
@@ -132,19 +141,22 @@ impl<R: Read> JsonReader<R> {
         }
         loop {
             let line = self.line;
-            let mut stream =
-                serde_json::Deserializer::from_slice(&self.buf[self.pos..]).into_iter::<RawRow>();
-            match stream.next() {
-                Some(Ok(RawRow(doc))) => {
-                    let used = stream.byte_offset();
+            let slice = &self.buf[self.pos..];
+            let next = if self.add_ids {
+                next_raw::<true>(slice)
+            } else {
+                next_raw::<false>(slice)
+            };
+            match next {
+                Some((Ok(doc), used)) => {
                     self.advance(used);
                     return Some(to_row(line, doc, self.time.as_deref()));
                 }
-                Some(Err(e)) if e.is_eof() && !self.eof => match self.fill() {
+                Some((Err(e), _)) if e.is_eof() && !self.eof => match self.fill() {
                     Ok(_) => continue,
                     Err(e) => return fatal(e),
                 },
-                Some(Err(e)) => {
+                Some((Err(e), _)) => {
                     let reason = format!("invalid JSON: {e}");
                     if self.array {
                         return self.array_error(&reason);
@@ -185,6 +197,18 @@ impl<R: Read> Iterator for JsonReader<R> {
     }
 }
 
+/// The next value of `slice` and the bytes it took.
+type Next = (
+    Result<Result<RawDocumentBuf, String>, serde_json::Error>,
+    usize,
+);
+
+fn next_raw<const ADD_ID: bool>(slice: &[u8]) -> Option<Next> {
+    let mut stream = serde_json::Deserializer::from_slice(slice).into_iter::<RawRow<ADD_ID>>();
+    let item = stream.next()?;
+    Some((item.map(|RawRow(doc)| doc), stream.byte_offset()))
+}
+
 /// A document read (or why the value was not one) as a row, its time field made a date.
 fn to_row(line: usize, doc: Result<RawDocumentBuf, String>, time: Option<&TimeField>) -> Item {
     let converted = doc.and_then(|doc| match time {
@@ -221,9 +245,16 @@ fn with_time(doc: RawDocumentBuf, t: &TimeField) -> Result<RawDocumentBuf, Strin
 /// Documents of `text` (for tests).
 #[cfg(test)]
 fn read_all(text: &str, array: bool) -> Vec<Result<(usize, bson::Document), String>> {
-    JsonReader::new(text.as_bytes(), array, None)
+    JsonReader::new(text.as_bytes(), array, None, true)
         .map(|i| match i {
-            Item::Row(r) => Ok((r.line, r.doc.to_document().unwrap_or_default())),
+            Item::Row(r) => {
+                // The _id a row without one gets comes first; checked in json_raw.
+                let mut d = r.doc.to_document().unwrap_or_default();
+                if d.keys().next().is_some_and(|k| k == "_id") && d.get_object_id("_id").is_ok() {
+                    d.remove("_id");
+                }
+                Ok((r.line, d))
+            }
             Item::Bad(e) => Err(format!("{}: {}", e.line, e.reason)),
             Item::Fatal(e) => Err(e.to_string()),
         })

@@ -5,26 +5,30 @@
 //! reference for what every Extended JSON form means; plain numbers follow it too (an
 //! integer is int32 when it fits, else int64; past int64, or with a fraction, a double).
 
+use bson::oid::ObjectId;
 use bson::{Bson, RawArrayBuf, RawBson, RawDocumentBuf};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
 
-/// A top-level JSON value read as a document, or why it is not one (a value that is not
+/// A top-level JSON value read as a document (`ADD_ID`: given a new ObjectId `_id` first
+/// when it has none), or why it is not one (a value that is not
 /// an object, or Extended JSON that does not convert): such a value is still consumed
 /// whole, so the next one reads from where it ends.
-pub struct RawRow(pub Result<RawDocumentBuf, String>);
+pub struct RawRow<const ADD_ID: bool>(pub Result<RawDocumentBuf, String>);
 
-impl<'de> de::Deserialize<'de> for RawRow {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawRow, D::Error> {
-        Ok(RawRow(match d.deserialize_any(ValueVisitor)? {
-            Ok(RawBson::Document(doc)) => Ok(doc),
-            Ok(other) => Err(format!(
-                "expected a document, found {:?}",
-                other.element_type()
-            )),
-            Err(e) => Err(e),
-        }))
+impl<'de, const ADD_ID: bool> de::Deserialize<'de> for RawRow<ADD_ID> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawRow<ADD_ID>, D::Error> {
+        Ok(RawRow(
+            match d.deserialize_any(ValueVisitor { top: ADD_ID })? {
+                Ok(RawBson::Document(doc)) => Ok(doc),
+                Ok(other) => Err(format!(
+                    "expected a document, found {:?}",
+                    other.element_type()
+                )),
+                Err(e) => Err(e),
+            },
+        ))
     }
 }
 
@@ -35,11 +39,15 @@ struct RawValue(Converted);
 
 impl<'de> de::Deserialize<'de> for RawValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawValue, D::Error> {
-        d.deserialize_any(ValueVisitor).map(RawValue)
+        d.deserialize_any(ValueVisitor { top: false }).map(RawValue)
     }
 }
 
-struct ValueVisitor;
+/// `top`: the value is a row to insert, which gets a new ObjectId `_id` first when it has
+/// none (as a driver gives one, but without the driver copying the document to prepend it).
+struct ValueVisitor {
+    top: bool,
+}
 
 fn int(i: i64) -> RawBson {
     match i32::try_from(i) {
@@ -110,6 +118,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
                 .and_then(|b| RawBson::try_from(b).map_err(|e| e.to_string())));
         }
         let (mut doc, mut failed) = (RawDocumentBuf::new(), None);
+        let generated_id = self.top && first != "_id";
+        if generated_id {
+            doc.append("_id", ObjectId::new());
+        }
+        let mut late_id = false;
         let mut key = Some(first);
         while let Some(k) = key
             .take()
@@ -117,12 +130,24 @@ impl<'de> Visitor<'de> for ValueVisitor {
             .or_else(|| map.next_key::<String>().transpose())
         {
             let k = k?;
+            late_id |= generated_id && k == "_id";
             let RawValue(v) = map.next_value()?;
             match v {
                 Ok(v) if failed.is_none() => doc.append(k, v),
                 Err(e) if failed.is_none() => failed = Some(e),
                 _ => {}
             }
+        }
+        if late_id {
+            // The row had its own _id after other fields: drop the generated one.
+            let mut own = RawDocumentBuf::new();
+            for element in doc.iter().skip(1) {
+                match element {
+                    Ok((k, v)) => own.append_ref(k, v),
+                    Err(e) => return Ok(Err(e.to_string())),
+                }
+            }
+            doc = own;
         }
         Ok(failed.map_or(Ok(RawBson::Document(doc)), Err))
     }
@@ -134,8 +159,13 @@ mod tests {
     use bson::doc;
 
     fn parse(text: &str) -> Result<bson::Document, String> {
-        let RawRow(raw) = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        raw?.to_document().map_err(|e| e.to_string())
+        let RawRow::<true>(raw) = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut d = raw?.to_document().map_err(|e| e.to_string())?;
+        // A generated _id comes first; checked apart.
+        if d.get_object_id("_id").is_ok() && !text.contains("\"_id\"") {
+            d.remove("_id");
+        }
+        Ok(d)
     }
 
     #[test]
@@ -149,6 +179,26 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(parse(text), Ok(via_bson));
+    }
+
+    #[test]
+    fn a_row_without_id_gets_one_first_and_a_row_with_one_keeps_it() {
+        let RawRow::<true>(raw) =
+            serde_json::from_str(r#"{"a": 1}"#).unwrap_or(RawRow(Err(String::new())));
+        let d = raw
+            .and_then(|r| r.to_document().map_err(|e| e.to_string()))
+            .unwrap_or_default();
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["_id", "a"]);
+        assert!(d.get_object_id("_id").is_ok());
+        for text in [r#"{"_id": 7, "a": 1}"#, r#"{"a": 1, "_id": 7}"#] {
+            let RawRow::<true>(raw) =
+                serde_json::from_str(text).unwrap_or(RawRow(Err(String::new())));
+            let d = raw
+                .and_then(|r| r.to_document().map_err(|e| e.to_string()))
+                .unwrap_or_default();
+            assert_eq!(d.get_i32("_id"), Ok(7), "{text}");
+            assert_eq!(d.len(), 2, "{text}");
+        }
     }
 
     #[test]

@@ -335,7 +335,12 @@ fn open_source(
     time: Option<Arc<time::TimeField>>,
 ) -> anyhow::Result<Source> {
     Ok(match a.kind {
-        InputType::Json => Box::new(json::JsonReader::new(input, a.json_array, time)),
+        InputType::Json => Box::new(json::JsonReader::new(
+            input,
+            a.json_array,
+            time,
+            a.mode == Mode::Insert,
+        )),
         InputType::Csv | InputType::Tsv => Box::new(csv::CsvReader::new(input, a, time)?),
         InputType::Influx => Box::new(lines::LineReader::new(input, a)),
         InputType::Parquet => parquet::rows(a, time)?,
