@@ -14,10 +14,19 @@ from pymongo import MongoClient
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+_HANDED_OUT: set = set()
+
+
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now that this process has not handed out before: two calls in a row
+    (a server's MongoDB and HTTP ports) may otherwise get the same one from the kernel."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def _binary() -> Path:
