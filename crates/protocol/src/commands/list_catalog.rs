@@ -86,14 +86,7 @@ fn timeseries_entry(db: &str, c: &Collection) -> Option<Document> {
     let buckets = c.namespace().coll;
     let name = buckets.strip_prefix(BUCKETS_PREFIX)?;
     let options = options_of(c)?;
-    let mut unpack = doc! {"timeField": &options.time_field};
-    if let Some(m) = &options.meta_field {
-        unpack.insert("metaField", m);
-    }
-    unpack.insert(
-        "bucketMaxSpanSeconds",
-        options.bucket_max_span_seconds as i32,
-    );
+    let mut unpack = super::views::unpack_spec(&options);
     unpack.insert("exclude", Bson::Array(Vec::new()));
     Some(doc! {
         "db": db,

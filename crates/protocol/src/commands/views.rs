@@ -50,14 +50,9 @@ fn is_timeseries_definition(d: &Document) -> bool {
         .is_ok_and(|v| v.starts_with(super::target::BUCKETS_PREFIX))
 }
 
-/// Stores (or replaces) the `system.views` entry of time-series collection `view` with
-/// `options`, as MongoDB 7.0 defines it: a view on its buckets collection that unpacks them.
-pub fn put_timeseries_definition(
-    catalog: &hourglass_catalog::Catalog,
-    db: &str,
-    view: &str,
-    options: &hourglass_timeseries::TimeseriesOptions,
-) -> Result<(), CommandError> {
+/// The `$_internalUnpackBucket` spec of a time-series collection, as its view definition
+/// and `$listCatalog` show it.
+pub fn unpack_spec(options: &hourglass_timeseries::TimeseriesOptions) -> Document {
     let mut unpack = doc! {"timeField": &options.time_field};
     if let Some(m) = &options.meta_field {
         unpack.insert("metaField", m);
@@ -66,6 +61,18 @@ pub fn put_timeseries_definition(
         "bucketMaxSpanSeconds",
         options.bucket_max_span_seconds as i32,
     );
+    unpack
+}
+
+/// Stores (or replaces) the `system.views` entry of time-series collection `view` with
+/// `options`, as MongoDB 7.0 defines it: a view on its buckets collection that unpacks them.
+pub fn put_timeseries_definition(
+    catalog: &hourglass_catalog::Catalog,
+    db: &str,
+    view: &str,
+    options: &hourglass_timeseries::TimeseriesOptions,
+) -> Result<(), CommandError> {
+    let unpack = unpack_spec(options);
     let id = format!("{db}.{view}");
     let definition = doc! {
         "_id": &id,
