@@ -3,6 +3,7 @@
 //! connection to [`connection::serve`].
 
 pub mod access;
+pub mod archive_mover;
 pub mod client;
 pub mod commands;
 pub mod connection;

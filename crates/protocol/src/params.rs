@@ -15,6 +15,11 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
         ("cursorTimeoutMillis", Bson::Int64(600_000)),
         ("ttlMonitorSleepSecs", Bson::Int32(60)),
         ("ttlMonitorEnabled", Bson::Boolean(true)),
+        // The archive mover (time-series `archive` rules): seconds between passes, and
+        // the buckets one pass over a collection moves at most (a pass that leaves more
+        // runs again at once).
+        ("archiveMoverIntervalSecs", Bson::Int32(60)),
+        ("archiveMoverMaxBucketsPerPass", Bson::Int32(1000)),
         ("timeseriesBucketMaxCount", Bson::Int32(1000)),
         ("timeseriesBucketMaxSize", Bson::Int32(125 * 1024)),
         // MongoDB's rule: 0 or less is 5% of the machine's memory, 1 to 100 a percentage

@@ -128,6 +128,8 @@ pub struct ServerState {
     pub sessions: crate::sessions::LocalSessions,
     /// The `failCommand` fail point (`configureFailPoint`, with `enableTestCommands`).
     pub fail_command: crate::fail_point::FailCommand,
+    /// The archive mover's crash fail points and the collections it has cleaned.
+    pub archive: ArchiveMoverState,
 }
 
 /// The bucket catalog's limits from the server parameters (read at startup and again
@@ -194,6 +196,7 @@ impl ServerState {
             profiler: Default::default(),
             sessions: Default::default(),
             fail_command: Default::default(),
+            archive: Default::default(),
         }
     }
 }
@@ -205,6 +208,15 @@ fn hostname() -> String {
 }
 
 /// `serverStatus.metrics.ttl`.
+/// The archive mover's state kept between passes (see the archive mover module).
+#[derive(Default)]
+pub struct ArchiveMoverState {
+    /// (buckets-collection id, archive URI) pairs cleaned of orphan files.
+    pub cleaned: parking_lot::Mutex<std::collections::HashSet<(u64, String)>>,
+    /// Stages where the process aborts (test fail points, like a `kill -9` there).
+    pub crash_at: parking_lot::Mutex<Vec<hourglass_timeseries::MoverStage>>,
+}
+
 #[derive(Default)]
 pub struct TtlCounters {
     pub deleted_documents: AtomicU64,

@@ -98,15 +98,18 @@ pub fn expire_regular(c: &Collection) -> u64 {
 /// collection-level `expireAfterSeconds`, and those whose meta matches a partial TTL
 /// index (MongoDB 7.0: `partialFilterExpression` on the metaField with
 /// `expireAfterSeconds`): a bucket goes once its min time + bucket span +
-/// expireAfterSeconds is past (MongoDB's rule). Counts buckets, as MongoDB does.
+/// expireAfterSeconds is past (MongoDB's rule). Counts buckets, as MongoDB does, and
+/// archived files ([`expire_archived`]).
 pub fn expire_timeseries(state: &ServerState, buckets: &Arc<Collection>) -> u64 {
     let Some(options) = options_of(buckets) else {
         return 0;
     };
     // (expireAfterSeconds, the meta filter of a partial index)
     let mut rules: Vec<(i64, Option<Filter>)> = Vec::new();
+    let mut deleted = 0u64;
     if let Some(secs) = seconds(buckets.options().get("expireAfterSeconds")) {
         rules.push((secs, None));
+        deleted += expire_archived(state, buckets, &options, secs);
     }
     match TimeseriesStore::index_specs(buckets, &options) {
         Ok(specs) => {
@@ -128,7 +131,6 @@ pub fn expire_timeseries(state: &ServerState, buckets: &Arc<Collection>) -> u64 
         }
     }
     let now = bson::DateTime::now().timestamp_millis();
-    let mut deleted = 0u64;
     for (secs, only) in rules {
         let cutoff = ttl_cutoff_millis(&options, now, secs);
         loop {
@@ -150,6 +152,27 @@ pub fn expire_timeseries(state: &ServerState, buckets: &Arc<Collection>) -> u64 
         }
     }
     deleted
+}
+
+/// Deletes the archived files of a time-series collection whose newest measurement is
+/// older than now − `secs` (a file goes whole, so it may outlive its oldest rows by up
+/// to its time span: a day at most). Counts files.
+fn expire_archived(
+    state: &ServerState,
+    buckets: &Arc<Collection>,
+    options: &hourglass_timeseries::TimeseriesOptions,
+    secs: i64,
+) -> u64 {
+    let cutoff = bson::DateTime::now()
+        .timestamp_millis()
+        .saturating_sub(secs.saturating_mul(1000));
+    match state.timeseries.expire_archived(buckets, options, cutoff) {
+        Ok((files, _)) => files,
+        Err(e) => {
+            tracing::warn!(ns = %buckets.namespace(), error = %e, "TTL deletion of archived files failed");
+            0
+        }
+    }
 }
 
 /// An `expireAfterSeconds` value as whole seconds.

@@ -429,6 +429,7 @@ async fn serve(
     }
     let reaper = tokio::spawn(reap_cursors(state.clone(), stop_rx.clone()));
     let ttl = tokio::spawn(ttl_monitor(state.clone(), stop_rx.clone()));
+    let mover = tokio::spawn(archive_mover(state.clone(), stop_rx.clone()));
     let mut conns = JoinSet::new();
     let mut accepts = JoinSet::new();
     for l in listeners {
@@ -458,6 +459,7 @@ async fn serve(
     }
     reaper.abort();
     ttl.abort();
+    mover.abort();
     Ok(())
 }
 
@@ -611,6 +613,36 @@ async fn reap_cursors(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) 
         if n > 0 {
             tracing::info!(count = n, "closed idle cursors");
         }
+    }
+}
+
+/// The archive mover: one pass every `archiveMoverIntervalSecs` seconds (re-read each
+/// time), or at once while a pass leaves work behind; on a blocking thread.
+async fn archive_mover(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
+    let mut more = false;
+    loop {
+        let secs = state.params.get_i64("archiveMoverIntervalSecs", 60).max(1) as u64;
+        let wait = if more {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_secs(secs)
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => return,
+        }
+        let s = state.clone();
+        more = match tokio::task::spawn_blocking(move || {
+            hourglass_protocol::archive_mover::run_pass(&s)
+        })
+        .await
+        {
+            Ok(more) => more,
+            Err(e) => {
+                tracing::warn!(error = %e, "archive pass failed");
+                false
+            }
+        };
     }
 }
 

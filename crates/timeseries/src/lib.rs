@@ -32,7 +32,7 @@ pub use meta::{meta_key, normalize_meta};
 pub use options::{validate_expire_after_seconds, Granularity, TimeseriesOptions};
 pub use stats::BucketStats;
 pub use store::{
-    options_of, BucketPredicate, BucketScan, BucketView, CatalogSummary, DeleteOutcome,
-    MeasurementStream, ScanCounters, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome,
-    TsUpdate, Validation,
+    archive_spec, delete_recorded, options_of, ArchiveStats, BucketPredicate, BucketScan,
+    BucketView, CatalogSummary, DeleteOutcome, MeasurementStream, MoveOutcome, MoverStage,
+    ScanCounters, StoreError, TimeBounds, TimeseriesStore, TsInsertOutcome, TsUpdate, Validation,
 };

@@ -5,13 +5,13 @@
 //! all the values it holds (a first pass over the same query learns them).
 
 use crate::cli::{field_list, ExportArgs, JsonFormat, OutputType};
-use crate::columnar::Columns;
 use crate::connect;
 use crate::import::{timeseries_options, write::lookup};
 use crate::progress::Progress;
 use anyhow::{anyhow, bail, Context};
 use bson::{Bson, Document};
 use futures::TryStreamExt;
+use hourglass_archive::columnar::Columns;
 use mongodb::options::FindOptions;
 use mongodb::Collection;
 use std::io::Write;

@@ -3,11 +3,10 @@
 //! protocol (so they work against a remote one) through the `mongodb` driver.
 //!
 //! [`cli`] holds both command lines; [`import`] reads files into batches of documents,
-//! [`export`] writes query results out; [`columnar`] converts documents to and from Arrow
-//! batches for Parquet; [`progress`] draws the bar or the summary line.
+//! [`export`] writes query results out; `hourglass_archive::columnar` converts documents to
+//! and from Arrow batches for Parquet; [`progress`] draws the bar or the summary line.
 
 mod cli;
-mod columnar;
 mod connect;
 mod export;
 mod import;

@@ -1,6 +1,7 @@
 //! `collMod`: for time-series collections, `timeseries.granularity` (only coarser),
 //! `timeseries.bucketMaxSpanSeconds`/`bucketRoundingSeconds` (only larger, together) and
-//! `expireAfterSeconds` (a number, or "off"). For regular collections, `index` changes
+//! `expireAfterSeconds` (a number, or "off") and `archive` (a rule, or "off": files already
+//! archived stay and stay queryable). For regular collections, `index` changes
 //! one index's `expireAfterSeconds` and/or `hidden`, and the validation options
 //! (`validator`, `validationLevel`, `validationAction`). For views, `viewOn` and `pipeline`
 //! (in `views.rs`).
@@ -27,6 +28,7 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     req.check_fields(&[
         "timeseries",
         "expireAfterSeconds",
+        "archive",
         MIXED_SCHEMA,
         "index",
         "validator",
@@ -96,6 +98,15 @@ pub fn coll_mod(req: &Request) -> CmdResult {
             stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
         }
     }
+    match req.body.get("archive") {
+        None => {}
+        Some(Bson::String(s)) if s == "off" => {
+            stored.remove("archive");
+        }
+        Some(v) => {
+            stored.insert("archive", super::archive_rule::archive_option(v, &options)?);
+        }
+    }
     if let Some(mixed) = req.opt_bool(MIXED_SCHEMA)? {
         stored.insert(MIXED_SCHEMA, mixed);
     }
@@ -103,7 +114,7 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     if let Some(index) = req.opt_document("index")? {
         reply = super::indexes_ts::set_hidden(&buckets, &options, index)?;
     }
-    if ["timeseries", "expireAfterSeconds", MIXED_SCHEMA]
+    if ["timeseries", "expireAfterSeconds", "archive", MIXED_SCHEMA]
         .iter()
         .any(|k| req.body.contains_key(*k))
     {
@@ -116,7 +127,7 @@ pub fn coll_mod(req: &Request) -> CmdResult {
 
 /// collMod of a regular collection: the `index` option and the validation options.
 fn coll_mod_regular(req: &Request, coll: &str) -> CmdResult {
-    for k in ["timeseries", "expireAfterSeconds"] {
+    for k in ["timeseries", "expireAfterSeconds", "archive"] {
         if req.body.contains_key(k) {
             return Err(CommandError::invalid_options(format!(
                 "collMod option '{k}' is not supported on regular collections by this server yet"

@@ -71,10 +71,33 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
             out.insert("totalIndexSize", 0_i64);
             out.insert("indexSizes", sizes);
             out.insert("timeseries", ts);
+            if let Some(archive) = archive_section(req, &buckets, &options)? {
+                out.insert("archive", archive);
+            }
         }
     }
     out.insert("scaleFactor", scale);
     Ok(out)
+}
+
+/// `{files, bytes, measurements, lastRun}` of a collection with an archive rule or
+/// archived files.
+fn archive_section(
+    req: &Request,
+    buckets: &hourglass_catalog::Collection,
+    options: &hourglass_timeseries::TimeseriesOptions,
+) -> Result<Option<Document>, CommandError> {
+    let st = TimeseriesStore::archive_stats(buckets)?;
+    let rule = hourglass_timeseries::archive_spec(buckets, options);
+    if rule.is_none() && st.files == 0 {
+        return Ok(None);
+    }
+    Ok(Some(doc! {
+        "files": st.files as i64,
+        "bytes": st.bytes as i64,
+        "measurements": st.measurements as i64,
+        "lastRun": req.state.timeseries.archive_last_run(buckets).map_or(Bson::Null, Bson::DateTime),
+    }))
 }
 
 pub fn coll_stats(req: &Request) -> CmdResult {

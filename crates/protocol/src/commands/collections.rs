@@ -53,6 +53,11 @@ pub fn create(req: &Request) -> CmdResult {
     if req.body.contains_key("timeseries") {
         return create_timeseries(req, &coll);
     }
+    if req.body.contains_key("archive") {
+        return Err(CommandError::invalid_options(
+            "'archive' is only supported on time-series collections",
+        ));
+    }
     if req.body.contains_key("expireAfterSeconds") && !req.body.contains_key("clusteredIndex") {
         return Err(CommandError::invalid_options(
             "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified",
@@ -174,12 +179,15 @@ pub fn drop(req: &Request) -> CmdResult {
         Target::resolve(req, &coll)
     {
         req.state.timeseries.forget(&buckets);
+        let archived = hourglass_timeseries::TimeseriesStore::archived_files(&buckets)?;
         let buckets_name = buckets.namespace().coll;
         let view = buckets_name
             .strip_prefix(BUCKETS_PREFIX)
             .unwrap_or(&buckets_name);
         super::views::remove_timeseries_definition(&req.state.catalog, &req.db, view)?;
         req.state.catalog.drop_collection(&req.db, &buckets_name)?;
+        // The archived files go with the collection (after the drop is durable).
+        hourglass_timeseries::delete_recorded(&archived);
         return Ok(doc! {"nIndexesWas": 0, "ns": ns});
     }
     if coll == "system.profile" {

@@ -1,6 +1,8 @@
 //! `configureFailPoint` (a test command, as in mongod: it exists only with
-//! `--setParameter enableTestCommands=1`, run on `admin`). Only the `failCommand` fail
-//! point is known; see `crate::fail_point`.
+//! `--setParameter enableTestCommands=1`, run on `admin`). Known fail points:
+//! `failCommand` (see `crate::fail_point`) and the archive mover's crash points
+//! `archiveMoverCrashBeforeCommit` and `archiveMoverCrashAfterCommit` (see
+//! `crate::archive_mover`).
 
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -24,16 +26,30 @@ pub fn configure_fail_point(req: &Request) -> CmdResult {
             "configureFailPoint requires the fail point name as a string",
         )
     })?;
-    if name != "failCommand" {
-        return Err(CommandError::new(
-            2,
-            format!("Cannot find fail point named: {name} (this server has only failCommand)"),
-        ));
-    }
     let mode = req
         .body
         .get("mode")
         .ok_or_else(|| CommandError::new(2, "configureFailPoint requires 'mode'"))?;
+    if let Some(stage) = crate::archive_mover::crash_point(name) {
+        let on = match mode {
+            bson::Bson::String(m) if m == "alwaysOn" => true,
+            bson::Bson::String(m) if m == "off" => false,
+            _ => {
+                return Err(CommandError::new(
+                    2,
+                    format!("{name} takes mode \"alwaysOn\" or \"off\""),
+                ))
+            }
+        };
+        crate::archive_mover::set_crash(&req.state, stage, on);
+        return Ok(doc! {"count": 0});
+    }
+    if name != "failCommand" {
+        return Err(CommandError::new(
+            2,
+            format!("Cannot find fail point named: {name}"),
+        ));
+    }
     let data = req.body.get_document("data").ok();
     let count = req.state.fail_command.configure(mode, data)?;
     Ok(doc! {"count": count})

@@ -54,7 +54,16 @@ fn visible_databases(req: &Request) -> Result<check::Visible, CommandError> {
 }
 
 pub fn drop_database(req: &Request) -> CmdResult {
+    let mut archived = Vec::new();
+    for c in req.state.catalog.collections(&req.db) {
+        if hourglass_timeseries::options_of(&c).is_some() {
+            req.state.timeseries.forget(&c);
+            archived.extend(hourglass_timeseries::TimeseriesStore::archived_files(&c)?);
+        }
+    }
     req.state.catalog.drop_database(&req.db)?;
+    // The archived files go with their collections (after the drop is durable).
+    hourglass_timeseries::delete_recorded(&archived);
     req.state.profiler.forget(&req.db);
     Ok(doc! {"dropped": &req.db})
 }

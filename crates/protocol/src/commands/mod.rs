@@ -4,7 +4,8 @@
 
 mod aggregate;
 mod aggregate_ts;
-pub mod args;
+mod archive_rule;
+mod args;
 mod coll_mod;
 mod coll_stats;
 mod collection_uuid;

@@ -15,6 +15,7 @@ const ALLOWED_WITH_TIMESERIES: &[&str] = &[
     "storageEngine",
     "indexOptionDefaults",
     "collation",
+    "archive",
     super::coll_mod::MIXED_SCHEMA,
 ];
 
@@ -41,6 +42,9 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
     stored.insert("timeseries", options.to_document());
     if let Some(v) = req.body.get("expireAfterSeconds") {
         stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
+    }
+    if let Some(v) = req.body.get("archive") {
+        stored.insert("archive", super::archive_rule::archive_option(v, &options)?);
     }
     if let Some(v) = req.body.get("collation") {
         if hourglass_query::collation::parse(v)?.is_some() {

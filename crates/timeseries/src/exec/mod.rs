@@ -191,6 +191,10 @@ impl TsPlan {
                     "usedMetaIndex": ScanCounters::get(&c.used_meta_index) > 0,
                     "seriesTotal": ScanCounters::get(&c.series_total) as i64,
                     "seriesMatched": ScanCounters::get(&c.series_matched) as i64,
+                    "archiveFilesExamined": ScanCounters::get(&c.archive_files_examined) as i64,
+                    "archiveFilesPruned": ScanCounters::get(&c.archive_files_pruned) as i64,
+                    "archiveRowGroupsExamined": ScanCounters::get(&c.archive_row_groups_examined) as i64,
+                    "archiveRowGroupsPruned": ScanCounters::get(&c.archive_row_groups_pruned) as i64,
                 },
             );
         }

@@ -350,7 +350,7 @@ impl GroupRun<'_> {
             let mut k = Vec::with_capacity(64);
             let raw = match bucket {
                 BucketView::Stored(b) => b.meta_bytes(),
-                BucketView::Open(_) => None,
+                BucketView::Open(_) | BucketView::Archived(_) => None,
             };
             match raw {
                 Some(bytes) => {

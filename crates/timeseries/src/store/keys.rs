@@ -6,6 +6,7 @@
 //! | `D` + bucket `_id` + seq (u32 big-endian) | a delta of an open bucket (see the store) |
 //! | `M` + len (u32 BE) + meta key + min time (i64, sign-flipped BE) + bucket `_id` | empty: the meta/time index of closed buckets |
 //! | `S` + meta key | the series' meta value as `{"": meta}` (absent meta: `{}`): the series directory |
+//! | `A` + file path | the manifest entry of an archived Parquet file (`hourglass_archive::FileEntry`) |
 //!
 //! The bucket `_id` starts with its minimum time in seconds (big-endian), so `B` keys
 //! are in time order and a time range is a key range.
@@ -16,6 +17,14 @@ pub const CLOSED: u8 = b'B';
 pub const DELTA: u8 = b'D';
 pub const META_INDEX: u8 = b'M';
 pub const SERIES: u8 = b'S';
+pub const ARCHIVED: u8 = b'A';
+
+pub fn archived_key(path: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + path.len());
+    k.push(ARCHIVED);
+    k.extend_from_slice(path.as_bytes());
+    k
+}
 
 pub fn bucket_key(kind: u8, id: &ObjectId) -> Vec<u8> {
     let mut k = Vec::with_capacity(17);

@@ -9,7 +9,10 @@
 //! buckets from memory and the closed ones from one storage snapshot taken under the
 //! same lock, so they see every committed measurement exactly once.
 
+mod archive;
+mod archive_read;
 mod compressor;
+mod counters;
 mod geo;
 mod indexes;
 mod keys;
@@ -20,11 +23,13 @@ mod scan;
 mod validate;
 mod view;
 
+pub use archive::{archive_spec, delete_recorded, ArchiveStats, MoveOutcome, MoverStage};
+pub use counters::ScanCounters;
 pub use geo::fields_of_spec as geo_fields_of_spec;
 pub use modify::{DeleteOutcome, TsUpdate};
 pub(crate) use predicate::only_meta_paths;
 pub use predicate::{conjuncts, BucketPredicate, TimeBounds};
-pub use scan::{BucketScan, ScanCounters};
+pub use scan::BucketScan;
 pub use validate::Validation;
 pub use view::BucketView;
 
@@ -40,7 +45,7 @@ use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
 use keys::*;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -55,6 +60,11 @@ pub enum StoreError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Query(#[from] hourglass_query::QueryError),
+    #[error(transparent)]
+    Archive(#[from] hourglass_archive::ArchiveError),
+    /// Code 20 `IllegalOperation`: a write would change archived measurements.
+    #[error("{0}")]
+    ArchivedReadOnly(String),
 }
 
 impl StoreError {
@@ -74,6 +84,8 @@ impl StoreError {
             StoreError::Catalog(e) => e.code(),
             StoreError::Storage(e) => e.code(),
             StoreError::Query(e) => e.code(),
+            StoreError::Archive(e) => e.code(),
+            StoreError::ArchivedReadOnly(_) => 20,
         }
     }
     pub fn code_name(&self) -> std::borrow::Cow<'static, str> {
@@ -152,6 +164,8 @@ pub struct TimeseriesStore {
     series: Mutex<HashMap<u64, Arc<Mutex<Series>>>>,
     budget: Arc<CatalogBudget>,
     compressor: Arc<compressor::Compressor>,
+    /// When the archive mover last finished a pass, by buckets-collection id.
+    archive_runs: Mutex<HashMap<u64, bson::DateTime>>,
 }
 
 fn corrupt(msg: impl Into<String>) -> StoreError {
@@ -333,6 +347,19 @@ fn stage_store(batch: &mut Batch, buckets: &Collection, bucket: &Bucket) {
         &[],
     );
     batch.put(tree, &series_key(&mk), &series_value(bucket.meta.as_ref()));
+}
+
+/// The series lock, once no bucket of the series is being stored outside it (a
+/// rewrite must not race the store of the same bucket).
+fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
+    loop {
+        let s = series.lock();
+        if s.closing.is_empty() {
+            return s;
+        }
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
 }
 
 /// Stages the removal of a closed bucket.
@@ -744,6 +771,8 @@ impl TimeseriesStore {
             out.push(match view? {
                 BucketView::Stored(b) => b.to_document()?,
                 BucketView::Open(b) => b.to_document(false),
+                // Archived rows are no longer buckets.
+                BucketView::Archived(_) => continue,
             });
         }
         Ok(out)
@@ -930,3 +959,6 @@ mod tests {
         assert_eq!(store.bucket_documents(&c, &opts).unwrap().len(), 2);
     }
 }
+
+#[cfg(test)]
+mod archive_test;

@@ -11,7 +11,9 @@
 //!   recomputed, empty buckets removed); updated measurements are inserted again
 //!   through the bucket catalog, as MongoDB 8.0 does.
 
+use super::archive_read::refuse_archived_match;
 use super::keys::*;
+use super::lock_settled;
 use super::scan::scan_locked;
 use super::{
     meta_key, raw_measurements, stage_remove, stage_store, BucketPredicate, BucketView, Series,
@@ -26,7 +28,7 @@ use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
 use hourglass_storage::Batch;
-use parking_lot::{Mutex, MutexGuard};
+
 use std::sync::Arc;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -39,19 +41,6 @@ pub struct DeleteOutcome {
 pub struct TsUpdate<'a> {
     pub update: &'a Update,
     pub operators: Option<&'a Document>,
-}
-
-/// The series lock, once no bucket of the series is being stored outside it (a
-/// rewrite must not race the store of the same bucket).
-fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
-    loop {
-        let s = series.lock();
-        if s.closing.is_empty() {
-            return s;
-        }
-        drop(s);
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
 }
 
 fn is_meta_path(path: &str, mf: &str) -> bool {
@@ -97,6 +86,10 @@ impl TimeseriesStore {
         for view in scan_locked(&mut s, buckets, options, &predicate)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
+            if view.is_archived() {
+                refuse_archived_match(&view, options, &filter)?;
+                continue;
+            }
             if predicate.meta_only && !limit_one {
                 deleted += view.count() as u64;
                 let meta = view.meta().cloned();
@@ -163,6 +156,10 @@ impl TimeseriesStore {
         for view in scan_locked(&mut s, buckets, options, &predicate)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
+            if view.is_archived() {
+                refuse_archived_match(&view, options, &filter)?;
+                continue;
+            }
             if meta_in_place {
                 let Some(mf) = options.meta_field.as_deref() else {
                     continue;
@@ -338,6 +335,10 @@ impl TimeseriesStore {
         'scan: for view in scan_locked(&mut s, buckets, options, &predicate)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
+            if view.is_archived() {
+                refuse_archived_match(&view, options, fam.filter)?;
+                continue;
+            }
             for (row, d) in view.unpack(options, None)?.into_iter().enumerate() {
                 if !fam.filter.matches(&d) {
                     continue;
@@ -437,6 +438,8 @@ fn stage_rewrite(
     let id = r.view.id();
     let min_time_ms = r.view.min_time_ms();
     match &r.view {
+        // Never staged: writes skip archived views (refuse_archived_match).
+        BucketView::Archived(_) => return,
         BucketView::Open(_) => {
             for (_, deltas) in s.take_open(&[id]) {
                 for seq in 0..deltas {

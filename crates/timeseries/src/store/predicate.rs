@@ -293,6 +293,16 @@ impl BucketPredicate {
 
     /// [`BucketPredicate::refuted_by_control`] with `bounds(field)` giving a field's
     /// control (min, max), so a stored bucket reads only the fields the ranges name.
+    /// Whether an in-memory bucket (open, or archived rows) may hold a match: its time
+    /// span, meta and control min/max.
+    pub fn may_match_bucket(&self, options: &TimeseriesOptions, b: &crate::bucket::Bucket) -> bool {
+        !self
+            .bounds
+            .excludes(Some(b.min_time_ms), Some(b.max_time_ms))
+            && self.meta_matches(options.meta_field.as_deref(), b.meta.as_ref())
+            && !self.refuted_by_control(&b.control_min(), &b.control_max())
+    }
+
     pub fn refuted_by_bounds(&self, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) -> bool {
         let outside_box = self.geo.iter().any(|(field, b)| match bounds(field) {
             Some((lo, hi)) => match (point_extent(&lo), point_extent(&hi)) {

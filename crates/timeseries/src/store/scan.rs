@@ -11,48 +11,24 @@
 //! Each candidate is then checked against its control min/max (time and measurement
 //! ranges) before it is yielded. Open buckets come from memory.
 
+use super::counters::ScanCounters;
 use super::keys::*;
 use super::{
     load_directory, BucketPredicate, BucketView, Directory, Series, StoreError, TimeseriesStore,
 };
-use crate::bucket::{decode_compressed_owned, Bucket};
+use crate::bucket::decode_compressed_owned;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use hourglass_catalog::Collection;
 use hourglass_storage::Snapshot;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// What a scan did, for explain and statistics.
-#[derive(Debug, Default)]
-pub struct ScanCounters {
-    /// Buckets whose header was read.
-    pub buckets_examined: AtomicU64,
-    /// Buckets ruled out by control min/max or meta after their header was read, or
-    /// open buckets ruled out in memory.
-    pub buckets_pruned: AtomicU64,
-    /// Buckets returned.
-    pub buckets_returned: AtomicU64,
-    /// Series in the directory and series whose meta matched (meta predicates only).
-    pub series_total: AtomicU64,
-    pub series_matched: AtomicU64,
-    /// True when the meta index picked the buckets.
-    pub used_meta_index: AtomicU64,
-}
-
-impl ScanCounters {
-    fn add(c: &AtomicU64, n: u64) {
-        c.fetch_add(n, Ordering::Relaxed);
-    }
-    pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
-    }
-}
-
-/// The selected buckets: stored ones first (in time order, or per series), then open.
+/// The selected buckets: archived rows first, then stored buckets (in time order, or
+/// per series), then open ones.
 pub struct BucketScan {
+    archived: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
     stored: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
     open: std::vec::IntoIter<BucketView>,
     pub counters: Arc<ScanCounters>,
@@ -61,18 +37,16 @@ pub struct BucketScan {
 impl Iterator for BucketScan {
     type Item = Result<BucketView, StoreError>;
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.stored.next().or_else(|| self.open.next().map(Ok));
+        let next = self
+            .archived
+            .next()
+            .or_else(|| self.stored.next())
+            .or_else(|| self.open.next().map(Ok));
         if let Some(Ok(_)) = next {
             ScanCounters::add(&self.counters.buckets_returned, 1);
         }
         next
     }
-}
-
-fn open_may_match(p: &BucketPredicate, options: &TimeseriesOptions, b: &Bucket) -> bool {
-    !p.bounds.excludes(Some(b.min_time_ms), Some(b.max_time_ms))
-        && p.meta_matches(options.meta_field.as_deref(), b.meta.as_ref())
-        && !p.refuted_by_control(&b.control_min(), &b.control_max())
 }
 
 fn stored_may_match(
@@ -123,6 +97,8 @@ pub(super) fn scan_locked(
         (Some(_), Some(_)) => Some(directory(s, &snap, buckets)?),
         _ => None,
     };
+    let archived =
+        super::archive_read::archived_views(&snap, buckets, options, predicate, counters.clone())?;
     let stored = stored_views(
         snap,
         buckets,
@@ -133,6 +109,7 @@ pub(super) fn scan_locked(
         counters.clone(),
     );
     Ok(BucketScan {
+        archived,
         stored,
         open: open.into_iter(),
         counters,
@@ -151,7 +128,7 @@ fn open_views(
     let mut views = Vec::new();
     for b in s.catalog.shared_open_buckets() {
         ids.insert(b.id);
-        if open_may_match(predicate, options, b) {
+        if predicate.may_match_bucket(options, b) {
             views.push(BucketView::Open(b.clone()));
         } else {
             ScanCounters::add(&counters.buckets_pruned, 1);
@@ -159,7 +136,7 @@ fn open_views(
     }
     for b in s.closing.values() {
         ids.insert(b.id);
-        if open_may_match(predicate, options, b) {
+        if predicate.may_match_bucket(options, b) {
             views.push(BucketView::Open(b.clone()));
         } else {
             ScanCounters::add(&counters.buckets_pruned, 1);

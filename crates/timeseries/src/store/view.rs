@@ -1,5 +1,6 @@
 //! One bucket as a read sees it: a stored (closed, compressed) bucket whose columns are
-//! decoded on demand, or a snapshot of an open bucket held in memory.
+//! decoded on demand, a snapshot of an open bucket held in memory, or archived rows
+//! gathered into a bucket.
 
 use crate::bucket::{unpack_measurement_rows, Bucket, DecodedBucket};
 use crate::error::TsError;
@@ -12,27 +13,33 @@ use std::sync::Arc;
 pub enum BucketView {
     Stored(Box<DecodedBucket>),
     Open(Arc<Bucket>),
+    /// Rows of an archived Parquet file, gathered into a bucket in memory (read-only).
+    Archived(Arc<Bucket>),
 }
 
 impl BucketView {
+    pub fn is_archived(&self) -> bool {
+        matches!(self, BucketView::Archived(_))
+    }
+
     pub fn id(&self) -> ObjectId {
         match self {
             BucketView::Stored(b) => b.id,
-            BucketView::Open(b) => b.id,
+            BucketView::Open(b) | BucketView::Archived(b) => b.id,
         }
     }
 
     pub fn meta(&self) -> Option<&Bson> {
         match self {
             BucketView::Stored(b) => b.meta(),
-            BucketView::Open(b) => b.meta.as_ref(),
+            BucketView::Open(b) | BucketView::Archived(b) => b.meta.as_ref(),
         }
     }
 
     pub fn count(&self) -> usize {
         match self {
             BucketView::Stored(b) => b.count,
-            BucketView::Open(b) => b.count(),
+            BucketView::Open(b) | BucketView::Archived(b) => b.count(),
         }
     }
 
@@ -40,7 +47,7 @@ impl BucketView {
     pub fn min_time_ms(&self) -> i64 {
         match self {
             BucketView::Stored(b) => b.min_time_ms,
-            BucketView::Open(b) => b.min_time_ms,
+            BucketView::Open(b) | BucketView::Archived(b) => b.min_time_ms,
         }
     }
 
@@ -48,14 +55,14 @@ impl BucketView {
     pub fn control_bounds(&self, field: &str) -> Option<(Bson, Bson)> {
         match self {
             BucketView::Stored(b) => b.control_bounds(field),
-            BucketView::Open(b) => b.control_bounds(field),
+            BucketView::Open(b) | BucketView::Archived(b) => b.control_bounds(field),
         }
     }
 
     /// The largest measurement time.
     pub fn max_time_ms(&self) -> Option<i64> {
         match self {
-            BucketView::Open(b) => Some(b.max_time_ms),
+            BucketView::Open(b) | BucketView::Archived(b) => Some(b.max_time_ms),
             BucketView::Stored(b) => b.max_time_ms,
         }
     }
@@ -64,7 +71,7 @@ impl BucketView {
     pub fn field_names(&self) -> Vec<&str> {
         match self {
             BucketView::Stored(b) => b.field_names().collect(),
-            BucketView::Open(b) => b.fields().collect(),
+            BucketView::Open(b) | BucketView::Archived(b) => b.fields().collect(),
         }
     }
 
@@ -72,7 +79,7 @@ impl BucketView {
     pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
         match self {
             BucketView::Stored(b) => b.column(field),
-            BucketView::Open(b) => Ok(b.column_values(field)),
+            BucketView::Open(b) | BucketView::Archived(b) => Ok(b.column_values(field)),
         }
     }
 
@@ -95,7 +102,9 @@ impl BucketView {
     ) -> Result<Vec<Document>, TsError> {
         match self {
             BucketView::Stored(b) => b.unpack_rows(fields, rows),
-            BucketView::Open(b) => Ok(unpack_measurement_rows(b, options, fields, rows)),
+            BucketView::Open(b) | BucketView::Archived(b) => {
+                Ok(unpack_measurement_rows(b, options, fields, rows))
+            }
         }
     }
 
@@ -104,7 +113,7 @@ impl BucketView {
     pub fn to_bucket(&self) -> Result<Bucket, TsError> {
         match self {
             BucketView::Stored(b) => b.to_bucket(),
-            BucketView::Open(b) => Ok((**b).clone()),
+            BucketView::Open(b) | BucketView::Archived(b) => Ok((**b).clone()),
         }
     }
 }

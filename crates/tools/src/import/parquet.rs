@@ -1,4 +1,4 @@
-//! Parquet input: the file's record batches, each row a document (see [`crate::columnar`]:
+//! Parquet input: the file's record batches, each row a document (see [`hourglass_archive::columnar`]:
 //! dotted column names nest, null cells are left out). Rows are numbered from 1 in place of
 //! lines.
 
@@ -24,7 +24,7 @@ pub fn rows(a: &ImportArgs, time: Option<Arc<TimeField>>) -> anyhow::Result<Sour
     Ok(Box::new(reader.flat_map(move |batch| {
         let items: Vec<Item> = match batch
             .map_err(anyhow::Error::from)
-            .and_then(|b| crate::columnar::documents(&b))
+            .and_then(|b| Ok(hourglass_archive::columnar::documents(&b)?))
         {
             Ok(docs) => docs
                 .into_iter()

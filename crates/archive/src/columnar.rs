@@ -1,11 +1,20 @@
-//! Documents to and from Arrow record batches, for Parquet import and export.
+//! Documents to and from Arrow record batches: Parquet import and export
+//! (`hourglass import`/`export`) and the archive's files.
 //!
-//! Export flattens nested documents into dotted column names (`tags.hostname`) and types
-//! each column from every value it will hold: int32, int64 (ints that do not all fit
-//! int32), double (any double among numbers), boolean, UTC millisecond timestamp (dates),
-//! text (strings; ObjectIds as hex, Decimal128 as text), and Extended JSON text for
-//! anything else or a column whose values have several kinds. Import reverses it: dotted
-//! names nest again, timestamps and dates become BSON dates.
+//! Nested documents are flattened into dotted column names (`tags.hostname`) and each
+//! column is typed from every value it will hold. Two typings:
+//!
+//! * [`Typing::Export`], friendly to other tools: int32, int64 (ints that do not all fit
+//!   int32), double (any double among numbers), boolean, UTC millisecond timestamp
+//!   (dates), text (strings; ObjectIds as hex, Decimal128 as text), and relaxed Extended
+//!   JSON text for anything else or a column whose values have several kinds.
+//! * [`Typing::Exact`], for the archive, which must read back exactly what it wrote: a
+//!   column keeps one native type only when every value has it; anything else (mixed
+//!   kinds, null, ObjectId, Decimal128, arrays, empty documents) is canonical Extended
+//!   JSON text in a column whose field metadata says so ([`EXTJSON_KEY`]), parsed back
+//!   on read.
+//!
+//! Reading reverses it: dotted names nest again, timestamps and dates become BSON dates.
 
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
@@ -18,6 +27,32 @@ use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use bson::{Binary, Bson, DateTime, Document};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Field metadata key marking a text column of canonical Extended JSON values.
+pub const EXTJSON_KEY: &str = "hourglass.extjson";
+
+/// Errors converting between documents and record batches.
+#[derive(Debug, thiserror::Error)]
+pub enum ColumnarError {
+    #[error("column '{0}' is both a value and a document")]
+    PathConflict(String),
+    #[error("invalid decimal {0}")]
+    Decimal(String),
+    #[error("cannot read a Parquet column of type {0}")]
+    Unsupported(DataType),
+    #[error("invalid Extended JSON in column '{column}': {reason}")]
+    ExtJson { column: String, reason: String },
+    #[error(transparent)]
+    Arrow(#[from] arrow_schema::ArrowError),
+}
+
+/// How columns are typed (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Typing {
+    #[default]
+    Export,
+    Exact,
+}
 
 /// The column kinds of an export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +68,18 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(v: &Bson) -> Option<Kind> {
+    fn of(v: &Bson, typing: Typing) -> Option<Kind> {
+        if typing == Typing::Exact {
+            return Some(match v {
+                Bson::Int32(_) => Kind::Int32,
+                Bson::Int64(_) => Kind::Int64,
+                Bson::Double(_) => Kind::Double,
+                Bson::Boolean(_) => Kind::Bool,
+                Bson::DateTime(_) => Kind::Time,
+                Bson::String(_) => Kind::Text,
+                _ => Kind::Json,
+            });
+        }
         Some(match v {
             Bson::Null | Bson::Undefined => return None,
             Bson::Int32(_) => Kind::Int32,
@@ -47,10 +93,11 @@ impl Kind {
     }
 
     /// The kind a column needs for values of both kinds.
-    fn join(self, other: Kind) -> Kind {
+    fn join(self, other: Kind, typing: Typing) -> Kind {
         use Kind::*;
         match (self, other) {
             (a, b) if a == b => a,
+            _ if typing == Typing::Exact => Json,
             (Int32, Int64) | (Int64, Int32) => Int64,
             (Int32 | Int64 | Double, Int32 | Int64 | Double) => Double,
             _ => Json,
@@ -91,6 +138,7 @@ pub struct Columns {
     kinds: HashMap<String, Option<Kind>>,
     /// With `--fields`: only these, in this order.
     fixed: bool,
+    typing: Typing,
 }
 
 impl Columns {
@@ -99,16 +147,26 @@ impl Columns {
             names: names.to_vec(),
             kinds: names.iter().map(|n| (n.clone(), None)).collect(),
             fixed: true,
+            typing: Typing::Export,
+        }
+    }
+
+    /// Columns typed with `typing`, learned from the documents given to `learn`.
+    pub fn new(typing: Typing) -> Columns {
+        Columns {
+            typing,
+            ..Columns::default()
         }
     }
 
     pub fn learn(&mut self, doc: &Document) {
+        let typing = self.typing;
         flatten(doc, "", &mut |name, v| {
-            let kind = Kind::of(v);
+            let kind = Kind::of(v, typing);
             match self.kinds.get_mut(&name) {
                 Some(k) => {
                     *k = match (*k, kind) {
-                        (Some(a), Some(b)) => Some(a.join(b)),
+                        (Some(a), Some(b)) => Some(a.join(b, typing)),
                         (a, b) => a.or(b),
                     }
                 }
@@ -132,11 +190,27 @@ impl Columns {
         self.names.sort_by_key(rank);
     }
 
+    /// Column names, in order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     pub fn schema(&self) -> Arc<Schema> {
         Arc::new(Schema::new(
             self.names
                 .iter()
-                .map(|n| Field::new(n, self.kind(n).data_type(), true))
+                .map(|n| {
+                    let kind = self.kind(n);
+                    let field = Field::new(n, kind.data_type(), true);
+                    if kind == Kind::Json && self.typing == Typing::Exact {
+                        field.with_metadata(HashMap::from([(
+                            EXTJSON_KEY.to_string(),
+                            "canonical".to_string(),
+                        )]))
+                    } else {
+                        field
+                    }
+                })
                 .collect::<Vec<_>>(),
         ))
     }
@@ -150,7 +224,7 @@ impl Columns {
     }
 
     /// The documents as one batch of these columns.
-    pub fn batch(&self, docs: &[Document]) -> anyhow::Result<RecordBatch> {
+    pub fn batch(&self, docs: &[Document]) -> Result<RecordBatch, ColumnarError> {
         let index: HashMap<&str, usize> = self
             .names
             .iter()
@@ -169,14 +243,16 @@ impl Columns {
             .names
             .iter()
             .zip(&cells)
-            .map(|(name, values)| column(self.kind(name), values))
+            .map(|(name, values)| column(self.kind(name), self.typing, values))
             .collect();
         Ok(RecordBatch::try_new(self.schema(), arrays)?)
     }
 }
 
-fn column(kind: Kind, values: &[Option<&Bson>]) -> ArrayRef {
-    let values = values.iter().map(|v| v.filter(|v| Kind::of(v).is_some()));
+fn column(kind: Kind, typing: Typing, values: &[Option<&Bson>]) -> ArrayRef {
+    let values = values
+        .iter()
+        .map(|v| v.filter(|v| Kind::of(v, typing).is_some()));
     match kind {
         Kind::Int32 => {
             let mut b = Int32Builder::new();
@@ -207,7 +283,7 @@ fn column(kind: Kind, values: &[Option<&Bson>]) -> ArrayRef {
         }
         Kind::Text | Kind::Json => {
             let mut b = StringBuilder::new();
-            values.for_each(|v| b.append_option(v.map(|v| text(v, kind))));
+            values.for_each(|v| b.append_option(v.map(|v| text(v, kind, typing))));
             Arc::new(b.finish())
         }
     }
@@ -228,9 +304,12 @@ fn as_f64(v: &Bson) -> Option<f64> {
     }
 }
 
-fn text(v: &Bson, kind: Kind) -> String {
+fn text(v: &Bson, kind: Kind, typing: Typing) -> String {
     match (v, kind) {
         (Bson::String(s), Kind::Text) => s.clone(),
+        (_, Kind::Json) if typing == Typing::Exact => {
+            v.clone().into_canonical_extjson().to_string()
+        }
         (Bson::ObjectId(o), Kind::Text) => o.to_hex(),
         (Bson::Decimal128(d), Kind::Text) => d.to_string(),
         _ => v.clone().into_relaxed_extjson().to_string(),
@@ -238,24 +317,54 @@ fn text(v: &Bson, kind: Kind) -> String {
 }
 
 /// The rows of a batch as documents; null cells are left out, dotted names nest.
-pub fn documents(batch: &RecordBatch) -> anyhow::Result<Vec<Document>> {
-    let schema = batch.schema();
-    let paths: Vec<Vec<String>> = schema
-        .fields()
-        .iter()
-        .map(|f| f.name().split('.').map(str::to_string).collect())
-        .collect();
+pub fn documents(batch: &RecordBatch) -> Result<Vec<Document>, ColumnarError> {
     let mut docs = vec![Document::new(); batch.num_rows()];
-    for (c, path) in paths.iter().enumerate() {
-        let array = batch.column(c);
+    let schema = batch.schema();
+    for (c, field) in schema.fields().iter().enumerate() {
+        let path: Vec<String> = field.name().split('.').map(str::to_string).collect();
+        let cells = Cells::new(field, batch.column(c).as_ref());
         for (row, doc) in docs.iter_mut().enumerate() {
-            if let Some(v) = value_at(array.as_ref(), row)? {
-                set_path(doc, path, v)
-                    .map_err(|p| anyhow::anyhow!("column '{p}' is both a value and a document"))?;
+            if let Some(v) = cells.get(row)? {
+                set_path(doc, &path, v).map_err(ColumnarError::PathConflict)?;
             }
         }
     }
     Ok(docs)
+}
+
+/// One column's cells as BSON, Extended JSON text parsed back where the field says so.
+pub struct Cells<'a> {
+    array: &'a dyn Array,
+    name: &'a str,
+    extjson: bool,
+}
+
+impl<'a> Cells<'a> {
+    pub fn new(field: &'a Field, array: &'a dyn Array) -> Cells<'a> {
+        Cells {
+            array,
+            name: field.name(),
+            extjson: field.metadata().contains_key(EXTJSON_KEY),
+        }
+    }
+
+    /// The cell of `row` (None for null).
+    pub fn get(&self, row: usize) -> Result<Option<Bson>, ColumnarError> {
+        match value_at(self.array, row)? {
+            Some(Bson::String(text)) if self.extjson => {
+                let bad = |reason: String| ColumnarError::ExtJson {
+                    column: self.name.to_string(),
+                    reason,
+                };
+                let json: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+                Bson::try_from(json)
+                    .map(Some)
+                    .map_err(|e| bad(e.to_string()))
+            }
+            other => Ok(other),
+        }
+    }
 }
 
 /// Sets `value` at the dotted `path`, making the documents on the way.
@@ -279,7 +388,7 @@ fn set_path(doc: &mut Document, path: &[String], value: Bson) -> Result<(), Stri
 }
 
 /// One cell as BSON (None for null).
-fn value_at(a: &dyn Array, i: usize) -> anyhow::Result<Option<Bson>> {
+fn value_at(a: &dyn Array, i: usize) -> Result<Option<Bson>, ColumnarError> {
     if a.is_null(i) {
         return Ok(None);
     }
@@ -333,10 +442,7 @@ fn value_at(a: &dyn Array, i: usize) -> anyhow::Result<Option<Bson>> {
         DataType::Decimal128(_, scale) => {
             let raw = a.as_primitive::<Decimal128Type>().value(i);
             let text = decimal_text(raw, *scale);
-            Bson::Decimal128(
-                text.parse()
-                    .map_err(|_| anyhow::anyhow!("invalid decimal {text}"))?,
-            )
+            Bson::Decimal128(text.parse().map_err(|_| ColumnarError::Decimal(text))?)
         }
         DataType::Struct(_) => {
             let s = a.as_struct();
@@ -350,14 +456,14 @@ fn value_at(a: &dyn Array, i: usize) -> anyhow::Result<Option<Bson>> {
         }
         DataType::List(_) => list(a.as_list::<i32>().value(i).as_ref())?,
         DataType::LargeList(_) => list(a.as_list::<i64>().value(i).as_ref())?,
-        other => anyhow::bail!("cannot import a Parquet column of type {other}"),
+        other => return Err(ColumnarError::Unsupported(other.clone())),
     }))
 }
 
-fn list(values: &dyn Array) -> anyhow::Result<Bson> {
+fn list(values: &dyn Array) -> Result<Bson, ColumnarError> {
     (0..values.len())
         .map(|j| value_at(values, j).map(|v| v.unwrap_or(Bson::Null)))
-        .collect::<anyhow::Result<Vec<_>>>()
+        .collect::<Result<Vec<_>, _>>()
         .map(Bson::Array)
 }
 
@@ -413,6 +519,24 @@ mod tests {
                 doc! {}
             ]
         );
+    }
+
+    #[test]
+    fn exact_typing_reads_back_every_value_with_its_type() {
+        let oid = bson::oid::ObjectId::new();
+        let docs = vec![
+            doc! {"t": DateTime::from_millis(5), "m": {"host": "a", "e": {}}, "n": 1, "v": "x", "o": oid, "z": Bson::Null},
+            doc! {"t": DateTime::from_millis(6), "m": {"host": "b", "e": {}}, "n": 2.5, "v": [1, "y"], "o": oid},
+            doc! {"t": DateTime::from_millis(7), "m": {"host": "c", "e": {}}, "n": 3i64},
+        ];
+        let mut cols = Columns::new(Typing::Exact);
+        docs.iter().for_each(|d| cols.learn(d));
+        let batch = cols.batch(&docs).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            batch.schema().field(0).data_type(),
+            &DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+        );
+        assert_eq!(documents(&batch).unwrap_or_else(|e| panic!("{e}")), docs);
     }
 
     #[test]
