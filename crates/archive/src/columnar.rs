@@ -10,15 +10,15 @@
 //!   JSON text for anything else or a column whose values have several kinds.
 //! * [`Typing::Exact`], for the archive, which must read back exactly what it wrote: a
 //!   column keeps one native type only when every value has it; anything else (mixed
-//!   kinds, null, ObjectId, Decimal128, arrays, empty documents) is canonical Extended
-//!   JSON text in a column whose field metadata says so ([`EXTJSON_KEY`]), parsed back
-//!   on read.
+//!   kinds, null, Decimal128, arrays, empty documents) is canonical Extended JSON text
+//!   in a column whose field metadata says so ([`EXTJSON_KEY`]), parsed back on read;
+//!   ObjectIds are 12-byte binary ([`OBJECT_ID_KEY`]).
 //!
 //! Reading reverses it: dotted names nest again, timestamps and dates become BSON dates.
 
 use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
-    TimestampMillisecondBuilder,
+    BooleanBuilder, FixedSizeBinaryBuilder, Float64Builder, Int32Builder, Int64Builder,
+    StringBuilder, TimestampMillisecondBuilder,
 };
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -30,6 +30,8 @@ use std::sync::Arc;
 
 /// Field metadata key marking a text column of canonical Extended JSON values.
 pub const EXTJSON_KEY: &str = "hourglass.extjson";
+/// Field metadata key marking a 12-byte binary column of ObjectIds.
+pub const OBJECT_ID_KEY: &str = "hourglass.objectid";
 
 /// Errors converting between documents and record batches.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +67,8 @@ pub enum Kind {
     Text,
     /// Extended JSON text.
     Json,
+    /// 12 bytes ([`Typing::Exact`] only; [`OBJECT_ID_KEY`] marks the field).
+    ObjectId,
 }
 
 impl Kind {
@@ -77,6 +81,7 @@ impl Kind {
                 Bson::Boolean(_) => Kind::Bool,
                 Bson::DateTime(_) => Kind::Time,
                 Bson::String(_) => Kind::Text,
+                Bson::ObjectId(_) => Kind::ObjectId,
                 _ => Kind::Json,
             });
         }
@@ -112,6 +117,7 @@ impl Kind {
             Kind::Bool => DataType::Boolean,
             Kind::Time => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
             Kind::Text | Kind::Json => DataType::Utf8,
+            Kind::ObjectId => DataType::FixedSizeBinary(12),
         }
     }
 }
@@ -202,14 +208,12 @@ impl Columns {
                 .map(|n| {
                     let kind = self.kind(n);
                     let field = Field::new(n, kind.data_type(), true);
-                    if kind == Kind::Json && self.typing == Typing::Exact {
-                        field.with_metadata(HashMap::from([(
-                            EXTJSON_KEY.to_string(),
-                            "canonical".to_string(),
-                        )]))
-                    } else {
-                        field
-                    }
+                    let marker = match kind {
+                        Kind::Json if self.typing == Typing::Exact => EXTJSON_KEY,
+                        Kind::ObjectId => OBJECT_ID_KEY,
+                        _ => return field,
+                    };
+                    field.with_metadata(HashMap::from([(marker.to_string(), "1".to_string())]))
                 })
                 .collect::<Vec<_>>(),
         ))
@@ -281,6 +285,19 @@ fn column(kind: Kind, typing: Typing, values: &[Option<&Bson>]) -> ArrayRef {
             });
             Arc::new(b.finish())
         }
+        Kind::ObjectId => {
+            let mut b = FixedSizeBinaryBuilder::with_capacity(values.len(), 12);
+            for v in values {
+                match v {
+                    Some(Bson::ObjectId(o)) => {
+                        // Always 12 bytes, the builder's width.
+                        let _ = b.append_value(o.bytes());
+                    }
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
         Kind::Text | Kind::Json => {
             let mut b = StringBuilder::new();
             values.for_each(|v| b.append_option(v.map(|v| text(v, kind, typing))));
@@ -337,6 +354,7 @@ pub struct Cells<'a> {
     array: &'a dyn Array,
     name: &'a str,
     extjson: bool,
+    object_id: bool,
 }
 
 impl<'a> Cells<'a> {
@@ -345,6 +363,7 @@ impl<'a> Cells<'a> {
             array,
             name: field.name(),
             extjson: field.metadata().contains_key(EXTJSON_KEY),
+            object_id: field.metadata().contains_key(OBJECT_ID_KEY),
         }
     }
 
@@ -361,6 +380,17 @@ impl<'a> Cells<'a> {
                 Bson::try_from(json)
                     .map(Some)
                     .map_err(|e| bad(e.to_string()))
+            }
+            Some(Bson::Binary(b)) if self.object_id => {
+                let bytes: [u8; 12] =
+                    b.bytes
+                        .as_slice()
+                        .try_into()
+                        .map_err(|_| ColumnarError::ExtJson {
+                            column: self.name.to_string(),
+                            reason: "an ObjectId column holds a value that is not 12 bytes".into(),
+                        })?;
+                Ok(Some(Bson::ObjectId(bson::oid::ObjectId::from_bytes(bytes))))
             }
             other => Ok(other),
         }

@@ -218,6 +218,17 @@
         `(${fmt(num(s.sampleSize))} sampled)`],
       ['storageSize', fmt(num(s.collStats.storageSize))],
     ];
+    const archive = s.collStats.archive;
+    if (archive) {
+      rows.push(
+        ['archived files', fmt(num(archive.files))],
+        ['archived bytes', fmt(num(archive.bytes))],
+        ['archived measurements', fmt(num(archive.measurements))],
+        ['archive bytes per measurement',
+          fmt(num(archive.bytes) / num(archive.measurements), 1)],
+        ['archive last run', archive.lastRun ? String(archive.lastRun.$date || archive.lastRun) : '—'],
+      );
+    }
     const counters = Object.entries(ts)
       .filter(([k]) => !['bucketsNs', 'bucketCount', 'avgBucketSize'].includes(k))
       .map(([k, v]) => [k, fmt(num(v))]);

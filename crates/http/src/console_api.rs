@@ -230,9 +230,10 @@ fn run_blocking(
 /// What the console shows of a time-series collection's buckets: the `collStats` reply
 /// (its `timeseries` section holds `bucketCount`, `avgBucketSize` and the bucket
 /// catalog's counters), the number of measurements (`count`, since `collStats` counts
-/// buckets), the bytes the buckets take per measurement, and the compression ratio: the
-/// measurements' size as BSON documents (estimated from up to [`SAMPLE_SIZE`] of them)
-/// over the buckets' bytes.
+/// buckets), the bytes the buckets take per hot (not archived) measurement, and the
+/// compression ratio: the hot measurements' size as BSON documents (estimated from up to
+/// [`SAMPLE_SIZE`] of them) over the buckets' bytes. Its `archive` section (files, bytes,
+/// measurements, lastRun) is shown when present.
 fn collection_summary(
     state: &Arc<ServerState>,
     caller: &Caller,
@@ -262,6 +263,13 @@ fn collection_summary(
         .sum();
     let ts = stats.get_document("timeseries").ok();
     let bucket_bytes = number(stats.get("size")).unwrap_or(0.0);
+    // Archived measurements are counted by `count` but take no bucket bytes.
+    let archived = stats
+        .get_document("archive")
+        .ok()
+        .and_then(|a| number(a.get("measurements")))
+        .unwrap_or(0.0);
+    let hot = (measurements - archived).max(0.0);
     let mut out = doc! {
         "ns": format!("{db}.{coll}"),
         "collStats": stats.clone(),
@@ -274,11 +282,11 @@ fn collection_summary(
         let avg = sample_bytes as f64 / docs.len() as f64;
         out.insert("avgMeasurementBsonSize", avg);
         if bucket_bytes > 0.0 {
-            out.insert("compressionRatio", avg * measurements / bucket_bytes);
+            out.insert("compressionRatio", avg * hot / bucket_bytes);
         }
     }
-    if measurements > 0.0 {
-        out.insert("bytesPerMeasurement", bucket_bytes / measurements);
+    if hot > 0.0 {
+        out.insert("bytesPerMeasurement", bucket_bytes / hot);
     }
     out.insert("ok", 1.0);
     Ok(out)

@@ -224,10 +224,16 @@ fn bucket_catalog(r: &mut Registry, state: &ServerState) {
     );
 }
 
-/// Each time-series collection's buckets and their bytes as stored.
+/// Each time-series collection's buckets and their bytes as stored, and its archived
+/// files, bytes and measurements (collections with archived files only).
 fn timeseries_collections(r: &mut Registry, state: &ServerState) {
     let buckets = Labeled::<Gauge>::default();
     let bytes = Labeled::<Gauge>::default();
+    let archive = [
+        Labeled::<Gauge>::default(),
+        Labeled::<Gauge>::default(),
+        Labeled::<Gauge>::default(),
+    ];
     for db in state.catalog.database_names() {
         for c in state.catalog.collections(&db) {
             let ns = c.namespace();
@@ -240,8 +246,31 @@ fn timeseries_collections(r: &mut Registry, state: &ServerState) {
             let label = vec![("namespace", format!("{db}.{view}"))];
             buckets.get_or_create(&label).set(n as i64);
             bytes.get_or_create(&label).set(b as i64);
+            if let Ok(st) = TimeseriesStore::archive_stats(&c) {
+                if st.files > 0 {
+                    for (g, v) in archive.iter().zip([st.files, st.bytes, st.measurements]) {
+                        g.get_or_create(&label).set(v as i64);
+                    }
+                }
+            }
         }
     }
+    let [files, archived_bytes, measurements] = archive;
+    r.register(
+        "hourglass_archive_files",
+        "Archived Parquet files of each time-series collection",
+        files,
+    );
+    r.register(
+        "hourglass_archive_bytes",
+        "Bytes of each time-series collection's archived files",
+        archived_bytes,
+    );
+    r.register(
+        "hourglass_archive_measurements",
+        "Measurements in each time-series collection's archived files",
+        measurements,
+    );
     r.register(
         "hourglass_timeseries_buckets",
         "Buckets of each time-series collection",

@@ -224,7 +224,7 @@ impl TimeseriesStore {
                 counters: Arc::new(ScanCounters::default()),
             });
         }
-        let scan = self.scan(buckets, options, &plan.predicate)?;
+        let scan = self.scan_fields(buckets, options, &plan.predicate, plan.fields.as_deref())?;
         let counters = scan.counters.clone();
         let options = options.clone();
         // The fields a bucket is unpacked with when its rows must be matched as documents.

@@ -21,7 +21,7 @@
 //! recorded and the buckets gone. Either way every measurement is counted once.
 
 use super::keys::*;
-use super::{lock_settled, stage_remove, StoreError, TimeseriesStore};
+use super::{stage_remove, StoreError, TimeseriesStore};
 use crate::bucket::decode_compressed;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
@@ -166,7 +166,8 @@ impl TimeseriesStore {
         }
         stop_at(MoverStage::FilesWritten);
         let series = self.series(buckets, options)?;
-        let s = lock_settled(&series);
+        // Not waiting for the compressor: a bucket it still holds is in `closing`.
+        let s = series.lock();
         let snap = buckets.engine().snapshot();
         let mut unchanged = true;
         for p in &picked {

@@ -14,14 +14,17 @@ use super::counters::ScanCounters;
 use super::{BucketPredicate, BucketView, StoreError};
 use crate::bucket::Bucket;
 use crate::options::TimeseriesOptions;
+use arrow_array::RecordBatch;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
-use hourglass_archive::columnar::documents;
+use hourglass_archive::columnar::{documents, Cells};
 use hourglass_archive::parquet_file::OpenedFile;
 use hourglass_archive::{ArchiveError, FileEntry};
 use hourglass_catalog::Collection;
+use hourglass_query::compare::{compare_values, same_bracket};
 use hourglass_query::filter::Filter;
 use hourglass_storage::Snapshot;
+use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -36,6 +39,7 @@ pub(super) fn archived_views(
     buckets: &Collection,
     options: &TimeseriesOptions,
     predicate: &BucketPredicate,
+    fields: Option<&[String]>,
     counters: Arc<ScanCounters>,
 ) -> Result<Views, StoreError> {
     let files = manifest(snap, buckets)?;
@@ -67,19 +71,40 @@ pub(super) fn archived_views(
         .collect();
     let options = options.clone();
     let predicate = predicate.clone();
-    Ok(Box::new(kept.into_iter().flat_map(
-        move |f| match file_views(&f, &options, &predicate, &counters) {
+    let fields: Option<Vec<String>> = fields.map(<[String]>::to_vec);
+    Ok(Box::new(kept.into_iter().flat_map(move |f| {
+        let columns = fields
+            .as_ref()
+            .map(|wanted| columns_for(&f, &options, wanted));
+        match file_views(&f, &options, &predicate, columns.as_deref(), &counters) {
             Ok(views) => views.into_iter().map(Ok).collect::<Vec<_>>(),
             Err(e) => vec![Err(e)],
-        },
-    )))
+        }
+    })))
 }
 
-/// The buckets of one file's row groups that `predicate` may match.
+/// The columns of `f` a read of the top-level `wanted` fields needs: theirs, the time
+/// field's and the meta field's (buckets are runs of one meta value).
+fn columns_for(f: &FileEntry, options: &TimeseriesOptions, wanted: &[String]) -> Vec<String> {
+    f.columns
+        .iter()
+        .filter(|c| {
+            let top = c.split('.').next().unwrap_or(c);
+            top == options.time_field
+                || Some(top) == options.meta_field.as_deref()
+                || wanted.iter().any(|w| w == top)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The buckets of one file's row groups that `predicate` may match, with only
+/// `columns` decoded when given.
 fn file_views(
     f: &FileEntry,
     options: &TimeseriesOptions,
     predicate: &BucketPredicate,
+    columns: Option<&[String]>,
     counters: &ScanCounters,
 ) -> Result<Vec<BucketView>, StoreError> {
     let file = match OpenedFile::open(&f.uri, &f.path, f.bytes) {
@@ -100,7 +125,11 @@ fn file_views(
             .is_some_and(|(lo, hi)| predicate.bounds.excludes(ms(lo), ms(hi)));
         let by_range =
             predicate.has_ranges() && predicate.refuted_by_bounds(|c| file.bounds(rg, c));
-        if by_time || by_range {
+        let by_meta = predicate
+            .meta_spec
+            .as_ref()
+            .is_some_and(|spec| meta_refuted(spec, |c| file.bounds(rg, c)));
+        if by_time || by_range || by_meta {
             counters
                 .archive_row_groups_pruned
                 .fetch_add(1, Ordering::Relaxed);
@@ -111,23 +140,88 @@ fn file_views(
             rgs.push(rg);
         }
     }
-    let batches = match file.read(rgs, None) {
+    let mut out = Vec::new();
+    for b in read_buckets(&file, rgs, columns, options)? {
+        if predicate.may_match_bucket(options, &b) {
+            out.push(BucketView::Archived(Arc::new(b)));
+        } else {
+            counters.buckets_pruned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(out)
+}
+
+/// Every row of an archived file as buckets (a file gone is empty).
+pub(super) fn file_buckets(
+    f: &FileEntry,
+    options: &TimeseriesOptions,
+) -> Result<Vec<Bucket>, StoreError> {
+    match OpenedFile::open(&f.uri, &f.path, f.bytes) {
+        Ok(file) => read_buckets(&file, (0..file.row_groups()).collect(), None, options),
+        Err(e) if e.is_not_found() => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Row groups `rgs` of `file` (only `columns` when given) as buckets.
+fn read_buckets(
+    file: &OpenedFile,
+    rgs: Vec<usize>,
+    columns: Option<&[String]>,
+    options: &TimeseriesOptions,
+) -> Result<Vec<Bucket>, StoreError> {
+    let batches = match file.read(rgs, columns) {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
     let mut out = Vec::new();
     for batch in &batches {
-        let rows = documents(batch).map_err(ArchiveError::from)?;
-        for b in buckets_of(rows, options) {
-            if predicate.may_match_bucket(options, &b) {
-                out.push(BucketView::Archived(Arc::new(b)));
-            } else {
-                counters.buckets_pruned.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        out.extend(buckets_of(batch, options)?);
     }
     Ok(out)
+}
+
+/// Whether the meta conditions `spec` (`{"<meta>.<path>": value or {$eq/$in/$gt/$gte/
+/// $lt/$lte: ...}}`, conjuncts) cannot hold for values within the `bounds` of a row
+/// group's flattened meta columns. Strings are compared by bytes, as Parquet orders
+/// them, so nothing is ruled out while a collation is active.
+fn meta_refuted(spec: &Document, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) -> bool {
+    if hourglass_query::collation::active() {
+        return false;
+    }
+    let scalar = |v: &Bson| {
+        matches!(
+            v,
+            Bson::String(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::DateTime(_)
+        )
+    };
+    spec.iter().any(|(path, cond)| {
+        if path.starts_with('$') {
+            return false;
+        }
+        let Some((lo, hi)) = bounds(path) else {
+            return false;
+        };
+        let comparable = |v: &Bson| scalar(v) && same_bracket(v, &lo) && same_bracket(v, &hi);
+        let below = |v: &Bson| compare_values(v, &lo) == CmpOrdering::Less;
+        let above = |v: &Bson| compare_values(v, &hi) == CmpOrdering::Greater;
+        let outside = |v: &Bson| comparable(v) && (below(v) || above(v));
+        match cond {
+            Bson::Document(ops) if ops.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                ops.iter().any(|(op, v)| match op.as_str() {
+                    "$eq" => outside(v),
+                    "$in" => matches!(v, Bson::Array(a) if !a.is_empty() && a.iter().all(outside)),
+                    "$gt" => comparable(v) && compare_values(&hi, v) != CmpOrdering::Greater,
+                    "$gte" => comparable(v) && above(v),
+                    "$lt" => comparable(v) && compare_values(&lo, v) != CmpOrdering::Less,
+                    "$lte" => comparable(v) && below(v),
+                    _ => false,
+                })
+            }
+            v => outside(v),
+        }
+    })
 }
 
 /// A fresh `_id` for an in-memory archived bucket: its minimum time, then a counter.
@@ -140,38 +234,82 @@ fn archived_bucket_id(min_time_ms: i64) -> ObjectId {
     ObjectId::from_bytes(bytes)
 }
 
-/// Rows (sorted by series, then time) as buckets: runs of one meta value.
-fn buckets_of(rows: Vec<Document>, options: &TimeseriesOptions) -> Vec<Bucket> {
-    let mut out: Vec<Bucket> = Vec::new();
-    let mut last_meta: Option<Bson> = None;
-    let time_of = |d: &Document| match d.get(&options.time_field) {
-        Some(Bson::DateTime(t)) => t.timestamp_millis(),
-        _ => 0,
+/// The rows of a batch (sorted by series, then time) as buckets: each run of one meta
+/// value (found column-wise over the meta columns) cut into buckets of at most
+/// [`ARCHIVED_BUCKET_ROWS`]. Values go column by column into the bucket, never through a
+/// document, except for nested measurement fields (dotted columns).
+fn buckets_of(batch: &RecordBatch, options: &TimeseriesOptions) -> Result<Vec<Bucket>, StoreError> {
+    let schema = batch.schema();
+    let is_meta = |name: &str| {
+        options.meta_field.as_deref().is_some_and(|mf| {
+            name == mf || name.strip_prefix(mf).is_some_and(|r| r.starts_with('.'))
+        })
     };
-    for row in rows {
-        let meta = options
-            .meta_field
-            .as_ref()
-            .and_then(|mf| row.get(mf))
-            .cloned();
-        let fits = out
-            .last()
-            .is_some_and(|b| b.count() < ARCHIVED_BUCKET_ROWS && last_meta == meta);
-        if !fits {
-            let min = options.round_down_time(time_of(&row));
-            out.push(Bucket::with_id(
-                options,
-                archived_bucket_id(min),
-                meta.clone(),
-                min,
-            ));
-            last_meta = meta;
-        }
-        if let Some(b) = out.last_mut() {
-            b.add(row);
+    let (meta_cols, data_cols): (Vec<usize>, Vec<usize>) =
+        (0..schema.fields().len()).partition(|&i| is_meta(schema.field(i).name()));
+    let nested = data_cols
+        .iter()
+        .any(|&i| schema.field(i).name().contains('.'));
+    let runs = if meta_cols.is_empty() {
+        vec![0..batch.num_rows()]
+    } else {
+        let arrays: Vec<_> = meta_cols.iter().map(|&i| batch.column(i).clone()).collect();
+        arrow_ord::partition::partition(&arrays)
+            .map_err(|e| ArchiveError::Columnar(e.into()))?
+            .ranges()
+    };
+    let meta_batch = batch
+        .project(&meta_cols)
+        .map_err(|e| ArchiveError::Columnar(e.into()))?;
+    let cells: Vec<(&str, Cells<'_>)> = data_cols
+        .iter()
+        .map(|&i| {
+            let f = schema.field(i);
+            (f.name().as_str(), Cells::new(f, batch.column(i).as_ref()))
+        })
+        .collect();
+    let time = cells.iter().position(|(n, _)| *n == options.time_field);
+    let mut out = Vec::new();
+    for run in runs {
+        let meta = match &options.meta_field {
+            Some(mf) if !meta_cols.is_empty() => documents(&meta_batch.slice(run.start, 1))
+                .map_err(ArchiveError::from)?
+                .pop()
+                .and_then(|mut d| d.remove(mf)),
+            _ => None,
+        };
+        let mut row = run.start;
+        while row < run.end {
+            let end = run.end.min(row + ARCHIVED_BUCKET_ROWS);
+            let first = match time
+                .map(|t| cells[t].1.get(row))
+                .transpose()
+                .map_err(ArchiveError::from)?
+            {
+                Some(Some(Bson::DateTime(t))) => t.timestamp_millis(),
+                _ => 0,
+            };
+            let min = options.round_down_time(first);
+            let mut b = Bucket::with_id(options, archived_bucket_id(min), meta.clone(), min);
+            if nested {
+                let rows = documents(&batch.slice(row, end - row)).map_err(ArchiveError::from)?;
+                rows.into_iter().for_each(|d| b.add(d));
+            } else {
+                for r in row..end {
+                    let mut fields: Vec<(&str, Bson)> = Vec::with_capacity(cells.len());
+                    for (name, c) in &cells {
+                        if let Some(v) = c.get(r).map_err(ArchiveError::from)? {
+                            fields.push((name, v));
+                        }
+                    }
+                    b.add_fields(&fields, 0);
+                }
+            }
+            out.push(b);
+            row = end;
         }
     }
-    out
+    Ok(out)
 }
 
 /// Refuses an update or delete (code 20) when one of the archived bucket's

@@ -1,7 +1,10 @@
 //! The newest measurement of every series, for "last point" queries: per series only
 //! its newest buckets are read (the meta index backwards, stopping one bucket span
-//! below the newest bucket's start), and the open bucket from memory.
+//! below the newest bucket's start), the open bucket from memory, and archived files
+//! only when one may hold a newer measurement than those.
 
+use super::archive::manifest;
+use super::archive_read::file_buckets;
 use super::keys::*;
 use super::scan::directory;
 use super::{StoreError, TimeseriesStore};
@@ -133,6 +136,26 @@ impl TimeseriesStore {
                     offer(&mut best, meta.as_ref(), t, &|| {
                         b.unpack_rows(None, Some(&only(i))).ok()?.pop()
                     });
+                }
+            }
+        }
+        // Archived rows, newest files first: a file is read only when it may hold a
+        // series' newest measurement (its max time is newer than that series' best).
+        let mut files = manifest(&snap, buckets)?;
+        files.sort_by_key(|f| std::cmp::Reverse(f.max_time_ms));
+        for f in files {
+            let newer = |key: &[u8]| best.get(key).is_none_or(|(_, t, _)| *t < f.max_time_ms);
+            let may_hold = match &f.metas {
+                Some(metas) => metas.iter().any(|m| newer(&meta_key(Some(m)))),
+                None => dir.is_empty() || dir.keys().any(|k| newer(k)),
+            };
+            if !may_hold {
+                continue;
+            }
+            for b in file_buckets(&f, options)? {
+                let times = b.column_values(tf).unwrap_or_default();
+                if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
+                    offer(&mut best, b.meta.as_ref(), t, &|| open_row(&b, i, options));
                 }
             }
         }

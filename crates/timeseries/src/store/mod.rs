@@ -45,7 +45,7 @@ use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
 use keys::*;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -347,19 +347,6 @@ fn stage_store(batch: &mut Batch, buckets: &Collection, bucket: &Bucket) {
         &[],
     );
     batch.put(tree, &series_key(&mk), &series_value(bucket.meta.as_ref()));
-}
-
-/// The series lock, once no bucket of the series is being stored outside it (a
-/// rewrite must not race the store of the same bucket).
-fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
-    loop {
-        let s = series.lock();
-        if s.closing.is_empty() {
-            return s;
-        }
-        drop(s);
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
 }
 
 /// Stages the removal of a closed bucket.

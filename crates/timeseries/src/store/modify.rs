@@ -13,7 +13,6 @@
 
 use super::archive_read::refuse_archived_match;
 use super::keys::*;
-use super::lock_settled;
 use super::scan::scan_locked;
 use super::{
     meta_key, raw_measurements, stage_remove, stage_store, BucketPredicate, BucketView, Series,
@@ -28,7 +27,7 @@ use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
 use hourglass_storage::Batch;
-
+use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +40,19 @@ pub struct DeleteOutcome {
 pub struct TsUpdate<'a> {
     pub update: &'a Update,
     pub operators: Option<&'a Document>,
+}
+
+/// The series lock, once no bucket of the series is being stored outside it (a
+/// rewrite must not race the store of the same bucket).
+fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
+    loop {
+        let s = series.lock();
+        if s.closing.is_empty() {
+            return s;
+        }
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
 }
 
 fn is_meta_path(path: &str, mf: &str) -> bool {
@@ -83,7 +95,7 @@ impl TimeseriesStore {
         let mut s = lock_settled(&series);
         let mut deleted = 0u64;
         let mut rewrites = Vec::new();
-        for view in scan_locked(&mut s, buckets, options, &predicate)? {
+        for view in scan_locked(&mut s, buckets, options, &predicate, None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if view.is_archived() {
@@ -153,7 +165,7 @@ impl TimeseriesStore {
         let mut out = UpdateOutcome::default();
         let mut rewrites = Vec::new();
         let mut reinsert = Vec::new();
-        for view in scan_locked(&mut s, buckets, options, &predicate)? {
+        for view in scan_locked(&mut s, buckets, options, &predicate, None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if view.is_archived() {
@@ -332,7 +344,7 @@ impl TimeseriesStore {
         // The chosen measurement: its bucket, its row, itself.
         let mut views: Vec<BucketView> = Vec::new();
         let mut best: Option<(usize, usize, Document)> = None;
-        'scan: for view in scan_locked(&mut s, buckets, options, &predicate)? {
+        'scan: for view in scan_locked(&mut s, buckets, options, &predicate, None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if view.is_archived() {

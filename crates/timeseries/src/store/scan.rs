@@ -77,9 +77,21 @@ impl TimeseriesStore {
         options: &TimeseriesOptions,
         predicate: &BucketPredicate,
     ) -> Result<BucketScan, StoreError> {
+        self.scan_fields(buckets, options, predicate, None)
+    }
+
+    /// [`TimeseriesStore::scan`] of a read that needs only `fields` (top-level names)
+    /// beside time and meta: archived files decode only those columns.
+    pub fn scan_fields(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        predicate: &BucketPredicate,
+        fields: Option<&[String]>,
+    ) -> Result<BucketScan, StoreError> {
         let series = self.series(buckets, options)?;
         let mut s = series.lock();
-        scan_locked(&mut s, buckets, options, predicate)
+        scan_locked(&mut s, buckets, options, predicate, fields)
     }
 }
 
@@ -89,6 +101,7 @@ pub(super) fn scan_locked(
     buckets: &Collection,
     options: &TimeseriesOptions,
     predicate: &BucketPredicate,
+    fields: Option<&[String]>,
 ) -> Result<BucketScan, StoreError> {
     let counters = Arc::new(ScanCounters::default());
     let (open, in_memory) = open_views(s, predicate, options, &counters);
@@ -97,8 +110,14 @@ pub(super) fn scan_locked(
         (Some(_), Some(_)) => Some(directory(s, &snap, buckets)?),
         _ => None,
     };
-    let archived =
-        super::archive_read::archived_views(&snap, buckets, options, predicate, counters.clone())?;
+    let archived = super::archive_read::archived_views(
+        &snap,
+        buckets,
+        options,
+        predicate,
+        fields,
+        counters.clone(),
+    )?;
     let stored = stored_views(
         snap,
         buckets,
