@@ -128,7 +128,7 @@ fn file_views(
         let by_meta = predicate
             .meta_spec
             .as_ref()
-            .is_some_and(|spec| meta_refuted(spec, |c| file.bounds(rg, c)));
+            .is_some_and(|spec| meta_refuted(spec, &|c| file.bounds(rg, c)));
         if by_time || by_range || by_meta {
             counters
                 .archive_row_groups_pruned
@@ -183,10 +183,10 @@ fn read_buckets(
 }
 
 /// Whether the meta conditions `spec` (`{"<meta>.<path>": value or {$eq/$in/$gt/$gte/
-/// $lt/$lte: ...}}`, conjuncts) cannot hold for values within the `bounds` of a row
+/// $lt/$lte: ...}}`, conjuncts, possibly under `$and`) cannot hold for values within the `bounds` of a row
 /// group's flattened meta columns. Strings are compared by bytes, as Parquet orders
 /// them, so nothing is ruled out while a collation is active.
-fn meta_refuted(spec: &Document, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) -> bool {
+fn meta_refuted(spec: &Document, bounds: &dyn Fn(&str) -> Option<(Bson, Bson)>) -> bool {
     if hourglass_query::collation::active() {
         return false;
     }
@@ -197,6 +197,11 @@ fn meta_refuted(spec: &Document, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) 
         )
     };
     spec.iter().any(|(path, cond)| {
+        if path == "$and" {
+            return matches!(cond, Bson::Array(all) if all.iter().any(|c| {
+                matches!(c, Bson::Document(d) if meta_refuted(d, &bounds))
+            }));
+        }
         if path.starts_with('$') {
             return false;
         }

@@ -24,11 +24,16 @@ struct Fixture {
 
 /// 3 hosts x 1000 measurements 10 s apart (a bucket per host-hour), all closed.
 fn loaded() -> Fixture {
+    loaded_with(1000)
+}
+
+/// 3 hosts x `n` measurements 10 s apart, all closed.
+fn loaded_with(n: i64) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let archive = tempfile::tempdir().unwrap();
     let (cat, c, o) = test_collection(dir.path(), "t", "host");
     let store = TimeseriesStore::default();
-    let docs: Vec<Document> = (0..1000)
+    let docs: Vec<Document> = (0..n)
         .flat_map(|i| ["a", "b", "c"].map(|h| measurement(i, h)))
         .collect();
     let raw = raw_measurements(&docs).unwrap();
@@ -171,4 +176,39 @@ fn expiry_removes_whole_files_older_than_the_cutoff() {
     assert_eq!(totals(&f).0, 0);
     let loc = hourglass_archive::Location::open(&f.spec.uri).unwrap();
     assert!(loc.list("").unwrap().is_empty());
+}
+
+#[test]
+fn row_groups_of_other_series_are_pruned_by_their_meta_statistics() {
+    // 8,192 rows a row group: one per host (a day at 10 s is 8,640 rows, in one file).
+    let f = loaded_with(8192);
+    while pass(&f, 1000).more {}
+    for filter in [doc! {"host": "b"}, doc! {"host": {"$in": ["b"]}}] {
+        let p = BucketPredicate::from_filter(&filter, &f.o).unwrap();
+        let scan = f.store.scan(&f.c, &f.o, &p).unwrap();
+        let counters = scan.counters.clone();
+        let rows: usize = scan.map(|v| v.unwrap().count()).sum();
+        assert_eq!(rows, 8192, "{filter}");
+        assert_eq!(
+            ScanCounters::get(&counters.archive_row_groups_examined),
+            1,
+            "{filter}"
+        );
+        assert_eq!(
+            ScanCounters::get(&counters.archive_row_groups_pruned),
+            2,
+            "{filter}"
+        );
+    }
+}
+
+#[test]
+fn lastpoint_reads_the_newest_archived_rows_of_series_with_no_hot_data() {
+    let f = loaded();
+    while pass(&f, 1000).more {}
+    let latest = f.store.latest_per_series(&f.c, &f.o).unwrap();
+    assert_eq!(latest.len(), 3);
+    for (_, d) in latest {
+        assert_eq!(d.get_i64("n").ok(), Some(999), "{d}");
+    }
 }
