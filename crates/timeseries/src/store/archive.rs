@@ -27,11 +27,12 @@ use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document};
-use hourglass_archive::columnar::{Columns, Typing};
+use hourglass_archive::columnar::{flatten, Columns, Typing};
 use hourglass_archive::location::hive_part;
 use hourglass_archive::manifest::MAX_METAS;
 use hourglass_archive::{parquet_file, ArchiveSpec, FileEntry, Location};
 use hourglass_catalog::Collection;
+use hourglass_query::compare::compare_values;
 use hourglass_storage::Snapshot;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -374,6 +375,61 @@ fn split(
     Ok(parts.into_values().collect())
 }
 
+/// Puts rows in the order a file holds them: by the meta's flattened leaves, the leaf
+/// with the most distinct values first (then the others in name order), then by time.
+/// A row group then spans few values of the most selective meta path (`tags.hostname`,
+/// not `tags.arch`, which sorts first in the normalized meta) and its statistics rule
+/// the others out; each series' rows stay together, in time order.
+fn sort_rows(rows: &mut [(Vec<u8>, i64, Document)], options: &TimeseriesOptions) {
+    let Some(mf) = options.meta_field.as_deref() else {
+        rows.sort_by_key(|r| r.1);
+        return;
+    };
+    let leaves = |d: &Document| {
+        let mut out: Vec<(String, Bson)> = Vec::new();
+        if let Some(meta) = d.get(mf) {
+            let wrapped = bson::doc! {mf: meta.clone()};
+            flatten(&wrapped, "", &mut |name, v| out.push((name, v.clone())));
+        }
+        out
+    };
+    let mut distinct: BTreeMap<String, std::collections::HashSet<String>> = BTreeMap::new();
+    let mut keyed: Vec<Vec<(String, Bson)>> = Vec::with_capacity(rows.len());
+    for r in rows.iter() {
+        let l = leaves(&r.2);
+        for (name, v) in &l {
+            distinct
+                .entry(name.clone())
+                .or_default()
+                .insert(v.to_string());
+        }
+        keyed.push(l);
+    }
+    let mut order: Vec<(&String, usize)> = distinct.iter().map(|(n, s)| (n, s.len())).collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let names: Vec<&String> = order.into_iter().map(|(n, _)| n).collect();
+    let mut index: Vec<usize> = (0..rows.len()).collect();
+    let value =
+        |row: usize, name: &String| keyed[row].iter().find(|(n, _)| n == name).map(|(_, v)| v);
+    index.sort_by(|&a, &b| {
+        for name in &names {
+            let o = match (value(a, name), value(b, name)) {
+                (Some(x), Some(y)) => compare_values(x, y),
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            };
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        }
+        (&rows[a].0, rows[a].1).cmp(&(&rows[b].0, rows[b].1))
+    });
+    let mut sorted: Vec<(Vec<u8>, i64, Document)> = index
+        .into_iter()
+        .map(|i| std::mem::take(&mut rows[i]))
+        .collect();
+    rows.swap_with_slice(&mut sorted);
+}
+
 /// Writes one part as a Parquet file; returns its manifest entry.
 fn write_part(
     location: &Location,
@@ -382,7 +438,7 @@ fn write_part(
     options: &TimeseriesOptions,
     mut part: Part,
 ) -> Result<FileEntry, StoreError> {
-    part.rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    sort_rows(&mut part.rows, options);
     let min = part.rows.iter().map(|r| r.1).min().unwrap_or(0);
     let max = part.rows.iter().map(|r| r.1).max().unwrap_or(0);
     let docs: Vec<Document> = part.rows.into_iter().map(|r| r.2).collect();
