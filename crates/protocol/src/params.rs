@@ -140,6 +140,9 @@ impl Parameters {
         if name == "authFailedDelayMs" && as_i64.is_some_and(|i| !(0..=5000).contains(&i)) {
             return Err(bad("must be between 0 and 5000"));
         }
+        if name.starts_with("archiveMover") && as_i64.is_some_and(|i| i < 1) {
+            return Err(bad("must be greater than or equal to 1"));
+        }
         match current {
             Bson::Int32(_) => as_i64
                 .and_then(|i| i32::try_from(i).ok())

@@ -64,8 +64,8 @@ impl TimeBounds {
         b
     }
 
-    /// The bounds one condition on the time field puts (`$gt` is treated as `$gte`:
-    /// bounds are for pruning, not matching).
+    /// The bounds one condition on the time field puts (inclusive: `$gt t` is
+    /// `$gte t + 1 ms`, dates being whole milliseconds).
     pub fn from_condition(v: &Bson) -> TimeBounds {
         let ms = |v: &Bson| match v {
             Bson::DateTime(d) => Some(d.timestamp_millis()),
@@ -81,8 +81,17 @@ impl TimeBounds {
                 for (op, arg) in ops {
                     let t = ms(arg);
                     let one = match op.as_str() {
-                        "$gt" | "$gte" => TimeBounds { min: t, max: None },
-                        "$lt" | "$lte" => TimeBounds { min: None, max: t },
+                        // Dates are whole milliseconds: `$gt t` is `$gte t + 1`.
+                        "$gt" => TimeBounds {
+                            min: t.map(|t| t.saturating_add(1)),
+                            max: None,
+                        },
+                        "$gte" => TimeBounds { min: t, max: None },
+                        "$lt" => TimeBounds {
+                            min: None,
+                            max: t.map(|t| t.saturating_sub(1)),
+                        },
+                        "$lte" => TimeBounds { min: None, max: t },
                         "$eq" => TimeBounds { min: t, max: t },
                         _ => TimeBounds::default(),
                     };
@@ -422,10 +431,10 @@ mod tests {
             b,
             TimeBounds {
                 min: Some(10),
-                max: Some(20)
+                max: Some(19)
             }
         );
-        assert!(b.excludes(Some(21), Some(30)));
+        assert!(b.excludes(Some(20), Some(30)), "$lt is exclusive");
         assert!(b.excludes(Some(0), Some(9)));
         assert!(!b.excludes(Some(0), Some(10)));
         let open = TimeBounds::from_filter(&doc! {"$or": [{"t": t(1)}], "t": {"$ne": t(5)}}, "t");
