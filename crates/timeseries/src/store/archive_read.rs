@@ -256,7 +256,7 @@ fn buckets_of(batch: &RecordBatch, options: &TimeseriesOptions) -> Result<Vec<Bu
         .iter()
         .any(|&i| schema.field(i).name().contains('.'));
     let runs = if meta_cols.is_empty() {
-        vec![0..batch.num_rows()]
+        std::iter::once(0..batch.num_rows()).collect()
     } else {
         let arrays: Vec<_> = meta_cols.iter().map(|&i| batch.column(i).clone()).collect();
         arrow_ord::partition::partition(&arrays)
