@@ -49,10 +49,13 @@ def stop_process(proc):
 
 
 @contextlib.contextmanager
-def running_server(*extra_args, dbpath=None):
+def running_server(*extra_args, dbpath=None, env=None, exit_on_failure=True):
     """Runs one hourglass server on a temporary dbpath (or on `dbpath`, which is kept) and a
     free port; yields (process, port, log path) and stops it (SIGTERM, then SIGKILL after
-    20 s) at the end."""
+    20 s) at the end. `env`: variables added to the server's environment. A server that
+    does not start ends the pytest session, or only fails the test with
+    `exit_on_failure=False` (for tests that restart a server after a crash)."""
+    fail = (lambda msg: pytest.exit(msg, 2)) if exit_on_failure else pytest.fail
     tmp = tempfile.TemporaryDirectory(prefix="hourglass-pytest-")
     if dbpath is None:
         dbpath = Path(tmp.name) / "db"
@@ -64,6 +67,7 @@ def running_server(*extra_args, dbpath=None):
         [str(_binary()), "--dbpath", str(dbpath), "--port", str(port),
          "--bind_ip", "127.0.0.1", "--quiet", *extra_args],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=None if env is None else {**os.environ, **env},
     )
     deadline = time.monotonic() + 20
     while True:
@@ -71,7 +75,7 @@ def running_server(*extra_args, dbpath=None):
             log.close()
             out = log_path.read_text(errors="replace")
             tmp.cleanup()
-            pytest.exit(f"hourglass exited during startup ({proc.returncode}):\n{out}", 2)
+            fail(f"hourglass exited during startup ({proc.returncode}):\n{out}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 break
@@ -80,7 +84,7 @@ def running_server(*extra_args, dbpath=None):
                 proc.kill()
                 proc.wait()
                 tmp.cleanup()
-                pytest.exit("hourglass did not accept connections within 20 s", 2)
+                fail("hourglass did not accept connections within 20 s")
             time.sleep(0.05)
     try:
         yield proc, port, log_path
