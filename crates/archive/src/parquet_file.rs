@@ -40,8 +40,10 @@ pub fn encode(batch: &RecordBatch) -> Result<Vec<u8>, ArchiveError> {
     let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_created_by("hourglass archive".into());
+        .set_statistics_enabled(EnabledStatistics::Page);
+    // `created_by` stays parquet-rs's own "parquet-rs version x.y.z": readers trust the
+    // statistics only of writers they can name (pyarrow ignored the double columns'
+    // min/max under a custom name).
     for field in batch.schema().fields() {
         let encoding = match field.data_type() {
             DataType::Float64 => Encoding::BYTE_STREAM_SPLIT,

@@ -120,7 +120,10 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     {
         let name = buckets.namespace().coll;
         req.state.catalog.set_options(&req.db, &name, stored)?;
-        req.state.timeseries.set_options(&buckets, &options)?;
+        // Only new bucketing options close the open buckets.
+        if req.body.contains_key("timeseries") {
+            req.state.timeseries.set_options(&buckets, &options)?;
+        }
     }
     Ok(reply)
 }
