@@ -14,7 +14,9 @@ use super::counters::ScanCounters;
 use super::{BucketPredicate, BucketView, StoreError};
 use crate::bucket::Bucket;
 use crate::options::TimeseriesOptions;
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::TimestampMillisecondType;
+use arrow_array::{Array, RecordBatch};
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use hourglass_archive::columnar::{documents, Cells};
@@ -141,7 +143,7 @@ fn file_views(
         }
     }
     let mut out = Vec::new();
-    for b in read_buckets(&file, rgs, columns, options)? {
+    for b in read_buckets(&file, rgs, columns, options, Some(predicate))? {
         if predicate.may_match_bucket(options, &b) {
             out.push(BucketView::Archived(Arc::new(b)));
         } else {
@@ -157,7 +159,7 @@ pub(super) fn file_buckets(
     options: &TimeseriesOptions,
 ) -> Result<Vec<Bucket>, StoreError> {
     match OpenedFile::open(&f.uri, &f.path, f.bytes) {
-        Ok(file) => read_buckets(&file, (0..file.row_groups()).collect(), None, options),
+        Ok(file) => read_buckets(&file, (0..file.row_groups()).collect(), None, options, None),
         Err(e) if e.is_not_found() => Ok(Vec::new()),
         Err(e) => Err(e.into()),
     }
@@ -169,6 +171,7 @@ fn read_buckets(
     rgs: Vec<usize>,
     columns: Option<&[String]>,
     options: &TimeseriesOptions,
+    predicate: Option<&BucketPredicate>,
 ) -> Result<Vec<Bucket>, StoreError> {
     let batches = match file.read(rgs, columns) {
         Ok(b) => b,
@@ -177,7 +180,7 @@ fn read_buckets(
     };
     let mut out = Vec::new();
     for batch in &batches {
-        out.extend(buckets_of(batch, options)?);
+        out.extend(buckets_of(batch, options, predicate)?);
     }
     Ok(out)
 }
@@ -241,9 +244,15 @@ fn archived_bucket_id(min_time_ms: i64) -> ObjectId {
 
 /// The rows of a batch (sorted by series, then time) as buckets: each run of one meta
 /// value (found column-wise over the meta columns) cut into buckets of at most
-/// [`ARCHIVED_BUCKET_ROWS`]. Values go column by column into the bucket, never through a
-/// document, except for nested measurement fields (dotted columns).
-fn buckets_of(batch: &RecordBatch, options: &TimeseriesOptions) -> Result<Vec<Bucket>, StoreError> {
+/// [`ARCHIVED_BUCKET_ROWS`]. With a predicate, series its meta conditions rule out and
+/// rows outside its time bounds are skipped before any value is converted. Values go
+/// into the bucket without a document per row, except for nested measurement fields
+/// (dotted columns).
+fn buckets_of(
+    batch: &RecordBatch,
+    options: &TimeseriesOptions,
+    predicate: Option<&BucketPredicate>,
+) -> Result<Vec<Bucket>, StoreError> {
     let schema = batch.schema();
     let is_meta = |name: &str| {
         options.meta_field.as_deref().is_some_and(|mf| {
@@ -274,6 +283,12 @@ fn buckets_of(batch: &RecordBatch, options: &TimeseriesOptions) -> Result<Vec<Bu
         })
         .collect();
     let time = cells.iter().position(|(n, _)| *n == options.time_field);
+    let times = time.and_then(|t| {
+        batch
+            .column(data_cols[t])
+            .as_primitive_opt::<TimestampMillisecondType>()
+    });
+    let bounds = predicate.map(|p| p.bounds).unwrap_or_default();
     let mut out = Vec::new();
     for run in runs {
         let meta = match &options.meta_field {
@@ -283,11 +298,21 @@ fn buckets_of(batch: &RecordBatch, options: &TimeseriesOptions) -> Result<Vec<Bu
                 .and_then(|mut d| d.remove(mf)),
             _ => None,
         };
-        let mut row = run.start;
-        while row < run.end {
-            let end = run.end.min(row + ARCHIVED_BUCKET_ROWS);
+        // A series the predicate's meta conditions rule out is not converted at all.
+        if predicate.is_some_and(|p| !p.meta_matches(options.meta_field.as_deref(), meta.as_ref()))
+        {
+            continue;
+        }
+        // Rows outside the time bounds cannot match: they are skipped before conversion.
+        let kept: Vec<usize> = run
+            .filter(|&r| {
+                bounds.is_unbounded()
+                    || times.is_none_or(|t| t.is_null(r) || bounds.contains(t.value(r)))
+            })
+            .collect();
+        for chunk in kept.chunks(ARCHIVED_BUCKET_ROWS) {
             let first = match time
-                .map(|t| cells[t].1.get(row))
+                .map(|t| cells[t].1.get(chunk[0]))
                 .transpose()
                 .map_err(ArchiveError::from)?
             {
@@ -296,22 +321,21 @@ fn buckets_of(batch: &RecordBatch, options: &TimeseriesOptions) -> Result<Vec<Bu
             };
             let min = options.round_down_time(first);
             let mut b = Bucket::with_id(options, archived_bucket_id(min), meta.clone(), min);
-            if nested {
-                let rows = documents(&batch.slice(row, end - row)).map_err(ArchiveError::from)?;
-                rows.into_iter().for_each(|d| b.add(d));
-            } else {
-                for r in row..end {
-                    let mut fields: Vec<(&str, Bson)> = Vec::with_capacity(cells.len());
-                    for (name, c) in &cells {
-                        if let Some(v) = c.get(r).map_err(ArchiveError::from)? {
-                            fields.push((name, v));
-                        }
-                    }
-                    b.add_fields(&fields, 0);
+            for &r in chunk {
+                if nested {
+                    let row = documents(&batch.slice(r, 1)).map_err(ArchiveError::from)?;
+                    row.into_iter().for_each(|d| b.add(d));
+                    continue;
                 }
+                let mut fields: Vec<(&str, Bson)> = Vec::with_capacity(cells.len());
+                for (name, c) in &cells {
+                    if let Some(v) = c.get(r).map_err(ArchiveError::from)? {
+                        fields.push((name, v));
+                    }
+                }
+                b.add_fields(&fields, 0);
             }
             out.push(b);
-            row = end;
         }
     }
     Ok(out)
