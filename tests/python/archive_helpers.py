@@ -1,5 +1,5 @@
 """Helpers of the online-archive tests (tests/python/test_archive.py) and benchmark
-(bench/archive.py): the TSBS-like data of ../shared/tsbs_gen.py as BSON documents, the seven
+(bench/archive.py): TSBS-like data in the shape of ../shared/tsbs_gen.py as BSON documents, the seven
 TSBS cpu-only queries as pymongo aggregations (the forms of bench/src/bin/tsbs_query.rs),
 their answers compared, the archive's files and counters, and installing what the tests
 need (PyPI packages into the running interpreter's environment, a Java runtime from Debian).
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("SHARED") or REPO_ROOT.parent / "shared")
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 from tsbs_compare import FIELDS, ORDER as TSBS_ORDER, REL_TOL, TAGS  # noqa: E402
@@ -26,13 +25,44 @@ T0 = dt.datetime(2016, 1, 1, tzinfo=dt.timezone.utc)  # tsbs_gen.py's first time
 
 # ---- data ----------------------------------------------------------------------------------
 
-def tsbs_gen_module():
-    """../shared/tsbs_gen.py imported as a module (its `rows` and `to_bson`)."""
-    path = SHARED / "tsbs_gen.py"
-    spec = importlib.util.spec_from_file_location("tsbs_gen", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+class tsbs_gen:  # noqa: N801 (stands for ../shared/tsbs_gen.py, which a clean clone lacks)
+    """The TSBS cpu-only shape of ../shared/tsbs_gen.py, generated here so the tests need
+    nothing outside the repository: per host 10 tags and 10 fields random-walking in
+    [0, 100], one row per host every 10 s from 2016-01-01T00:00Z."""
+
+    REGIONS = ["us-east-1", "us-west-1", "us-west-2", "eu-west-1", "eu-central-1",
+               "ap-southeast-1", "ap-southeast-2", "ap-northeast-1", "sa-east-1"]
+
+    @staticmethod
+    def rows(hosts, duration_s, seed):
+        import random
+        rnd = random.Random(seed)
+        tags = []
+        for i in range(hosts):
+            region = rnd.choice(tsbs_gen.REGIONS)
+            tags.append([
+                ("hostname", f"host_{i}"), ("region", region),
+                ("datacenter", f"{region}{rnd.choice('abc')}"), ("rack", str(rnd.randrange(100))),
+                ("os", rnd.choice(["Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"])),
+                ("arch", rnd.choice(["x64", "x86"])), ("team", rnd.choice(["SF", "NYC", "LON", "CHI"])),
+                ("service", str(rnd.randrange(20))), ("service_version", str(rnd.randrange(2))),
+                ("service_environment", rnd.choice(["production", "staging", "test"])),
+            ])
+        state = [[rnd.uniform(0, 100) for _ in FIELDS] for _ in range(hosts)]
+        for step in range(duration_s // 10):
+            t = T0_MS + step * 10_000
+            for h in range(hosts):
+                vals = state[h]
+                for k in range(len(vals)):
+                    vals[k] = min(100.0, max(0.0, vals[k] + rnd.uniform(-1, 1)))
+                yield t, tags[h], list(vals)
+
+    @staticmethod
+    def to_bson(t, tags, vals):
+        import bson
+        doc = {"time": bson.datetime_ms.DatetimeMS(t), "tags": dict(tags)}
+        doc.update(zip(FIELDS, vals))
+        return bson.encode(doc)
 
 
 class TsbsData:
@@ -44,7 +74,7 @@ class TsbsData:
     def __init__(self, hosts, duration_s, seed=123):
         from bson.raw_bson import RawBSONDocument
 
-        gen = tsbs_gen_module()
+        gen = tsbs_gen
         self.hosts, self.duration_s = hosts, duration_s
         self.docs, self.times_ms, self.doc_hosts = [], [], []
         self.per_host = {}
