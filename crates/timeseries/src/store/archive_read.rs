@@ -1,8 +1,9 @@
 //! Reads of archived measurements, merged into every bucket scan: the manifest (read
 //! from the scan's own snapshot, so a file and the buckets it replaced are never both
 //! seen) is pruned by each file's time range and distinct metas, each remaining file's
-//! row groups by their statistics (time, and the measurement ranges the predicate
-//! names), and the rows of the row groups left become in-memory buckets — runs of one
+//! row groups by their statistics (time, the measurement ranges the predicate names, its
+//! meta conditions), and the rows of the row groups left (those of series and times the
+//! predicate allows) become in-memory buckets — runs of one
 //! series, at most [`ARCHIVED_BUCKET_ROWS`] rows — that the query paths read like open
 //! buckets. Files are opened lazily, in manifest order.
 //!
@@ -193,11 +194,12 @@ fn meta_refuted(spec: &Document, bounds: &dyn Fn(&str) -> Option<(Bson, Bson)>) 
     if hourglass_query::collation::active() {
         return false;
     }
+    // NaN is left out of Parquet's min/max (and ranges never match it): never compared.
     let scalar = |v: &Bson| {
         matches!(
             v,
             Bson::String(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::DateTime(_)
-        )
+        ) && !matches!(v, Bson::Double(d) if d.is_nan())
     };
     spec.iter().any(|(path, cond)| {
         if path == "$and" {
@@ -360,4 +362,34 @@ pub(super) fn refuse_archived_match(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::meta_refuted;
+    use bson::{doc, Bson};
+
+    #[test]
+    fn meta_conditions_are_refuted_only_by_bounds_that_exclude_every_value() {
+        let bounds = |path: &str| match path {
+            "m.h" => Some((Bson::String("b".into()), Bson::String("d".into()))),
+            "m.x" => Some((Bson::Double(1.0), Bson::Double(2.0))),
+            _ => None,
+        };
+        let refuted = |spec: bson::Document| meta_refuted(&spec, &bounds);
+        assert!(refuted(doc! {"$and": [{"m.h": "a"}]}));
+        assert!(!refuted(doc! {"$and": [{"m.h": "c"}]}));
+        assert!(refuted(doc! {"m.h": {"$in": ["a", "z"]}}));
+        assert!(!refuted(doc! {"m.h": {"$in": ["a", "c"]}}));
+        assert!(refuted(doc! {"m.h": {"$gt": "d"}}));
+        assert!(!refuted(doc! {"m.h": {"$gte": "d"}}));
+        assert!(refuted(doc! {"m.h": {"$lt": "b"}}));
+        assert!(!refuted(doc! {"m.h": {"$ne": "c"}}));
+        assert!(!refuted(doc! {"m.other": "a"}), "no statistics: kept");
+        assert!(
+            !refuted(doc! {"m.x": f64::NAN}),
+            "NaN is not in the statistics"
+        );
+        assert!(refuted(doc! {"m.x": 3}));
+    }
 }
