@@ -200,7 +200,15 @@ impl TimeseriesStore {
         for p in &picked {
             stage_remove(&mut batch, buckets, &p.id, p.meta.as_ref(), p.min_time_ms);
         }
-        engine.commit(batch)?;
+        if let Err(e) = engine.commit(batch) {
+            // Refused for disk space: nothing was applied, so the files are unrecorded and
+            // go now (else each pass would leave another set). Any other failure may have
+            // applied the batch: the files stay (start-up cleanup removes them if not).
+            if e.is_out_of_space() {
+                remove_files(&location, &written);
+            }
+            return Err(e.into());
+        }
         drop(s);
         stop_at(MoverStage::Committed);
         outcome.files = written.len() as u64;
