@@ -559,6 +559,14 @@ def test_metrics_expose_the_archive_totals(archived):
 
 # ---- crash safety --------------------------------------------------------------------------------------
 
+def _assert_archived_to_the_end_once(db, data):
+    """Every measurement counted once before and after the mover archives the rest."""
+    _assert_every_measurement_once(db, "cpu", data)
+    wait_archived(db, "cpu", data.count, timeout=120)
+    _assert_every_measurement_once(db, "cpu", data)
+    assert _hot_buckets(db, "cpu") == 0
+
+
 def _assert_every_measurement_once(db, coll, data):
     n, s = _sum_user(db[coll])
     assert n == data.count, f"{n} measurements, loaded {data.count}"
@@ -599,10 +607,7 @@ def test_kill_9_at_random_moments_while_archiving_loses_and_duplicates_nothing(t
     print(f"archive.measurements (after restart, before kill -9): {progress}")
     with running_server(*args, dbpath=dbpath, exit_on_failure=False) as (_, port, log):
         db = _client(port)[DB]
-        _assert_every_measurement_once(db, "cpu", data)
-        wait_archived(db, "cpu", data.count, timeout=120)
-        _assert_every_measurement_once(db, "cpu", data)
-        assert _hot_buckets(db, "cpu") == 0
+        _assert_archived_to_the_end_once(db, data)
         # no orphan: once stable, the files on disk are those the manifest counts
         a = wait_for(lambda: (s := archive_stats(db, "cpu"))["files"] == len(parquet_files(root)) and s, 20,
                      "files on disk == collStats archive.files")
@@ -652,10 +657,7 @@ def test_abort_at_an_archive_fail_point_loses_and_duplicates_nothing(tmp_path, f
     # the mover resumes (its first pass deletes unrecorded files): everything archived, once
     with running_server(*MOVER, dbpath=dbpath, exit_on_failure=False) as (_, port, log):
         db = _client(port)[DB]
-        _assert_every_measurement_once(db, "cpu", data)
-        wait_archived(db, "cpu", data.count, timeout=120)
-        _assert_every_measurement_once(db, "cpu", data)
-        assert _hot_buckets(db, "cpu") == 0
+        _assert_archived_to_the_end_once(db, data)
         files = parquet_files(root)
         assert archive_stats(db, "cpu")["files"] == len(files)
         if fail_point == "archiveMoverCrashBeforeCommit":

@@ -4,6 +4,11 @@
 
 use bson::{Bson, Document};
 
+/// Whether `path` is the meta field `mf` or a path inside it.
+pub fn is_meta_path(path: &str, mf: &str) -> bool {
+    path == mf || path.strip_prefix(mf).is_some_and(|r| r.starts_with('.'))
+}
+
 /// Returns `v` with every object's fields sorted by name, recursively.
 pub fn normalize_meta(v: &Bson) -> Bson {
     match v {

@@ -3,6 +3,7 @@
 //! newest measurement, so only the newest buckets of each series are read
 //! (`TimeseriesStore::latest_per_series`) instead of sorting every measurement.
 
+use crate::meta::is_meta_path;
 use crate::options::TimeseriesOptions;
 use bson::{Bson, Document};
 use hourglass_query::compare::OrdBson;
@@ -15,10 +16,6 @@ pub struct LastPoint {
     id: Expr,
     accs: Vec<(String, Expr)>,
     time_field: String,
-}
-
-fn is_meta_path(path: &str, mf: &str) -> bool {
-    path == mf || path.strip_prefix(mf).is_some_and(|r| r.starts_with('.'))
 }
 
 /// The meta paths an `_id` spec groups by (`"$p"` or `{k: "$p", ...}`).

@@ -63,7 +63,7 @@ pub struct VectorGroup {
 }
 
 fn is_meta_path(path: &str, mf: Option<&str>) -> bool {
-    mf.is_some_and(|mf| path == mf || path.strip_prefix(mf).is_some_and(|r| r.starts_with('.')))
+    mf.is_some_and(|mf| crate::meta::is_meta_path(path, mf))
 }
 
 /// Width in ms of a fixed-width `$dateTrunc` unit.

@@ -33,6 +33,7 @@ use hourglass_archive::manifest::MAX_METAS;
 use hourglass_archive::{parquet_file, ArchiveSpec, FileEntry, Location};
 use hourglass_catalog::Collection;
 use hourglass_query::compare::compare_values;
+use hourglass_query::path::get_path;
 use hourglass_storage::Snapshot;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -106,20 +107,6 @@ fn day_of(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms.div_euclid(DAY_MS) * DAY_MS)
         .map(|d| d.format("%Y-%m-%d").to_string())
         .unwrap_or_else(|| "out-of-range".into())
-}
-
-/// The value at dotted `path` of a measurement (the partitionBy paths start with the
-/// meta field).
-fn value_at<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
-    let mut parts = path.split('.');
-    let mut v = doc.get(parts.next()?)?;
-    for p in parts {
-        v = match v {
-            Bson::Document(d) => d.get(p)?,
-            _ => return None,
-        };
-    }
-    Some(v)
 }
 
 /// The collection's folder below the archive root.
@@ -368,7 +355,7 @@ fn split(
             for path in &spec.partition_by {
                 partition.insert(
                     path.clone(),
-                    value_at(&m, path).cloned().unwrap_or(Bson::Null),
+                    get_path(&m, path).cloned().unwrap_or(Bson::Null),
                 );
             }
             let mut pkey = Vec::new();

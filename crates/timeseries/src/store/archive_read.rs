@@ -14,20 +14,19 @@ use super::archive::manifest;
 use super::counters::ScanCounters;
 use super::{BucketPredicate, BucketView, StoreError};
 use crate::bucket::Bucket;
+use crate::meta::is_meta_path;
 use crate::options::TimeseriesOptions;
 use arrow_array::cast::AsArray;
 use arrow_array::types::TimestampMillisecondType;
 use arrow_array::{Array, RecordBatch};
 use bson::oid::ObjectId;
-use bson::{Bson, Document};
+use bson::Bson;
 use hourglass_archive::columnar::{documents, Cells};
 use hourglass_archive::parquet_file::OpenedFile;
 use hourglass_archive::{ArchiveError, FileEntry};
 use hourglass_catalog::Collection;
-use hourglass_query::compare::{compare_values, same_bracket};
 use hourglass_query::filter::Filter;
 use hourglass_storage::Snapshot;
-use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -128,10 +127,9 @@ fn file_views(
             .is_some_and(|(lo, hi)| predicate.bounds.excludes(ms(lo), ms(hi)));
         let by_range =
             predicate.has_ranges() && predicate.refuted_by_bounds(|c| file.bounds(rg, c));
-        let by_meta = predicate
-            .meta_spec
-            .as_ref()
-            .is_some_and(|spec| meta_refuted(spec, &|c| file.bounds(rg, c)));
+        // Parquet orders strings by bytes: no meta pruning under a collation.
+        let by_meta = !hourglass_query::collation::active()
+            && predicate.meta_refuted_by_bounds(|c| file.bounds(rg, c));
         if by_time || by_range || by_meta {
             counters
                 .archive_row_groups_pruned
@@ -186,54 +184,6 @@ fn read_buckets(
     Ok(out)
 }
 
-/// Whether the meta conditions `spec` (`{"<meta>.<path>": value or {$eq/$in/$gt/$gte/
-/// $lt/$lte: ...}}`, conjuncts, possibly under `$and`) cannot hold for values within the `bounds` of a row
-/// group's flattened meta columns. Strings are compared by bytes, as Parquet orders
-/// them, so nothing is ruled out while a collation is active.
-fn meta_refuted(spec: &Document, bounds: &dyn Fn(&str) -> Option<(Bson, Bson)>) -> bool {
-    if hourglass_query::collation::active() {
-        return false;
-    }
-    // NaN is left out of Parquet's min/max (and ranges never match it): never compared.
-    let scalar = |v: &Bson| {
-        matches!(
-            v,
-            Bson::String(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::DateTime(_)
-        ) && !matches!(v, Bson::Double(d) if d.is_nan())
-    };
-    spec.iter().any(|(path, cond)| {
-        if path == "$and" {
-            return matches!(cond, Bson::Array(all) if all.iter().any(|c| {
-                matches!(c, Bson::Document(d) if meta_refuted(d, &bounds))
-            }));
-        }
-        if path.starts_with('$') {
-            return false;
-        }
-        let Some((lo, hi)) = bounds(path) else {
-            return false;
-        };
-        let comparable = |v: &Bson| scalar(v) && same_bracket(v, &lo) && same_bracket(v, &hi);
-        let below = |v: &Bson| compare_values(v, &lo) == CmpOrdering::Less;
-        let above = |v: &Bson| compare_values(v, &hi) == CmpOrdering::Greater;
-        let outside = |v: &Bson| comparable(v) && (below(v) || above(v));
-        match cond {
-            Bson::Document(ops) if ops.keys().next().is_some_and(|k| k.starts_with('$')) => {
-                ops.iter().any(|(op, v)| match op.as_str() {
-                    "$eq" => outside(v),
-                    "$in" => matches!(v, Bson::Array(a) if !a.is_empty() && a.iter().all(outside)),
-                    "$gt" => comparable(v) && compare_values(&hi, v) != CmpOrdering::Greater,
-                    "$gte" => comparable(v) && above(v),
-                    "$lt" => comparable(v) && compare_values(&lo, v) != CmpOrdering::Less,
-                    "$lte" => comparable(v) && below(v),
-                    _ => false,
-                })
-            }
-            v => outside(v),
-        }
-    })
-}
-
 /// A fresh `_id` for an in-memory archived bucket: its minimum time, then a counter.
 fn archived_bucket_id(min_time_ms: i64) -> ObjectId {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -257,9 +207,10 @@ fn buckets_of(
 ) -> Result<Vec<Bucket>, StoreError> {
     let schema = batch.schema();
     let is_meta = |name: &str| {
-        options.meta_field.as_deref().is_some_and(|mf| {
-            name == mf || name.strip_prefix(mf).is_some_and(|r| r.starts_with('.'))
-        })
+        options
+            .meta_field
+            .as_deref()
+            .is_some_and(|mf| is_meta_path(name, mf))
     };
     let (meta_cols, data_cols): (Vec<usize>, Vec<usize>) =
         (0..schema.fields().len()).partition(|&i| is_meta(schema.field(i).name()));
@@ -362,34 +313,4 @@ pub(super) fn refuse_archived_match(
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::meta_refuted;
-    use bson::{doc, Bson};
-
-    #[test]
-    fn meta_conditions_are_refuted_only_by_bounds_that_exclude_every_value() {
-        let bounds = |path: &str| match path {
-            "m.h" => Some((Bson::String("b".into()), Bson::String("d".into()))),
-            "m.x" => Some((Bson::Double(1.0), Bson::Double(2.0))),
-            _ => None,
-        };
-        let refuted = |spec: bson::Document| meta_refuted(&spec, &bounds);
-        assert!(refuted(doc! {"$and": [{"m.h": "a"}]}));
-        assert!(!refuted(doc! {"$and": [{"m.h": "c"}]}));
-        assert!(refuted(doc! {"m.h": {"$in": ["a", "z"]}}));
-        assert!(!refuted(doc! {"m.h": {"$in": ["a", "c"]}}));
-        assert!(refuted(doc! {"m.h": {"$gt": "d"}}));
-        assert!(!refuted(doc! {"m.h": {"$gte": "d"}}));
-        assert!(refuted(doc! {"m.h": {"$lt": "b"}}));
-        assert!(!refuted(doc! {"m.h": {"$ne": "c"}}));
-        assert!(!refuted(doc! {"m.other": "a"}), "no statistics: kept");
-        assert!(
-            !refuted(doc! {"m.x": f64::NAN}),
-            "NaN is not in the statistics"
-        );
-        assert!(refuted(doc! {"m.x": 3}));
-    }
 }

@@ -19,6 +19,7 @@ use super::{
     StoreError, TimeseriesStore,
 };
 use crate::bucket::Bucket;
+use crate::meta::is_meta_path;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
@@ -53,10 +54,6 @@ fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
         drop(s);
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
-}
-
-fn is_meta_path(path: &str, mf: &str) -> bool {
-    path == mf || path.strip_prefix(mf).is_some_and(|r| r.starts_with('.'))
 }
 
 /// Whether every path an operator update writes lies in the meta field.

@@ -171,7 +171,8 @@ fn point_extent(v: &Bson) -> Option<Pos> {
     }
 }
 
-/// A range condition on a top-level measurement field that control min/max can refute.
+/// A range condition on a top-level measurement field that control min/max can refute
+/// (or on a meta path, which an archived row group's statistics can refute).
 #[derive(Debug, Clone)]
 struct FieldRange {
     field: String,
@@ -186,6 +187,9 @@ enum RangeOp {
     Lt,
     Lte,
     Eq,
+    /// `$in` of scalars (the value is their array; meta paths only): refuted when each
+    /// would be by `Eq`.
+    In,
 }
 
 /// What a filter says about whole buckets.
@@ -204,6 +208,8 @@ pub struct BucketPredicate {
     /// not at all.
     pub meta_only: bool,
     ranges: Vec<FieldRange>,
+    /// The meta conjuncts' range conditions on meta paths (`tags.hostname`).
+    meta_ranges: Vec<FieldRange>,
     /// Geo conditions on top-level measurement fields, as the box of longitudes and
     /// latitudes they can match inside (refuted by the bucket's point extent).
     geo: Vec<(String, GeoBox)>,
@@ -232,6 +238,10 @@ impl BucketPredicate {
                 if only_meta_paths(k, v, mf) {
                     if k != "$comment" {
                         meta.push(Bson::Document(doc! {k: v.clone()}));
+                    }
+                    if !k.starts_with('$') {
+                        p.meta_ranges.extend(field_ranges(k, v));
+                        p.meta_ranges.extend(in_range(k, v));
                     }
                     continue;
                 }
@@ -320,32 +330,46 @@ impl BucketPredicate {
             },
             None => false,
         });
-        outside_box
-            || self.ranges.iter().any(|r| {
-                let Some((lo, hi)) = bounds(&r.field) else {
-                    return false;
-                };
-                let (lo, hi) = (&lo, &hi);
-                // Only same-bracket scalars compare meaningfully; arrays and objects could
-                // match element-wise, so they never refute.
-                if !(same_bracket(lo, &r.value) && same_bracket(hi, &r.value))
-                    || matches!(lo, Bson::Array(_) | Bson::Document(_))
-                    || matches!(hi, Bson::Array(_) | Bson::Document(_))
-                {
-                    return false;
-                }
-                let v = &r.value;
-                match r.op {
-                    RangeOp::Gt => compare_values(hi, v) != Ordering::Greater,
-                    RangeOp::Gte => compare_values(hi, v) == Ordering::Less,
-                    RangeOp::Lt => compare_values(lo, v) != Ordering::Less,
-                    RangeOp::Lte => compare_values(lo, v) == Ordering::Greater,
-                    RangeOp::Eq => {
-                        compare_values(hi, v) == Ordering::Less
-                            || compare_values(lo, v) == Ordering::Greater
-                    }
-                }
-            })
+        outside_box || any_refuted(&self.ranges, &bounds)
+    }
+
+    /// Whether the meta conditions' ranges (`$eq`, `$in`, `$gt`... on meta paths) cannot
+    /// hold for values within `bounds` of the flattened meta paths (an archived row
+    /// group's statistics).
+    pub fn meta_refuted_by_bounds(&self, bounds: impl Fn(&str) -> Option<(Bson, Bson)>) -> bool {
+        any_refuted(&self.meta_ranges, &bounds)
+    }
+}
+
+/// Whether some range cannot hold for values within its field's `bounds`.
+fn any_refuted(ranges: &[FieldRange], bounds: &dyn Fn(&str) -> Option<(Bson, Bson)>) -> bool {
+    ranges
+        .iter()
+        .any(|r| bounds(&r.field).is_some_and(|(lo, hi)| range_refuted(r.op, &r.value, &lo, &hi)))
+}
+
+/// Whether `op value` cannot hold for a value between `lo` and `hi`.
+fn range_refuted(op: RangeOp, v: &Bson, lo: &Bson, hi: &Bson) -> bool {
+    if let (RangeOp::In, Bson::Array(values)) = (op, v) {
+        return !values.is_empty() && values.iter().all(|v| range_refuted(RangeOp::Eq, v, lo, hi));
+    }
+    // Only same-bracket scalars compare meaningfully; arrays and objects could match
+    // element-wise, so they never refute.
+    if !(same_bracket(lo, v) && same_bracket(hi, v))
+        || matches!(lo, Bson::Array(_) | Bson::Document(_))
+        || matches!(hi, Bson::Array(_) | Bson::Document(_))
+    {
+        return false;
+    }
+    match op {
+        RangeOp::Gt => compare_values(hi, v) != Ordering::Greater,
+        RangeOp::Gte => compare_values(hi, v) == Ordering::Less,
+        RangeOp::Lt => compare_values(lo, v) != Ordering::Less,
+        RangeOp::Lte => compare_values(lo, v) == Ordering::Greater,
+        RangeOp::Eq => {
+            compare_values(hi, v) == Ordering::Less || compare_values(lo, v) == Ordering::Greater
+        }
+        RangeOp::In => false,
     }
 }
 
@@ -374,18 +398,36 @@ fn relative_to_meta(filter: &Document, mf: &str) -> Option<Document> {
     Some(out)
 }
 
-fn field_ranges(field: &str, v: &Bson) -> Vec<FieldRange> {
-    let scalar = |v: &Bson| {
-        matches!(
-            v,
-            Bson::Double(_)
-                | Bson::Int32(_)
-                | Bson::Int64(_)
-                | Bson::DateTime(_)
-                | Bson::String(_)
-                | Bson::Boolean(_)
-        ) && !matches!(v, Bson::Double(d) if d.is_nan())
+/// A value a range condition compares with (NaN never matches a range).
+fn range_scalar(v: &Bson) -> bool {
+    matches!(
+        v,
+        Bson::Double(_)
+            | Bson::Int32(_)
+            | Bson::Int64(_)
+            | Bson::DateTime(_)
+            | Bson::String(_)
+            | Bson::Boolean(_)
+    ) && !matches!(v, Bson::Double(d) if d.is_nan())
+}
+
+/// `{field: {$in: [scalars]}}` as an [`RangeOp::In`] range.
+fn in_range(field: &str, v: &Bson) -> Option<FieldRange> {
+    let Bson::Document(ops) = v else {
+        return None;
     };
+    match ops.get("$in")? {
+        Bson::Array(values) if values.iter().all(range_scalar) => Some(FieldRange {
+            field: field.to_string(),
+            op: RangeOp::In,
+            value: Bson::Array(values.clone()),
+        }),
+        _ => None,
+    }
+}
+
+fn field_ranges(field: &str, v: &Bson) -> Vec<FieldRange> {
+    let scalar = range_scalar;
     let one = |op, v: &Bson| FieldRange {
         field: field.to_string(),
         op,
@@ -418,6 +460,34 @@ mod tests {
 
     fn opts() -> TimeseriesOptions {
         TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "m"}).unwrap()
+    }
+
+    #[test]
+    fn meta_conditions_are_refuted_only_by_bounds_that_exclude_every_value() {
+        let bounds = |path: &str| match path {
+            "m.h" => Some((Bson::String("b".into()), Bson::String("d".into()))),
+            "m.x" => Some((Bson::Double(1.0), Bson::Double(2.0))),
+            _ => None,
+        };
+        let refuted = |filter: Document| {
+            BucketPredicate::from_filter(&filter, &opts())
+                .unwrap()
+                .meta_refuted_by_bounds(bounds)
+        };
+        assert!(refuted(doc! {"$and": [{"m.h": "a"}]}));
+        assert!(!refuted(doc! {"$and": [{"m.h": "c"}]}));
+        assert!(refuted(doc! {"m.h": {"$in": ["a", "z"]}}));
+        assert!(!refuted(doc! {"m.h": {"$in": ["a", "c"]}}));
+        assert!(refuted(doc! {"m.h": {"$gt": "d"}}));
+        assert!(!refuted(doc! {"m.h": {"$gte": "d"}}));
+        assert!(refuted(doc! {"m.h": {"$lt": "b"}}));
+        assert!(!refuted(doc! {"m.h": {"$ne": "c"}}));
+        assert!(!refuted(doc! {"m.other": "a"}), "no statistics: kept");
+        assert!(
+            !refuted(doc! {"m.x": f64::NAN}),
+            "NaN is not in the statistics"
+        );
+        assert!(refuted(doc! {"m.x": 3}));
     }
 
     #[test]
