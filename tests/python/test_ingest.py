@@ -1,6 +1,7 @@
 """Ingest behaviour pinned through pymongo (issue #14): bucket reopening after a restart and
 for out-of-order data, its counters, survival of a reopened bucket and of buckets closed by
-one insert across kill -9, and a clean shutdown that leaves no journal behind."""
+one insert across kill -9, deletions that stay deleted although the insert log still holds
+the rows, and a clean shutdown that leaves no journal behind."""
 
 import datetime as dt
 import signal
@@ -99,6 +100,25 @@ def test_buckets_filled_and_closed_by_one_insert_survive_kill_9_right_after_it(t
             proc.wait()
         with running_server(dbpath=dbpath) as (_, port, _):
             assert _client(port).ingest.m.count_documents({}) == 9600
+
+
+def test_measurements_deleted_from_a_stored_bucket_stay_deleted_across_kill_9(tmp_path):
+    # One insert fills host a's first bucket (closed by count, then stored) and opens
+    # buckets for a and b, so the insert's log record outlives the stored bucket. Deleting
+    # the stored bucket's measurements and then kill -9 must not bring them back from it.
+    with running_server(dbpath=tmp_path) as (proc, port, _):
+        db = _client(port).ingest
+        db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
+        db.m.insert_many(_rows("a", 0, 1001, step_s=1) + _rows("b", 0, 1))
+        assert db.m.delete_many({"tags.host": "a", "v": {"$lt": 1000.0}}).deleted_count == 1000
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = _client(port).ingest
+        assert sorted((d["tags"]["host"], d["v"]) for d in db.m.find()) == [
+            ("a", 1000.0),
+            ("b", 0.0),
+        ]
 
 
 def test_clean_shutdown_leaves_an_empty_journal_and_the_data(tmp_path):

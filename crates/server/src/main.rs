@@ -364,9 +364,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     // running wait at the write gate.
     state.write_gate.lock();
     match state.timeseries.close_all() {
-        // Open buckets are durable as deltas; the next start closes them.
+        // Open buckets are durable in the insert log; the next start closes them.
         Err(e) if e.is_out_of_space() => {
-            tracing::warn!(error = %e, "disk full: open time-series buckets stay as deltas until the next start")
+            tracing::warn!(error = %e, "disk full: open time-series buckets stay in the insert log until the next start")
         }
         other => other.context("closing open time-series buckets failed")?,
     }

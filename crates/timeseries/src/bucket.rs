@@ -114,7 +114,7 @@ impl Bucket {
     }
 
     /// Rebuilds an empty bucket with a known id and (already rounded) minimum
-    /// time, e.g. when replaying persisted deltas after a restart.
+    /// time, e.g. when replaying the insert log after a restart.
     pub fn with_id(
         options: &TimeseriesOptions,
         id: ObjectId,

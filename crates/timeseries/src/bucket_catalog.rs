@@ -18,8 +18,7 @@
 //! `idle_memory_threshold`, the least recently used buckets not touched by
 //! that insert are closed (`numBucketsClosedDueToMemoryThreshold`).
 
-use rustc_hash::FxHashMap;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use bson::oid::ObjectId;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
@@ -121,8 +120,8 @@ pub struct InsertOutcome {
     pub errors: Vec<(usize, TsError)>,
     /// For each bucket that received measurements in this call, still open or closed by
     /// it: the new measurements without their meta field, as BSON documents back to
-    /// back (the bucket's next delta record; a closed bucket is durable through its
-    /// deltas until it is stored compressed).
+    /// back (the bucket's entry in the insert's log record; a closed bucket is durable
+    /// through its entries until it is stored compressed).
     pub deltas: Vec<(ObjectId, Vec<u8>)>,
     /// Buckets closed by this call, complete (including measurements added
     /// by this call); they are no longer open.
@@ -158,7 +157,8 @@ pub struct BucketCatalog {
     options: TimeseriesOptions,
     budget: Arc<CatalogBudget>,
     by_meta: FxHashMap<Vec<u8>, ObjectId>,
-    buckets: HashMap<ObjectId, OpenBucket>,
+    /// By bucket `_id` (ids are made here, so a fast hash is safe).
+    buckets: FxHashMap<ObjectId, OpenBucket>,
     stats: BucketStats,
     clock: u64,
     memory: usize,
@@ -191,7 +191,7 @@ impl BucketCatalog {
             options,
             budget,
             by_meta: FxHashMap::default(),
-            buckets: HashMap::new(),
+            buckets: FxHashMap::default(),
             stats: BucketStats::default(),
             clock: 0,
             memory: 0,
@@ -363,9 +363,9 @@ impl BucketCatalog {
         let mut out = InsertOutcome::default();
         self.clock += 1;
         let epoch = self.clock;
-        // Buckets that received measurements, with the new rows' bytes for their delta.
+        // Buckets that received measurements, with the new rows' bytes for their log entry.
         let mut touched: Vec<(ObjectId, Vec<u8>)> = Vec::new();
-        let mut opened_now: HashSet<ObjectId> = HashSet::new();
+        let mut opened_now: FxHashSet<ObjectId> = FxHashSet::default();
         // The fields of the measurement being read, reused from one to the next.
         let mut scratch = Vec::with_capacity(16);
         for (i, raw) in measurements.iter().enumerate() {

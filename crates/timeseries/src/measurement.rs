@@ -2,7 +2,7 @@
 //! place, into its time, the bytes of its meta value (the key of the series cache) and
 //! its data fields. Nothing is decoded into a document; numbers, dates and ObjectIds
 //! become `Bson` values without allocating. The measurement without its meta field, as
-//! the delta record keeps it, is two byte ranges of the request.
+//! the insert log keeps it, is two byte ranges of the request.
 
 use bson::{Bson, RawBsonRef, RawDocument};
 

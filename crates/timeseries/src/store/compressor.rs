@@ -1,8 +1,8 @@
 //! Closed buckets compressed and stored off the insert path. An insert that closes
-//! buckets acknowledges once its deltas are durable and hands the closed buckets to a
-//! background worker, which compresses each and applies its close (compressed bucket in,
-//! deltas out) as one atomic batch; until then reads find the bucket in its series'
-//! `closing` map, and the deltas keep it durable. When more than [`QUEUE_LIMIT`] bytes of
+//! buckets acknowledges once its log record is durable and hands the closed buckets to a
+//! background worker, which compresses each and applies its close (compressed bucket and
+//! stored mark in) as one atomic batch, then releases the bucket's log records; until then
+//! reads find the bucket in its series' `closing` map, and the log keeps it durable. When more than [`QUEUE_LIMIT`] bytes of
 //! buckets wait, inserts store buckets themselves (backpressure). A clean shutdown drains
 //! the queue before closing the open buckets.
 
@@ -22,7 +22,8 @@ const IDLE: Duration = Duration::from_secs(2);
 struct Job {
     series: Arc<Mutex<Series>>,
     bucket: Arc<Bucket>,
-    deltas: u32,
+    /// The log records holding the bucket's entries.
+    seqs: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -51,12 +52,12 @@ impl Compressor {
             return;
         }
         let mut q = self.queue.lock();
-        for (bucket, deltas) in closing {
+        for (bucket, seqs) in closing {
             q.bytes += bucket.heap_bytes;
             q.jobs.push_back(Job {
                 series: series.clone(),
                 bucket,
-                deltas,
+                seqs,
             });
         }
         if !q.worker {
@@ -128,9 +129,9 @@ impl Compressor {
     }
 }
 
-/// Compresses and stores one closed bucket; the bucket leaves `closing` once its close is
-/// applied. A close that fails keeps the bucket readable from `closing` (its deltas are
-/// durable; the next start closes it).
+/// Compresses and stores one closed bucket; the bucket leaves `closing` and releases its
+/// log records once its close is applied. A close that fails keeps the bucket readable
+/// from `closing` (its log records stay; the next start closes it).
 fn store(job: Job) {
     let buckets = {
         let s = job.series.lock();
@@ -141,13 +142,15 @@ fn store(job: Job) {
     };
     let engine = buckets.engine();
     let mut batch = engine.batch();
-    stage_close(&mut batch, &buckets, &job.bucket, job.deltas);
+    stage_close(&mut batch, &buckets, &job.bucket, &job.seqs);
     match engine.apply(batch) {
         Ok(_) => {
-            job.series.lock().closing.remove(&job.bucket.id);
+            let mut s = job.series.lock();
+            s.closing.remove(&job.bucket.id);
+            s.log.release((job.bucket.id, job.seqs));
         }
         Err(e) => {
-            tracing::warn!(ns = %buckets.namespace(), error = %e, "storing a closed bucket failed; it stays as deltas until the next start");
+            tracing::warn!(ns = %buckets.namespace(), error = %e, "storing a closed bucket failed; it stays in the insert log until the next start");
         }
     }
 }

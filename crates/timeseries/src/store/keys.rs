@@ -3,7 +3,9 @@
 //! | key | value |
 //! |---|---|
 //! | `B` + bucket `_id` (12 bytes) | a closed bucket, compressed (`Bucket::encode_compressed`) |
-//! | `D` + bucket `_id` + seq (u32 big-endian) | a delta of an open bucket (see the store) |
+//! | `L` + seq (u64 big-endian) | an insert-log record: new measurements of open buckets (`insert_log`) |
+//! | `P` + bucket `_id` | the stored mark of a bucket: the last insert-log record its stored form includes (u64 BE) |
+//! | `D` + bucket `_id` + seq (u32 big-endian) | legacy (before the insert log): a delta of an open bucket; read and closed at start-up |
 //! | `M` + len (u32 BE) + meta key + min time (i64, sign-flipped BE) + bucket `_id` | empty: the meta/time index of closed buckets |
 //! | `S` + meta key | the series' meta value as `{"": meta}` (absent meta: `{}`): the series directory |
 //! | `A` + file path | the manifest entry of an archived Parquet file (`hourglass_archive::FileEntry`) |
@@ -15,6 +17,8 @@ use bson::oid::ObjectId;
 
 pub const CLOSED: u8 = b'B';
 pub const DELTA: u8 = b'D';
+pub const LOG: u8 = b'L';
+pub const STORED_MARK: u8 = b'P';
 pub const META_INDEX: u8 = b'M';
 pub const SERIES: u8 = b'S';
 pub const ARCHIVED: u8 = b'A';
@@ -33,10 +37,27 @@ pub fn bucket_key(kind: u8, id: &ObjectId) -> Vec<u8> {
     k
 }
 
+#[cfg(test)]
 pub fn delta_key(id: &ObjectId, seq: u32) -> Vec<u8> {
     let mut k = bucket_key(DELTA, id);
     k.extend_from_slice(&seq.to_be_bytes());
     k
+}
+
+pub fn log_key(seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.push(LOG);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// The sequence number in an insert-log key.
+pub fn log_seq(k: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(k.get(1..9)?.try_into().ok()?))
+}
+
+pub fn stored_mark_key(id: &ObjectId) -> Vec<u8> {
+    bucket_key(STORED_MARK, id)
 }
 
 /// The `_id` stored in a `B`/`D` key.

@@ -1,11 +1,12 @@
 //! Persistence of one time-series collection's buckets in its `system.buckets.<coll>`
 //! tree, and the bucket catalogs of all time-series collections. Key layout: `keys`.
 //!
-//! An insert appends one small delta per touched open bucket (never rewriting the
-//! bucket) and, for every bucket it closes, writes the compressed bucket, its meta-index
-//! entry and series-directory entry and deletes the bucket's deltas — all in atomic,
-//! durable storage batches. On first use after a restart every open bucket left as
-//! deltas is closed (as MongoDB closes all buckets on restart). Reads take the open
+//! An insert appends one insert-log record holding the new measurements of every open
+//! bucket it touched (never rewriting a bucket); every bucket closed is then written
+//! compressed, with its meta-index and series-directory entries and its stored mark, and
+//! log records no open bucket needs are deleted — all in atomic, durable storage batches.
+//! On first use after a restart every open bucket left in the log is closed (as MongoDB
+//! closes all buckets on restart). Reads take the open
 //! buckets from memory and the closed ones from one storage snapshot taken under the
 //! same lock, so they see every committed measurement exactly once.
 
@@ -15,6 +16,7 @@ mod compressor;
 mod counters;
 mod geo;
 mod indexes;
+mod insert_log;
 mod keys;
 mod latest;
 mod modify;
@@ -44,6 +46,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
+use insert_log::{InsertLog, Retired};
 use keys::*;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -103,15 +106,15 @@ pub fn options_of(buckets: &Collection) -> Option<TimeseriesOptions> {
 /// The series directory: meta key -> meta value.
 pub(crate) type Directory = BTreeMap<Vec<u8>, Option<Bson>>;
 
-/// Buckets taken out of the catalog to be stored, with their delta counts.
-type Closing = Vec<(Arc<Bucket>, u32)>;
+/// Buckets taken out of the catalog to be stored, with their insert-log records.
+type Closing = Vec<(Arc<Bucket>, Vec<u64>)>;
 
 /// In-memory state of one time-series collection.
 struct Series {
     buckets: Arc<Collection>,
     catalog: BucketCatalog,
-    /// Next delta sequence number of each open bucket.
-    next_seq: HashMap<ObjectId, u32>,
+    /// The insert log's bookkeeping: which records hold which open buckets' entries.
+    log: InsertLog,
     /// Buckets taken out of the catalog whose compressed form is not applied to
     /// storage yet; reads take them from here.
     closing: HashMap<ObjectId, Arc<Bucket>>,
@@ -119,7 +122,7 @@ struct Series {
     directory: Option<Arc<Directory>>,
     /// The collection was dropped: closed buckets still queued are not stored.
     dropped: bool,
-    /// Buckets reopened whose first delta is not written yet.
+    /// Buckets reopened whose first log entry is not written yet.
     reopened: std::collections::HashSet<ObjectId>,
 }
 
@@ -134,8 +137,8 @@ impl Series {
         }
     }
 
-    /// Takes open buckets out of the catalog for a rewrite, with their delta counts.
-    fn take_open(&mut self, ids: &[ObjectId]) -> Vec<(Bucket, u32)> {
+    /// Takes open buckets out of the catalog for a rewrite, with their log records.
+    fn take_open(&mut self, ids: &[ObjectId]) -> Vec<(Bucket, Vec<u64>)> {
         let mut out = Vec::new();
         for id in ids {
             let meta = match self.catalog.open_bucket(*id) {
@@ -143,11 +146,37 @@ impl Series {
                 None => continue,
             };
             if let Some(b) = self.catalog.clear_meta(meta.as_ref()) {
-                let deltas = self.next_seq.remove(&b.id).unwrap_or(0);
-                out.push((b, deltas));
+                let seqs = self.log.retire(&b.id);
+                out.push((b, seqs));
             }
         }
         out
+    }
+
+    /// Commits a batch that stores or removes the `retired` buckets, then releases their
+    /// log records; records and marks nothing needs any more go with the next batch.
+    fn commit_retiring(
+        &mut self,
+        mut batch: Batch,
+        retired: Vec<Retired>,
+    ) -> Result<(), StoreError> {
+        let engine = self.buckets.engine().clone();
+        self.log.stage_garbage(&mut batch, self.buckets.tree());
+        engine.commit(batch)?;
+        for r in retired {
+            self.log.release(r);
+        }
+        Ok(())
+    }
+
+    /// Deletes the log records and marks no longer needed now rather than with the next
+    /// batch (closing everything: nothing else may come).
+    fn collect_garbage(&mut self) -> Result<(), StoreError> {
+        if !self.log.has_garbage() {
+            return Ok(());
+        }
+        let engine = self.buckets.engine().clone();
+        self.commit_retiring(engine.batch(), Vec::new())
     }
 }
 
@@ -172,40 +201,96 @@ fn corrupt(msg: impl Into<String>) -> StoreError {
     StoreError::Catalog(CatalogError::Corrupt(msg.into()))
 }
 
-/// Rebuilds the open buckets left as deltas in `snap`, in `_id` order, with the number
-/// of deltas each has.
+/// The open buckets stored in a snapshot (in the insert log, or as legacy deltas), and
+/// every log record, stored mark and delta key holding them.
+#[derive(Default)]
+struct Leftovers {
+    buckets: Vec<Bucket>,
+    keys: Vec<Vec<u8>>,
+}
+
+impl Leftovers {
+    /// The bucket with id `id`, rebuilt first from `header` (and its stored form when it
+    /// was reopened) if not seen yet.
+    fn bucket(
+        &mut self,
+        index: &mut HashMap<ObjectId, usize>,
+        ctx: (&Snapshot, &Collection, &TimeseriesOptions),
+        id: ObjectId,
+        header: Option<(i64, Option<Bson>)>,
+        reopened: bool,
+    ) -> Result<&mut Bucket, StoreError> {
+        let i = match index.get(&id) {
+            Some(&i) => i,
+            None => {
+                let (snap, buckets, options) = ctx;
+                let (min, meta) = header
+                    .ok_or_else(|| corrupt("the first entry of an open bucket lacks its header"))?;
+                let stored = match reopened {
+                    true => snap.get(buckets.tree(), &bucket_key(CLOSED, &id))?,
+                    false => None,
+                };
+                let bucket = match stored {
+                    Some(bytes) => decode_compressed_owned(bytes)?.to_bucket()?,
+                    None => Bucket::with_id(options, id, meta, min),
+                };
+                self.buckets.push(bucket);
+                index.insert(id, self.buckets.len() - 1);
+                self.buckets.len() - 1
+            }
+        };
+        Ok(&mut self.buckets[i])
+    }
+}
+
+/// Rebuilds the open buckets left in `snap`: from the insert log, skipping the entries a
+/// bucket's stored mark covers, and from legacy delta records.
 fn open_buckets_in(
     snap: &Snapshot,
     buckets: &Collection,
     options: &TimeseriesOptions,
-) -> Result<Vec<(Bucket, u32)>, StoreError> {
-    let mut out: Vec<(Bucket, u32)> = Vec::new();
-    for entry in snap.scan_prefix(buckets.tree(), &[DELTA]) {
+) -> Result<Leftovers, StoreError> {
+    let mut out = Leftovers::default();
+    let mut index = HashMap::new();
+    let ctx = (snap, buckets, options);
+    let tree = buckets.tree();
+    let mut marks = HashMap::new();
+    for entry in snap.scan_prefix(tree, &[STORED_MARK]) {
+        let (k, v) = entry?;
+        let id = object_id_at(&k).ok_or_else(|| corrupt("short stored-mark key"))?;
+        marks.insert(id, insert_log::mark_seq(&v)?);
+        out.keys.push(k);
+    }
+    for entry in snap.scan_prefix(tree, &[LOG]) {
+        let (k, v) = entry?;
+        let seq = log_seq(&k).ok_or_else(|| corrupt("short insert-log key"))?;
+        for e in insert_log::entries(&v) {
+            let e = e?;
+            if marks.get(&e.id).is_some_and(|m| *m >= seq) {
+                continue;
+            }
+            let bucket = out.bucket(&mut index, ctx, e.id, e.header, e.reopened)?;
+            for m in split_documents(e.rows) {
+                bucket.add(m?);
+            }
+        }
+        out.keys.push(k);
+    }
+    for entry in snap.scan_prefix(tree, &[DELTA]) {
         let (k, v) = entry?;
         let id = object_id_at(&k).ok_or_else(|| corrupt("short delta key"))?;
         let mut docs = split_documents(&v);
         let header = docs.next().ok_or_else(|| corrupt("empty delta"))??;
-        if out.last().map(|(b, _)| b.id) != Some(id) {
-            let min = header
-                .get_i64("min")
-                .map_err(|_| corrupt("first delta of a bucket lacks its min time"))?;
-            let stored = match header.get_bool("reopened") {
-                Ok(true) => snap.get(buckets.tree(), &bucket_key(CLOSED, &id))?,
-                _ => None,
-            };
-            let bucket = match stored {
-                Some(bytes) => decode_compressed_owned(bytes)?.to_bucket()?,
-                None => Bucket::with_id(options, id, header.get("meta").cloned(), min),
-            };
-            out.push((bucket, 0));
-        }
-        let Some((bucket, n)) = out.last_mut() else {
-            continue;
+        let first = match header.get_i64("min") {
+            Ok(min) => Some((min, header.get("meta").cloned())),
+            Err(_) => None,
         };
+        let reopened = header.get_bool("reopened").unwrap_or(false);
+        let bucket = out.bucket(&mut index, ctx, id, first, reopened)?;
         for m in docs {
             bucket.add(m?);
         }
-        *n += 1;
+        out.keys.push(k);
     }
     Ok(out)
 }
@@ -221,7 +306,7 @@ fn load_directory(snap: &Snapshot, buckets: &Collection) -> Result<Directory, St
     Ok(dir)
 }
 
-/// The BSON documents stored back to back in `bytes` (a delta record).
+/// The BSON documents stored back to back in `bytes` (an insert-log entry's rows).
 pub(crate) fn split_documents(
     bytes: &[u8],
 ) -> impl Iterator<Item = Result<Document, StoreError>> + '_ {
@@ -244,34 +329,6 @@ pub(crate) fn split_documents(
         rest = tail;
         Some(bson::from_slice(doc).map_err(|e| corrupt(e.to_string())))
     })
-}
-
-/// A delta record: a header document (`{min, meta, reopened?}` for a bucket's first
-/// delta, else empty) followed by the new measurements (`rows`: BSON documents back to
-/// back). `reopened: true` says the bucket is also stored closed, with the measurements
-/// it had when it was reopened: a restart rebuilds it from that and its deltas.
-fn encode_delta(
-    bucket: &Bucket,
-    first: bool,
-    reopened: bool,
-    rows: &[u8],
-) -> Result<Vec<u8>, StoreError> {
-    let mut header = Document::new();
-    if first {
-        header.insert("min", bucket.min_time_ms);
-        if let Some(meta) = &bucket.meta {
-            header.insert("meta", meta.clone());
-        }
-        if reopened {
-            header.insert("reopened", true);
-        }
-    }
-    let mut out = Vec::with_capacity(64 + rows.len());
-    header
-        .to_writer(&mut out)
-        .map_err(|e| corrupt(e.to_string()))?;
-    out.extend_from_slice(rows);
-    Ok(out)
 }
 
 /// A closed bucket of series `key` whose span holds time `t`, to reopen: the newest one
@@ -323,12 +380,10 @@ pub fn raw_measurements(docs: &[Document]) -> Result<Vec<RawDocumentBuf>, StoreE
 }
 
 /// Stages the writes that close `bucket`: its compressed form, meta-index and
-/// series-directory entries in, its deltas out.
-fn stage_close(batch: &mut Batch, buckets: &Collection, bucket: &Bucket, deltas: u32) {
+/// series-directory entries, and its stored mark over its log records `seqs`.
+fn stage_close(batch: &mut Batch, buckets: &Collection, bucket: &Bucket, seqs: &[u64]) {
     stage_store(batch, buckets, bucket);
-    for seq in 0..deltas {
-        batch.delete(buckets.tree(), &delta_key(&bucket.id, seq));
-    }
+    insert_log::stage_retire(batch, buckets.tree(), &bucket.id, seqs);
 }
 
 /// Stages `bucket` as a closed bucket (new, or replacing one with the same id, meta
@@ -397,18 +452,23 @@ impl TimeseriesStore {
         }
         let engine = buckets.engine();
         let leftovers = open_buckets_in(&engine.snapshot(), buckets, options)?;
-        if !leftovers.is_empty() {
+        if !leftovers.keys.is_empty() {
+            // One batch: the buckets stored, every log record, mark and delta gone, so the
+            // log starts again from sequence 0.
             let mut batch = engine.batch();
-            for (bucket, deltas) in &leftovers {
-                stage_close(&mut batch, buckets, bucket, *deltas);
+            for bucket in &leftovers.buckets {
+                stage_store(&mut batch, buckets, bucket);
+            }
+            for k in &leftovers.keys {
+                batch.delete(buckets.tree(), k);
             }
             engine.commit(batch)?;
-            tracing::info!(ns = %buckets.namespace(), count = leftovers.len(), "closed buckets left open by the previous run");
+            tracing::info!(ns = %buckets.namespace(), count = leftovers.buckets.len(), "closed buckets left open by the previous run");
         }
         let series = Arc::new(Mutex::new(Series {
             buckets: buckets.clone(),
             catalog: BucketCatalog::new(options.clone(), self.budget.clone()),
-            next_seq: HashMap::new(),
+            log: InsertLog::default(),
             closing: HashMap::new(),
             directory: None,
             dropped: false,
@@ -419,7 +479,7 @@ impl TimeseriesStore {
     }
 
     /// Closes every open bucket of every collection (clean shutdown): compressed
-    /// buckets in, deltas out.
+    /// buckets in, the insert log emptied.
     pub fn close_all(&self) -> Result<(), StoreError> {
         self.compressor.drain();
         let all: Vec<Arc<Mutex<Series>>> = self.series.lock().values().cloned().collect();
@@ -427,6 +487,7 @@ impl TimeseriesStore {
             let mut s = series.lock();
             let closed = s.catalog.close_all();
             Self::commit_closed(&mut s, closed)?;
+            s.collect_garbage()?;
         }
         Ok(())
     }
@@ -435,13 +496,14 @@ impl TimeseriesStore {
     fn commit_closed(s: &mut Series, closed: Vec<Bucket>) -> Result<(), StoreError> {
         let engine = s.buckets.engine().clone();
         let mut batch = engine.batch();
+        let mut retired = Vec::with_capacity(closed.len());
         for bucket in &closed {
-            let deltas = s.next_seq.remove(&bucket.id).unwrap_or(0);
-            stage_close(&mut batch, &s.buckets, bucket, deltas);
+            let seqs = s.log.retire(&bucket.id);
+            stage_close(&mut batch, &s.buckets, bucket, &seqs);
             s.note_closed(bucket);
+            retired.push((bucket.id, seqs));
         }
-        engine.commit(batch)?;
-        Ok(())
+        s.commit_retiring(batch, retired)
     }
 
     /// Switches a collection to new options (collMod): its open buckets are closed, new
@@ -466,7 +528,7 @@ impl TimeseriesStore {
         }
     }
 
-    /// Inserts measurements: one atomic, durable batch of deltas and closed buckets.
+    /// Inserts measurements: one atomic, durable batch holding their insert-log record.
     pub fn insert(
         &self,
         buckets: &Arc<Collection>,
@@ -488,8 +550,8 @@ impl TimeseriesStore {
         let appended = engine.apply(batch);
         drop(s);
         let appended = appended?;
-        // The closed buckets are compressed and stored off the request path: their deltas
-        // are durable, and reads find them in `closing` until they are stored.
+        // The closed buckets are compressed and stored off the request path: their log
+        // entries are durable, and reads find them in `closing` until they are stored.
         self.compressor.submit(&series, closing);
         if engine.wait_durable_shared(appended)? && out.inserted > 0 {
             // Another insert's sync made these measurements durable: group commit.
@@ -613,14 +675,14 @@ impl TimeseriesStore {
                 continue;
             }
             if let Err(e) = Self::commit_closed(&mut s, closed) {
-                tracing::warn!(ns = %s.buckets.namespace(), error = %e, "closing idle buckets failed; they stay as deltas until the next start");
+                tracing::warn!(ns = %s.buckets.namespace(), error = %e, "closing idle buckets failed; they stay in the insert log until the next start");
             }
         }
     }
 
-    /// Stages an insert under the series lock: deltas for the open buckets it appends
-    /// to go into `batch`; the buckets it closes are returned (and listed in
-    /// `closing`) for the caller to store.
+    /// Stages an insert under the series lock: one log record with the new measurements
+    /// of every bucket it appends to goes into `batch`; the buckets it closes are
+    /// returned (and listed in `closing`) for the caller to store.
     fn stage_insert(
         s: &mut Series,
         batch: &mut Batch,
@@ -654,12 +716,17 @@ impl TimeseriesStore {
             reopen_candidate(snap, buckets, closing, key, t, span)
         };
         let out = catalog.insert(measurements, ordered, &mut reopen);
-        s.reopened.extend(out.reopened.iter().copied());
-        // Every measurement goes into a delta, also those of buckets this insert closes:
-        // the insert is acknowledged once its deltas are durable, before the closed
+        for id in &out.reopened {
+            s.reopened.insert(*id);
+            s.log.reopened(id);
+        }
+        // Every measurement goes into the log record, also those of buckets this insert
+        // closes: the insert is acknowledged once the record is durable, before the closed
         // buckets are compressed and stored.
         let tree = s.buckets.tree().clone();
         let closed: HashMap<ObjectId, &Bucket> = out.closed.iter().map(|b| (b.id, b)).collect();
+        let rows: usize = out.deltas.iter().map(|(_, r)| r.len()).sum();
+        let mut record = insert_log::RecordWriter::with_capacity(rows, out.deltas.len());
         for (id, rows) in &out.deltas {
             let Some(bucket) = s
                 .catalog
@@ -668,21 +735,20 @@ impl TimeseriesStore {
             else {
                 continue;
             };
-            let seq = s.next_seq.get(id).copied().unwrap_or(0);
-            let reopened = seq == 0 && s.reopened.remove(id);
-            let bytes = encode_delta(bucket, seq == 0, reopened, rows)?;
-            batch.put(&tree, &delta_key(id, seq), &bytes);
-            s.next_seq.insert(*id, seq + 1);
+            let first = s.log.note(*id);
+            let reopened = first && s.reopened.remove(id);
+            record.entry(bucket, first, reopened, rows);
         }
         drop(closed);
+        s.log.append(batch, &tree, record);
         let mut closing = Vec::with_capacity(out.closed.len());
         for b in out.closed {
             s.reopened.remove(&b.id);
-            let deltas = s.next_seq.remove(&b.id).unwrap_or(0);
+            let seqs = s.log.retire(&b.id);
             s.note_closed(&b);
             let b = Arc::new(b);
             s.closing.insert(b.id, b.clone());
-            closing.push((b, deltas));
+            closing.push((b, seqs));
         }
         Ok((
             TsInsertOutcome {
@@ -723,26 +789,46 @@ impl TimeseriesStore {
         out
     }
 
-    /// Number of buckets (closed and open) and their bytes as stored.
+    /// Number of buckets (closed and open) and their bytes as stored (the insert log's
+    /// bytes count for the open buckets).
     pub fn bucket_summary(buckets: &Collection) -> Result<(u64, u64), StoreError> {
         let snap = buckets.engine().snapshot();
+        let tree = buckets.tree();
         let (mut count, mut bytes) = (0u64, 0u64);
-        for entry in snap.scan_prefix(buckets.tree(), &[CLOSED]) {
+        for entry in snap.scan_prefix(tree, &[CLOSED]) {
             let (_, v) = entry?;
             count += 1;
             bytes += v.len() as u64;
         }
-        let mut last = None;
-        for entry in snap.scan_prefix(buckets.tree(), &[DELTA]) {
+        let mut marks = HashMap::new();
+        for entry in snap.scan_prefix(tree, &[STORED_MARK]) {
             let (k, v) = entry?;
-            let id = object_id_at(&k);
-            if id != last {
-                count += 1;
-                last = id;
+            if let Some(id) = object_id_at(&k) {
+                marks.insert(id, insert_log::mark_seq(&v)?);
             }
-            bytes += v.len() as u64;
         }
-        Ok((count, bytes))
+        // Open buckets not stored (a reopened one is counted above).
+        let mut open = std::collections::HashSet::new();
+        for entry in snap
+            .scan_prefix(tree, &[LOG])
+            .chain(snap.scan_prefix(tree, &[DELTA]))
+        {
+            let (k, v) = entry?;
+            bytes += v.len() as u64;
+            if k[0] == DELTA {
+                open.extend(object_id_at(&k));
+                continue;
+            }
+            let seq = log_seq(&k).unwrap_or(0);
+            for e in insert_log::entries(&v) {
+                let e = e?;
+                let covered = marks.get(&e.id).is_some_and(|m| *m >= seq);
+                if !covered && !e.reopened && e.header.is_some() {
+                    open.insert(e.id);
+                }
+            }
+        }
+        Ok((count + open.len() as u64, bytes))
     }
 
     /// Every bucket as MongoDB's bucket document (closed ones in `_id` order, then
@@ -831,121 +917,7 @@ pub(crate) fn test_collection(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use bson::doc;
-    use hourglass_catalog::Catalog;
-    use hourglass_storage::Engine;
-
-    fn measurement(i: i64, host: &str) -> Document {
-        doc! {"t": bson::DateTime::from_millis(1_700_000_000_000 + i * 1000), "host": host, "v": i as f64 / 4.0}
-    }
-
-    fn collect(s: Result<MeasurementStream, StoreError>) -> Vec<Document> {
-        s.unwrap().collect::<Result<_, _>>().unwrap()
-    }
-
-    fn open(dir: &std::path::Path) -> (Catalog, Arc<Collection>, TimeseriesOptions) {
-        test_collection(dir, "t", "host")
-    }
-
-    #[test]
-    fn insert_persists_deltas_and_closes_full_buckets() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_cat, c, opts) = open(dir.path());
-        let store = TimeseriesStore::default();
-        let docs: Vec<Document> = (0..2500).map(|i| measurement(i, "a")).collect();
-        let out = store.insert_docs(&c, &opts, docs, true).unwrap();
-        assert_eq!(out.inserted, 2500);
-        assert_eq!(store.stats(&c).num_buckets_closed_due_to_count, 2);
-        let buckets = store.bucket_documents(&c, &opts).unwrap();
-        assert_eq!(buckets.len(), 3);
-        let ms = collect(store.measurements(&c, &opts, &BucketPredicate::all(), None));
-        assert_eq!(ms.len(), 2500);
-        // Times 0..2500 s after T0; bounds on the first 100 s keep only the first bucket.
-        let lo = 1_700_000_000_000;
-        let f = doc! {"t": {"$gte": bson::DateTime::from_millis(lo), "$lt": bson::DateTime::from_millis(lo + 100_000)}};
-        let pruned = collect(store.measurements(
-            &c,
-            &opts,
-            &BucketPredicate::from_filter(&f, &opts).unwrap(),
-            None,
-        ));
-        assert_eq!(pruned.len(), 1000, "only the first bucket is decoded");
-        assert_eq!(ms[0].get_str("host").unwrap(), "a");
-    }
-
-    #[test]
-    fn delta_records_round_trip_and_reject_bad_lengths() {
-        let opts = TimeseriesOptions::parse(&doc! {"timeField": "t", "metaField": "m"}).unwrap();
-        let b = Bucket::new(&opts, Some(Bson::Int32(1)), 0);
-        let ms = vec![
-            doc! {"t": bson::DateTime::from_millis(1), "v": 1},
-            doc! {"t": bson::DateTime::from_millis(2)},
-        ];
-        let rows: Vec<u8> = raw_measurements(&ms)
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.as_bytes().to_vec())
-            .collect();
-        let bytes = encode_delta(&b, true, false, &rows).unwrap();
-        let docs: Vec<Document> = split_documents(&bytes).collect::<Result<_, _>>().unwrap();
-        assert_eq!(docs.len(), 3);
-        assert_eq!(docs[0].get_i64("min").unwrap(), 0);
-        assert_eq!(&docs[1..], &ms[..]);
-        assert!(split_documents(&bytes[..bytes.len() - 1]).any(|r| r.is_err()));
-        assert!(split_documents(&[9, 0, 0]).any(|r| r.is_err()));
-    }
-
-    #[test]
-    fn restart_closes_open_buckets_without_losing_measurements() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let (_cat, c, opts) = open(dir.path());
-            let store = TimeseriesStore::default();
-            for i in 0..10 {
-                store
-                    .insert_docs(
-                        &c,
-                        &opts,
-                        vec![measurement(i, "a"), measurement(i, "b")],
-                        true,
-                    )
-                    .unwrap();
-            }
-        }
-        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
-        let c = cat.get("db", "system.buckets.m").unwrap();
-        let opts = options_of(&c).unwrap();
-        let store = TimeseriesStore::default();
-        store
-            .insert_docs(&c, &opts, vec![measurement(100, "a")], true)
-            .unwrap();
-        let buckets = store.bucket_documents(&c, &opts).unwrap();
-        assert_eq!(
-            buckets.len(),
-            2,
-            "two closed at restart, one of them reopened for the same hour"
-        );
-        assert_eq!(store.stats(&c).num_buckets_reopened, 1);
-        assert_eq!(
-            collect(store.measurements(&c, &opts, &BucketPredicate::all(), None)).len(),
-            21
-        );
-        // A crash now: the reopened bucket is stored with its 10 measurements and its
-        // delta holds the 11th; the next start rebuilds it from both.
-        drop((store, c, cat));
-        let cat = Catalog::open(Engine::open(dir.path()).unwrap()).unwrap();
-        let c = cat.get("db", "system.buckets.m").unwrap();
-        let store = TimeseriesStore::default();
-        assert_eq!(
-            collect(store.measurements(&c, &opts, &BucketPredicate::all(), None)).len(),
-            21,
-            "a reopened bucket survives a crash with its stored and new measurements"
-        );
-        assert_eq!(store.bucket_documents(&c, &opts).unwrap().len(), 2);
-    }
-}
+mod insert_test;
 
 #[cfg(test)]
 mod archive_test;

@@ -12,6 +12,7 @@
 //!   through the bucket catalog, as MongoDB 8.0 does.
 
 use super::archive_read::refuse_archived_match;
+use super::insert_log::{stage_retire, Retired};
 use super::keys::*;
 use super::scan::scan_locked;
 use super::{
@@ -131,12 +132,12 @@ impl TimeseriesStore {
                 }
             }
         }
-        let engine = buckets.engine().clone();
-        let mut batch = engine.batch();
+        let mut batch = buckets.engine().batch();
+        let mut retired = Vec::new();
         for r in rewrites {
-            stage_rewrite(&mut s, &mut batch, buckets, options, r);
+            stage_rewrite(&mut s, &mut batch, buckets, options, r, &mut retired);
         }
-        engine.commit(batch)?;
+        s.commit_retiring(batch, retired)?;
         Ok(DeleteOutcome { deleted })
     }
 
@@ -233,11 +234,11 @@ impl TimeseriesStore {
             out.upserted = new.get("_id").cloned();
             reinsert.push(new);
         }
-        let engine = buckets.engine().clone();
-        let mut batch = engine.batch();
+        let mut batch = buckets.engine().batch();
+        let mut retired = Vec::new();
         let meta_changed = rewrites.iter().any(|r| r.meta.as_ref() != r.view.meta());
         for r in rewrites {
-            stage_rewrite(&mut s, &mut batch, buckets, options, r);
+            stage_rewrite(&mut s, &mut batch, buckets, options, r, &mut retired);
         }
         if meta_changed {
             s.directory = None;
@@ -252,11 +253,12 @@ impl TimeseriesStore {
             }
             closing = closed;
         }
-        for (b, deltas) in &closing {
-            super::stage_close(&mut batch, buckets, b, *deltas);
+        for (b, seqs) in closing {
+            super::stage_close(&mut batch, buckets, &b, &seqs);
             s.closing.remove(&b.id);
+            retired.push((b.id, seqs));
         }
-        engine.commit(batch)?;
+        s.commit_retiring(batch, retired)?;
         Ok(out)
     }
 }
@@ -296,10 +298,10 @@ impl TimeseriesStore {
             .map(|b| b.id)
             .take(limit)
             .collect();
-        for (b, deltas) in s.take_open(&open) {
-            for seq in 0..deltas {
-                batch.delete(buckets.tree(), &delta_key(&b.id, seq));
-            }
+        let mut retired = Vec::new();
+        for (b, seqs) in s.take_open(&open) {
+            stage_retire(&mut batch, buckets.tree(), &b.id, &seqs);
+            retired.push((b.id, seqs));
             n += 1;
             measurements += b.count() as u64;
         }
@@ -319,7 +321,7 @@ impl TimeseriesStore {
             measurements += b.count as u64;
         }
         if n > 0 {
-            engine.commit(batch)?;
+            s.commit_retiring(batch, retired)?;
         }
         Ok((n, measurements))
     }
@@ -368,8 +370,8 @@ impl TimeseriesStore {
             views.push(view);
         }
         let chosen = best.map(|(v, row, d)| (views.swap_remove(v), row, d));
-        let engine = buckets.engine().clone();
-        let mut batch = engine.batch();
+        let mut batch = buckets.engine().batch();
+        let mut retired = Vec::new();
         let mut out = FindAndModifyOutcome::default();
         let mut reinsert = Vec::new();
         match chosen {
@@ -399,6 +401,7 @@ impl TimeseriesStore {
                         remaining,
                         meta,
                     },
+                    &mut retired,
                 );
             }
             None => {
@@ -425,24 +428,27 @@ impl TimeseriesStore {
             if let Some((_, e)) = ins.errors.into_iter().next() {
                 return Err(e);
             }
-            for (b, deltas) in &closed {
-                super::stage_close(&mut batch, buckets, b, *deltas);
+            for (b, seqs) in closed {
+                super::stage_close(&mut batch, buckets, &b, &seqs);
                 s.closing.remove(&b.id);
+                retired.push((b.id, seqs));
             }
         }
-        engine.commit(batch)?;
+        s.commit_retiring(batch, retired)?;
         Ok(out)
     }
 }
 
-/// Stages one bucket rewrite: an open bucket is taken out of the catalog (its deltas
-/// deleted); the bucket is stored again with its remaining measurements, or removed.
+/// Stages one bucket rewrite: an open bucket is taken out of the catalog (its stored
+/// mark covers its log entries; it joins `retired`); the bucket is stored again with its
+/// remaining measurements, or removed.
 fn stage_rewrite(
     s: &mut Series,
     batch: &mut Batch,
     buckets: &Collection,
     options: &TimeseriesOptions,
     r: Rewrite,
+    retired: &mut Vec<Retired>,
 ) {
     let id = r.view.id();
     let min_time_ms = r.view.min_time_ms();
@@ -450,10 +456,9 @@ fn stage_rewrite(
         // Never staged: writes skip archived views (refuse_archived_match).
         BucketView::Archived(_) => return,
         BucketView::Open(_) => {
-            for (_, deltas) in s.take_open(&[id]) {
-                for seq in 0..deltas {
-                    batch.delete(buckets.tree(), &delta_key(&id, seq));
-                }
+            for (_, seqs) in s.take_open(&[id]) {
+                stage_retire(batch, buckets.tree(), &id, &seqs);
+                retired.push((id, seqs));
             }
         }
         BucketView::Stored(b) => {

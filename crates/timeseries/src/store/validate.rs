@@ -104,7 +104,7 @@ impl TimeseriesStore {
         }
         match open_buckets_in(&snap, buckets, options) {
             Ok(open) => {
-                for (b, _) in open {
+                for b in open.buckets {
                     // A reopened bucket is its stored form, counted above, and more.
                     let stored = closed.get(&b.id).copied();
                     v.buckets += u64::from(stored.is_none());
