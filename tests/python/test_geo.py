@@ -389,3 +389,101 @@ def test_vehicle_inside_polygon_between_two_times_returns_exactly_those_measurem
     assert [f"x{i}" for i in range(2, 7) if X_INSIDE[i]] == ["x2", "x3", "x4", "x6"]
     assert c.count_documents(flt) == 4
     assert [d["_id"] for d in c.aggregate([{"$match": flt}, {"$sort": {"t": -1}}])] == ["x6", "x4", "x3", "x2"]
+
+
+def _winning_stages(explain):
+    """The stage names of the winning plan, outermost first."""
+    out, stage = [], explain["queryPlanner"]["winningPlan"]
+    while stage:
+        out.append(stage["stage"])
+        stage = stage.get("inputStage")
+    return out
+
+
+def _ixscan(explain):
+    stage = explain["executionStats"]["executionStages"]
+    while stage["stage"] != "IXSCAN":
+        stage = stage["inputStage"]
+    return stage
+
+
+# 400 points on a 20 x 20 grid, one degree apart, from (0, 0) to (19, 19).
+GRID = [{"_id": f"{x}:{y}", "loc": point(x, y)} for x in range(20) for y in range(20)]
+
+
+def test_geo_within_reads_a_2dsphere_index_bounded_by_the_cells_of_the_region(db):
+    db.g.insert_many(GRID)
+    db.g.create_index([("loc", "2dsphere")])
+    region = {"loc": {"$geoWithin": {"$geometry": polygon([[2.5, 2.5], [5.5, 2.5], [5.5, 5.5], [2.5, 5.5], [2.5, 2.5]])}}}
+    found = ids(db.g, region)
+    assert found == sorted(f"{x}:{y}" for x in (3, 4, 5) for y in (3, 4, 5))
+    plan = db.g.find(region).explain()
+    assert _winning_stages(plan) == ["FETCH", "IXSCAN"]
+    ix = _ixscan(plan)
+    assert ix["indexName"] == "loc_2dsphere"
+    assert ix["indexBounds"]["loc"], "the cells covering the region"
+    assert plan["executionStats"]["nReturned"] == 9
+    # the cells bound the scan: far fewer keys than the 400 points
+    assert 9 <= ix["keysExamined"] < 100, ix["keysExamined"]
+    db.g.drop_indexes()
+    assert ids(db.g, region) == found
+    assert _winning_stages(db.g.find(region).explain()) == ["COLLSCAN"]
+
+
+def test_geo_within_finds_polygons_and_lines_whose_every_vertex_is_inside_through_the_index(db):
+    db.s.insert_many([
+        {"_id": "inside", "loc": polygon([[3, 3], [4, 3], [4, 4], [3, 3]])},
+        {"_id": "line_in", "loc": line([3.2, 3.2], [4.8, 4.1])},
+        {"_id": "crossing", "loc": line([1, 4], [7, 4])},
+        {"_id": "far", "loc": point(40, 40)},
+    ])
+    region = {"loc": {"$geoWithin": {"$geometry": polygon([[2, 2], [6, 2], [6, 6], [2, 6], [2, 2]])}}}
+    unindexed = ids(db.s, region)
+    db.s.create_index([("loc", "2dsphere")])
+    assert ids(db.s, region) == unindexed == ["inside", "line_in"]
+    assert _winning_stages(db.s.find(region).explain()) == ["FETCH", "IXSCAN"]
+    # a line crossing the region with no vertex in it still intersects it: $geoIntersects scans
+    crosses = {"loc": {"$geoIntersects": {"$geometry": polygon([[2, 2], [6, 2], [6, 6], [2, 6], [2, 2]])}}}
+    assert ids(db.s, crosses) == ["crossing", "inside", "line_in"]
+    assert _winning_stages(db.s.find(crosses).explain()) == ["COLLSCAN"]
+
+
+def test_geo_within_across_the_antimeridian_reads_the_index_and_misses_nothing(db):
+    db.e.insert_many([{"_id": k, "loc": point(*v)} for k, v in EDGES.items()])
+    db.e.create_index([("loc", "2dsphere")])
+    across = {"loc": {"$geoWithin": {"$geometry": polygon([[179, -1], [-179, -1], [-179, 1], [179, 1], [179, -1]])}}}
+    assert ids(db.e, across) == ["east", "west"]
+    cap = {"loc": {"$geoWithin": {"$centerSphere": [[0, 90], math.radians(3)]}}}
+    assert ids(db.e, cap) == ["p88", "pole"]
+    for q in (across, cap):
+        assert _winning_stages(db.e.find(q).explain()) == ["FETCH", "IXSCAN"]
+
+
+def test_geo_within_a_box_reads_a_2d_index(db):
+    db.flat.insert_many([{"_id": f"{x}:{y}", "loc": [x, y]} for x in range(20) for y in range(20)])
+    db.flat.create_index([("loc", "2d")])
+    q = {"loc": {"$geoWithin": {"$box": [[2.5, 2.5], [4.5, 4.5]]}}}
+    assert ids(db.flat, q) == ["3:3", "3:4", "4:3", "4:4"]
+    plan = db.flat.find(q).explain()
+    assert _winning_stages(plan) == ["FETCH", "IXSCAN"]
+    assert _ixscan(plan)["keysExamined"] < 100
+
+
+def test_a_compound_2dsphere_index_bounds_its_prefix_and_the_cells(db):
+    db.g.insert_many([{**d, "kind": "a" if i % 2 else "b"} for i, d in enumerate(GRID)])
+    db.g.create_index([("kind", 1), ("loc", "2dsphere")])
+    region = {"$geoWithin": {"$centerSphere": [[10, 10], math.radians(1.5)]}}
+    q = {"kind": "a", "loc": region}
+    expected = sorted(d["_id"] for i, d in enumerate(GRID)
+                      if i % 2 and haversine([10, 10], d["loc"]["coordinates"]) <= math.radians(1.5) * R)
+    assert ids(db.g, q) == expected and expected
+    assert _winning_stages(db.g.find(q).explain()) == ["FETCH", "IXSCAN"]
+    # without the prefix the index cannot bound the geo field
+    assert _winning_stages(db.g.find({"loc": region}).explain()) == ["COLLSCAN"]
+
+
+def test_a_hinted_2dsphere_index_without_a_geo_predicate_returns_only_documents_it_holds(db):
+    db.h.insert_many([{"_id": 1, "loc": point(1, 1)}, {"_id": 2, "loc": point(2, 2)}, {"_id": 3}])
+    db.h.create_index([("loc", "2dsphere")])
+    assert sorted(d["_id"] for d in db.h.find({}).hint("loc_2dsphere")) == [1, 2]
+    assert sorted(d["_id"] for d in db.h.find({})) == [1, 2, 3]

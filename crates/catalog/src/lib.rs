@@ -15,6 +15,7 @@ mod index_ddl;
 pub mod keystring;
 pub mod namespace;
 pub mod plan;
+mod plan_geo;
 pub mod scan;
 pub mod validation;
 pub mod writes;

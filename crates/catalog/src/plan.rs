@@ -1,14 +1,17 @@
 //! Query planning for regular collections: picks an `_id` point lookup, an index scan
 //! (equality predicates on a prefix of the key pattern, then at most one range; or an index
-//! that yields the requested sort order) or a collection scan, and turns predicates into
-//! byte ranges of the index tree. Bounds may be looser than the filter: the caller always
+//! that yields the requested sort order; a geo index bounded by the cells of a
+//! `$geoWithin` region) or a collection scan, and turns predicates into byte ranges of the
+//! index tree. Bounds may be looser than the filter: the caller always
 //! applies the full filter to the fetched documents.
 
 use crate::collection::Collection;
 use crate::error::{CatalogError, Result};
 use crate::index::keys::{append_field, hashed_value, prefix_end};
+use crate::index::spec::FlatGrid;
 use crate::index::{Index, KeyKind, KeyPart, ID_INDEX_NAME};
 use crate::keystring;
+use crate::plan_geo::cell_bounds;
 use bson::{doc, Bson, Document};
 use hourglass_query::compare::{canonical_type_rank, compare_values};
 use hourglass_query::filter::{CmpOp, Filter, Node, Pred};
@@ -92,6 +95,8 @@ pub enum FieldBounds {
         high: Option<(Bson, bool)>,
         rank: u8,
     },
+    /// Geo cells (`plan_geo`): inclusive ranges of Int64 cell numbers, ascending.
+    Cells(Vec<(i64, i64)>),
     /// Any value.
     All,
 }
@@ -157,7 +162,15 @@ fn points_of(p: &Pred) -> Option<Vec<Bson>> {
     }
 }
 
-fn bounds_for(part: &KeyPart, preds: &[&Pred], multikey: bool) -> FieldBounds {
+fn bounds_for(
+    part: &KeyPart,
+    grid: Option<FlatGrid>,
+    preds: &[&Pred],
+    multikey: bool,
+) -> FieldBounds {
+    if part.kind.is_geo() {
+        return cell_bounds(part, grid, preds).map_or(FieldBounds::All, FieldBounds::Cells);
+    }
     if let Some(mut points) = preds.iter().find_map(|p| points_of(p)) {
         if part.kind == KeyKind::Hashed {
             points = points.iter().map(hashed_value).collect();
@@ -265,6 +278,21 @@ pub fn byte_ranges(parts: &[KeyPart], bounds: &[FieldBounds]) -> Vec<(Vec<u8>, O
                 out.sort();
                 return out;
             }
+            FieldBounds::Cells(cells) => {
+                let mut out: Vec<_> = prefixes
+                    .iter()
+                    .flat_map(|p| {
+                        cells.iter().map(move |(lo, hi)| {
+                            let start = join(p, &encoded(part, &Bson::Int64(*lo)));
+                            let last = join(p, &encoded(part, &Bson::Int64(*hi)));
+                            let end = prefix_end(&last);
+                            (start, end)
+                        })
+                    })
+                    .collect();
+                out.sort();
+                return out;
+            }
             _ => break,
         }
     }
@@ -351,6 +379,10 @@ struct Candidate {
 
 fn analyze(index: IndexRef, preds: &[(&str, &Pred)], sort: Option<&SortSpec>) -> Candidate {
     let parts = index.parts();
+    let grid = match &index {
+        IndexRef::Secondary(i) => i.spec.flat_grid,
+        IndexRef::Id => None,
+    };
     let multikey = index.is_multikey();
     let mut bounds = Vec::with_capacity(parts.len());
     let mut bounded = 0;
@@ -362,13 +394,13 @@ fn analyze(index: IndexRef, preds: &[(&str, &Pred)], sort: Option<&SortSpec>) ->
                 .filter(|(p, _)| *p == part.path)
                 .map(|(_, p)| *p)
                 .collect();
-            bounds_for(part, &mine, multikey)
+            bounds_for(part, grid, &mine, multikey)
         } else {
             FieldBounds::All
         };
         match &b {
             FieldBounds::Points(_) => bounded += 1,
-            FieldBounds::Range { .. } => {
+            FieldBounds::Range { .. } | FieldBounds::Cells(_) => {
                 bounded += 1;
                 open = false;
             }
@@ -392,7 +424,12 @@ fn sort_direction(
     sort: &SortSpec,
     multikey: bool,
 ) -> Option<bool> {
-    if sort.is_empty() || multikey || parts.iter().any(|p| p.kind == KeyKind::Hashed) {
+    if sort.is_empty()
+        || multikey
+        || parts
+            .iter()
+            .any(|p| p.kind == KeyKind::Hashed || p.kind.is_geo())
+    {
         return None;
     }
     let single_points = bounds
@@ -421,9 +458,17 @@ fn sort_direction(
     None
 }
 
+/// Whether every geo part of an index is bounded by cells: a document without the geo
+/// field is not in the index, so only a geo predicate on it lets the index answer.
+fn geo_parts_bounded(parts: &[KeyPart], bounds: &[FieldBounds]) -> bool {
+    parts
+        .iter()
+        .zip(bounds)
+        .all(|(p, b)| !p.kind.is_geo() || matches!(b, FieldBounds::Cells(_)))
+}
+
 fn eligible(index: &Index, query: &Query<'_>, c: &Candidate) -> bool {
-    // Geo index keys are cells, which no filter bound describes.
-    if index.spec.hidden || index.spec.parts.iter().any(|p| p.kind.is_geo()) {
+    if index.spec.hidden || !geo_parts_bounded(&index.spec.parts, &c.bounds) {
         return false;
     }
     if let Some(p) = &index.spec.partial {
@@ -435,7 +480,7 @@ fn eligible(index: &Index, query: &Query<'_>, c: &Candidate) -> bool {
         // Only when some bounded field excludes missing values.
         let excludes_missing = c.bounds.iter().any(|b| match b {
             FieldBounds::Points(ps) => !ps.iter().any(|v| matches!(v, Bson::Null)),
-            FieldBounds::Range { .. } => true,
+            FieldBounds::Range { .. } | FieldBounds::Cells(_) => true,
             FieldBounds::All => false,
         });
         if !excludes_missing {
@@ -472,12 +517,6 @@ fn find_hinted(coll: &Collection, hint: &Hint) -> Result<Option<IndexRef>> {
     };
     match found {
         Some(IndexRef::Secondary(i)) if i.spec.hidden => Err(bad()),
-        Some(IndexRef::Secondary(i)) if i.spec.parts.iter().any(|p| p.kind.is_geo()) => {
-            Err(CatalogError::BadValue(format!(
-                "hint: the geo index {} is not used for reads by this server (geo queries scan and filter)",
-                i.spec.name
-            )))
-        }
         Some(i) => Ok(Some(i)),
         None => Err(bad()),
     }
@@ -531,6 +570,8 @@ pub fn plan_with_alternatives(coll: &Collection, query: &Query<'_>) -> Result<(P
                 },
                 provides_sort: false,
             },
+            // A hinted geo index without a `$geoWithin` scans all its keys; documents
+            // without the geo field are not in it (as with MongoDB's sparse indexes).
             Some(index) => finish(analyze(index, &preds, sort)),
         };
         return Ok((chosen, Vec::new()));
@@ -624,6 +665,10 @@ pub fn bounds_document(index: &IndexRef, bounds: &[FieldBounds], reverse: bool) 
                     )]
                 }
             }
+            FieldBounds::Cells(cells) => cells
+                .iter()
+                .map(|(lo, hi)| format!("[{lo}, {hi}]"))
+                .collect(),
             FieldBounds::All => vec![if desc {
                 "[MaxKey, MinKey]".into()
             } else {

@@ -2,8 +2,9 @@
 //! geometry (`hourglass_query::geo::cells`), after checking that the value is a geometry
 //! the index can hold. A value it cannot hold fails the write with MongoDB's error (16755
 //! for 2dsphere; 16804 or 13027 for 2d), so an indexed field never holds bad geometry.
-//! The planner does not read these keys: geo queries scan and filter (see
-//! `docs/design.md`), and the index decides which field `$near` and `$geoNear` use.
+//! The planner bounds a scan of these keys by the cells covering a `$geoWithin` region
+//! (`plan_geo.rs`); other geo queries scan and filter, and the index decides which field
+//! `$near` and `$geoNear` use.
 
 use super::spec::{IndexSpec, KeyKind, KeyPart};
 use crate::error::{CatalogError, Result};

@@ -37,6 +37,56 @@ pub fn flat_cell(p: Pos, min: f64, max: f64, bits: u32) -> i64 {
     )
 }
 
+/// At most this many cells of one level cover a query box (a coarser level is taken
+/// when the box needs more).
+const MAX_COVER_CELLS: u64 = 64;
+
+/// A box on an index grid: `x` and `y` intervals (inclusive) of a grid spanning `xs` by
+/// `ys` at `bits` levels.
+pub struct GridBox {
+    pub x: (f64, f64),
+    pub y: (f64, f64),
+    pub xs: (f64, f64),
+    pub ys: (f64, f64),
+    pub bits: u32,
+}
+
+/// Inclusive ranges of finest-level cells that hold every position inside `b`: the cells
+/// of the finest level at which at most 64 cells cover the box, each widened to the
+/// finest-level cells inside it, adjacent ranges merged. (A cell's number at a coarser
+/// level is its finest number shifted right, so a position inside the box is inside one
+/// of the ranges.)
+pub fn cover(b: &GridBox) -> Vec<(i64, i64)> {
+    for level in (0..=b.bits).rev() {
+        let qx = |v: f64| quantize(v, b.xs.0, b.xs.1, level);
+        let qy = |v: f64| quantize(v, b.ys.0, b.ys.1, level);
+        let (x0, x1) = (qx(b.x.0), qx(b.x.1));
+        let (y0, y1) = (qy(b.y.0), qy(b.y.1));
+        let count = (x1.saturating_sub(x0) + 1).saturating_mul(y1.saturating_sub(y0) + 1);
+        if count > MAX_COVER_CELLS && level > 0 {
+            continue;
+        }
+        let shift = 2 * (b.bits - level);
+        let mut ranges: Vec<(i64, i64)> = (x0..=x1)
+            .flat_map(|x| (y0..=y1).map(move |y| (x, y)))
+            .map(|(x, y)| {
+                let z = interleave(x, y, level) as u64;
+                ((z << shift) as i64, (((z + 1) << shift) - 1) as i64)
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
+            match merged.last_mut() {
+                Some(last) if last.1 + 1 >= lo => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        return merged;
+    }
+    Vec::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +114,36 @@ mod tests {
             ),
             0
         );
+    }
+
+    #[test]
+    fn a_cover_holds_the_cell_of_every_position_inside_its_box() {
+        let b = GridBox {
+            x: (2.2, 2.5),
+            y: (48.8, 48.9),
+            xs: (-180.0, 180.0),
+            ys: (-90.0, 90.0),
+            bits: SPHERE_LEVEL,
+        };
+        let ranges = cover(&b);
+        assert!(!ranges.is_empty() && ranges.len() <= 64, "{ranges:?}");
+        let inside = |c: i64| ranges.iter().any(|(lo, hi)| *lo <= c && c <= *hi);
+        for i in 0..=30 {
+            for j in 0..=10 {
+                let p = Pos {
+                    x: 2.2 + 0.01 * i as f64,
+                    y: 48.8 + 0.01 * j as f64,
+                };
+                assert!(inside(sphere_cell(p)), "{p:?}");
+            }
+        }
+        assert!(!inside(sphere_cell(Pos { x: -73.9, y: 40.7 })));
+        // The whole grid is one range.
+        let all = GridBox {
+            x: (-180.0, 180.0),
+            y: (-90.0, 90.0),
+            ..b
+        };
+        assert_eq!(cover(&all), vec![(0, (1i64 << (2 * SPHERE_LEVEL)) - 1)]);
     }
 }
