@@ -27,17 +27,16 @@ pub fn insert(req: &Request) -> CmdResult {
                     .state
                     .timeseries
                     .insert(&buckets, &options, docs, ordered)?;
-                let errors = out
-                    .errors
-                    .into_iter()
-                    .map(|(j, e)| CommandError::from(e).write_error(statement(&index_of, j)))
-                    .collect();
-                (out.inserted, errors, refused)
+                (out.inserted, write_errors(out.errors, &index_of), refused)
             }
-            Target::Buckets { .. } => {
-                return Err(CommandError::invalid_options(
-                    "direct inserts into a time-series buckets collection are not supported",
-                ))
+            // Bucket documents written directly (a restore): checked and stored closed.
+            Target::Buckets { buckets, options } => {
+                let (docs, index_of, refused) = accept(&statements, ordered, decode);
+                let out = req
+                    .state
+                    .timeseries
+                    .insert_buckets(&buckets, &options, &docs, ordered)?;
+                (out.inserted, write_errors(out.errors, &index_of), refused)
             }
             Target::Regular(_) => {
                 let (docs, index_of, refused) = accept(&statements, ordered, |raw| {
@@ -48,17 +47,11 @@ pub fn insert(req: &Request) -> CmdResult {
                     if ids > 1 {
                         return Err(CommandError::bad_value(MULTIPLE_IDS));
                     }
-                    bson::from_slice::<Document>(raw.as_bytes())
-                        .map_err(|e| CommandError::new(22, e.to_string()))
+                    decode(raw)
                 });
                 let collection = req.state.catalog.get_or_create(&req.db, &coll)?;
                 let out = collection.insert(docs, ordered);
-                let errors = out
-                    .errors
-                    .into_iter()
-                    .map(|(j, e)| CommandError::from(e).write_error(statement(&index_of, j)))
-                    .collect();
-                (out.inserted, errors, refused)
+                (out.inserted, write_errors(out.errors, &index_of), refused)
             }
         };
     // An ordered insert reports only the first failure: one of the write's, which comes
@@ -75,9 +68,20 @@ pub fn insert(req: &Request) -> CmdResult {
     Ok(reply)
 }
 
-/// The statement index of the `j`-th document passed on to the write.
-fn statement(index_of: &[usize], j: usize) -> usize {
-    index_of.get(j).copied().unwrap_or(j)
+fn decode(raw: &RawDocument) -> Result<Document, CommandError> {
+    bson::from_slice::<Document>(raw.as_bytes()).map_err(|e| CommandError::new(22, e.to_string()))
+}
+
+/// The write's errors as `writeErrors`, numbered by statement (`index_of` maps the
+/// documents passed on to the write to statement indexes).
+fn write_errors<E: Into<CommandError>>(
+    errors: Vec<(usize, E)>,
+    index_of: &[usize],
+) -> Vec<Document> {
+    errors
+        .into_iter()
+        .map(|(j, e)| e.into().write_error(index_of.get(j).copied().unwrap_or(j)))
+        .collect()
 }
 
 /// The documents `take` passes on to the write, the statement index of each, and those

@@ -21,6 +21,7 @@ mod keys;
 mod latest;
 mod modify;
 mod predicate;
+mod restore;
 mod scan;
 mod validate;
 mod view;
@@ -68,6 +69,16 @@ pub enum StoreError {
     /// Code 20 `IllegalOperation`: a write would change archived measurements.
     #[error("{0}")]
     ArchivedReadOnly(String),
+    /// Code 121 `DocumentValidationFailure`: a bucket document inserted directly is not a
+    /// valid bucket.
+    #[error("{0}")]
+    InvalidBucket(String),
+    /// Code 11000 `DuplicateKey`: a bucket with that `_id` exists.
+    #[error("{0}")]
+    DuplicateBucket(String),
+    /// Code 238 `NotImplemented`.
+    #[error("{0}")]
+    NotImplemented(String),
 }
 
 impl StoreError {
@@ -89,6 +100,9 @@ impl StoreError {
             StoreError::Query(e) => e.code(),
             StoreError::Archive(e) => e.code(),
             StoreError::ArchivedReadOnly(_) => 20,
+            StoreError::InvalidBucket(_) => 121,
+            StoreError::DuplicateBucket(_) => 11000,
+            StoreError::NotImplemented(_) => 238,
         }
     }
     pub fn code_name(&self) -> std::borrow::Cow<'static, str> {

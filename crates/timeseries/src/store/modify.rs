@@ -46,7 +46,7 @@ pub struct TsUpdate<'a> {
 
 /// The series lock, once no bucket of the series is being stored outside it (a
 /// rewrite must not race the store of the same bucket).
-fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
+pub(super) fn lock_settled(series: &Mutex<Series>) -> MutexGuard<'_, Series> {
     loop {
         let s = series.lock();
         if s.closing.is_empty() {

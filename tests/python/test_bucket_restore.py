@@ -1,0 +1,156 @@
+"""Direct inserts into system.buckets.<coll> (issue #19 gap 2), as mongorestore and a plain
+insert_many of dumped bucket documents do, pinned through pymongo: version 1 buckets dumped
+with find restore and read back equal; hand-built ones too; invalid ones fail validation
+(121) before anything is written; a bucket _id that exists is a duplicate key (11000);
+compressed version 2 buckets are refused with 238 NotImplemented; restored buckets survive
+kill -9."""
+
+import datetime as dt
+import signal
+
+import pytest
+from bson import ObjectId
+from pymongo import MongoClient
+from pymongo.errors import BulkWriteError
+
+from conftest import running_server
+
+T0 = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+TS = {"timeField": "t", "metaField": "m"}
+
+
+@pytest.fixture()
+def db(client):
+    client.drop_database("py_restore")
+    yield client["py_restore"]
+    client.drop_database("py_restore")
+
+
+def rows(host, n, start_s=0, step_s=10):
+    return [{"t": T0 + dt.timedelta(seconds=start_s + i * step_s), "m": {"host": host},
+             "v": float(i), "i": i, "s": f"x{i % 7}"} for i in range(n)]
+
+
+def everything(coll):
+    return sorted(coll.find(), key=lambda d: (d["m"]["host"], d["t"], d["_id"]))
+
+
+def hand_bucket(host, times, values, minute=0):
+    """A version 1 bucket as MongoDB writes one: _id time = control.min.t, rounded to the minute."""
+    start = T0 + dt.timedelta(minutes=minute)
+    return {
+        "_id": ObjectId.from_datetime(start),
+        "control": {"version": 1, "min": {"t": start, "v": min(values)}, "max": {"t": times[-1], "v": max(values)}},
+        "meta": {"host": host},
+        "data": {"t": {str(i): t for i, t in enumerate(times)}, "v": {str(i): v for i, v in enumerate(values)}},
+    }
+
+
+def test_buckets_dumped_with_find_restore_into_a_recreated_collection_and_read_back_equal(db):
+    db.create_collection("m", timeseries=TS)
+    db.m.insert_many(rows("a", 2500) + rows("b", 40) + rows("c", 1, start_s=7200))
+    before = everything(db.m)
+    dump = list(db["system.buckets.m"].find())
+    assert len(dump) >= 5
+    db.m.drop()
+    db.create_collection("m", timeseries=TS)
+    assert db["system.buckets.m"].insert_many(dump).inserted_ids == [b["_id"] for b in dump]
+    assert everything(db.m) == before
+    assert db.m.count_documents({"m.host": "a", "v": {"$lt": 10}}) == 10
+    assert db.m.count_documents({"m.host": "c", "t": {"$gte": T0 + dt.timedelta(seconds=7200)}}) == 1
+    # the restored series takes new measurements as usual
+    db.m.insert_many(rows("b", 5, start_s=400))
+    assert db.m.count_documents({"m.host": "b"}) == 45
+
+
+def test_hand_built_version_1_buckets_restore_with_sparse_fields(db):
+    db.create_collection("m", timeseries=TS)
+    times = [T0 + dt.timedelta(seconds=s) for s in (5, 20, 65)]
+    b = hand_bucket("h", times, [1.5, -2.0, 4.0])
+    b["data"]["only_second"] = {"1": "here"}
+    b["control"]["min"]["only_second"] = "here"
+    b["control"]["max"]["only_second"] = "here"
+    db["system.buckets.m"].insert_one(b)
+    got = list(db.m.find({}, {"_id": 0}).sort("t", 1))
+    naive = [t.replace(tzinfo=None) for t in times]
+    assert got == [
+        {"t": naive[0], "m": {"host": "h"}, "v": 1.5},
+        {"t": naive[1], "m": {"host": "h"}, "v": -2.0, "only_second": "here"},
+        {"t": naive[2], "m": {"host": "h"}, "v": 4.0},
+    ]
+    assert db.m.count_documents({"v": {"$gt": 0}}) == 2
+
+
+@pytest.mark.parametrize("spoil,why", [
+    (lambda b: b.pop("control"), "no control"),
+    (lambda b: b.__setitem__("extra", 1), "unknown field"),
+    (lambda b: b["control"]["min"].pop("t"), "no control.min time"),
+    (lambda b: b["data"]["v"].__setitem__("x", 1.0), "a data key that is not a row index"),
+    (lambda b: b["data"]["v"].__setitem__("9", 1.0), "a row index past the last measurement"),
+    (lambda b: b["data"]["t"].__setitem__("1", "not a date"), "a time that is not a date"),
+    (lambda b: b["control"].__setitem__("version", 3), "an unknown version"),
+    (lambda b: b["control"].__setitem__("count", 7), "a count that disagrees"),
+])
+def test_an_invalid_bucket_fails_validation_with_121_and_nothing_is_written(db, spoil, why):
+    db.create_collection("m", timeseries=TS)
+    b = hand_bucket("h", [T0 + dt.timedelta(seconds=1), T0 + dt.timedelta(seconds=2)], [1.0, 2.0])
+    spoil(b)
+    with pytest.raises(BulkWriteError) as e:
+        db["system.buckets.m"].insert_many([b])
+    err = e.value.details["writeErrors"][0]
+    assert err["code"] == 121, (why, err)
+    assert db.m.count_documents({}) == 0
+
+
+def test_a_bucket_whose_id_time_is_not_its_minimum_time_is_a_bad_value(db):
+    db.create_collection("m", timeseries=TS)
+    b = hand_bucket("h", [T0 + dt.timedelta(seconds=1)], [1.0])
+    b["_id"] = ObjectId.from_datetime(T0 + dt.timedelta(hours=5))
+    with pytest.raises(BulkWriteError) as e:
+        db["system.buckets.m"].insert_many([b])
+    assert e.value.details["writeErrors"][0]["code"] == 2
+    # and a measurement outside the bucket's span
+    late = hand_bucket("h", [T0 + dt.timedelta(seconds=1), T0 + dt.timedelta(hours=2)], [1.0, 2.0])
+    with pytest.raises(BulkWriteError) as e:
+        db["system.buckets.m"].insert_many([late])
+    assert e.value.details["writeErrors"][0]["code"] == 2
+    assert db.m.count_documents({}) == 0
+
+
+def test_a_bucket_inserted_twice_is_a_duplicate_key_and_an_unordered_insert_goes_on(db):
+    db.create_collection("m", timeseries=TS)
+    first = hand_bucket("h", [T0 + dt.timedelta(seconds=1)], [1.0])
+    db["system.buckets.m"].insert_one(first)
+    other = hand_bucket("g", [T0 + dt.timedelta(minutes=3, seconds=1)], [2.0], minute=3)
+    with pytest.raises(BulkWriteError) as e:
+        db["system.buckets.m"].insert_many([first, other], ordered=False)
+    errors = e.value.details["writeErrors"]
+    assert [(x["index"], x["code"]) for x in errors] == [(0, 11000)]
+    assert e.value.details["nInserted"] == 1
+    assert sorted(d["v"] for d in db.m.find()) == [1.0, 2.0]
+
+
+def test_a_compressed_version_2_bucket_is_refused_with_not_implemented(db):
+    db.create_collection("m", timeseries=TS)
+    b = hand_bucket("h", [T0 + dt.timedelta(seconds=1)], [1.0])
+    b["control"]["version"] = 2
+    with pytest.raises(BulkWriteError) as e:
+        db["system.buckets.m"].insert_many([b])
+    err = e.value.details["writeErrors"][0]
+    assert err["code"] == 238 and "version 2" in err["errmsg"]
+    assert db.m.count_documents({}) == 0
+
+
+def test_restored_buckets_survive_kill_9(tmp_path):
+    with running_server(dbpath=tmp_path) as (proc, port, _):
+        db = MongoClient(port=port, directConnection=True).py_restore
+        db.create_collection("m", timeseries=TS)
+        db["system.buckets.m"].insert_many(
+            [hand_bucket("h", [T0 + dt.timedelta(minutes=k, seconds=s) for s in (1, 2, 3)], [1.0, 2.0, 3.0], minute=k)
+             for k in range(4)])
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = MongoClient(port=port, directConnection=True).py_restore
+        assert db.m.count_documents({}) == 12
+        assert db["system.buckets.m"].count_documents({}) == 4
