@@ -164,15 +164,23 @@ impl InsertLog {
 
     /// Stages the deletion of the records and marks no longer needed; only batches
     /// applied under the series lock take them, so they apply in order with reopenings.
+    /// They stay listed until [`InsertLog::garbage_applied`]: a batch that fails leaves
+    /// them for the next one, so a mark is never deleted while a record it covers stays.
     /// (A deletion lost in a crash leaves entries the marks skip; the next start deletes
     /// every record and mark.)
-    pub fn stage_garbage(&mut self, batch: &mut Batch, tree: &Tree) {
-        for seq in self.garbage_records.drain(..) {
-            batch.delete(tree, &log_key(seq));
+    pub fn stage_garbage(&self, batch: &mut Batch, tree: &Tree) {
+        for seq in &self.garbage_records {
+            batch.delete(tree, &log_key(*seq));
         }
-        for id in self.garbage_marks.drain() {
-            batch.delete(tree, &stored_mark_key(&id));
+        for id in &self.garbage_marks {
+            batch.delete(tree, &stored_mark_key(id));
         }
+    }
+
+    /// The batch holding the staged deletions was applied.
+    pub fn garbage_applied(&mut self) {
+        self.garbage_records.clear();
+        self.garbage_marks.clear();
     }
 
     /// Whether records or marks wait to be deleted.

@@ -177,6 +177,7 @@ impl Series {
         let engine = self.buckets.engine().clone();
         self.log.stage_garbage(&mut batch, self.buckets.tree());
         engine.commit(batch)?;
+        self.log.garbage_applied();
         for r in retired {
             self.log.release(r);
         }
@@ -221,6 +222,8 @@ fn corrupt(msg: impl Into<String>) -> StoreError {
 struct Leftovers {
     buckets: Vec<Bucket>,
     keys: Vec<Vec<u8>>,
+    /// Position of each bucket in `buckets`.
+    index: HashMap<ObjectId, usize>,
 }
 
 impl Leftovers {
@@ -228,13 +231,12 @@ impl Leftovers {
     /// was reopened) if not seen yet.
     fn bucket(
         &mut self,
-        index: &mut HashMap<ObjectId, usize>,
         ctx: (&Snapshot, &Collection, &TimeseriesOptions),
         id: ObjectId,
         header: Option<(i64, Option<Bson>)>,
         reopened: bool,
     ) -> Result<&mut Bucket, StoreError> {
-        let i = match index.get(&id) {
+        let i = match self.index.get(&id) {
             Some(&i) => i,
             None => {
                 let (snap, buckets, options) = ctx;
@@ -249,7 +251,7 @@ impl Leftovers {
                     None => Bucket::with_id(options, id, meta, min),
                 };
                 self.buckets.push(bucket);
-                index.insert(id, self.buckets.len() - 1);
+                self.index.insert(id, self.buckets.len() - 1);
                 self.buckets.len() - 1
             }
         };
@@ -265,7 +267,6 @@ fn open_buckets_in(
     options: &TimeseriesOptions,
 ) -> Result<Leftovers, StoreError> {
     let mut out = Leftovers::default();
-    let mut index = HashMap::new();
     let ctx = (snap, buckets, options);
     let tree = buckets.tree();
     let mut marks = HashMap::new();
@@ -283,7 +284,7 @@ fn open_buckets_in(
             if marks.get(&e.id).is_some_and(|m| *m >= seq) {
                 continue;
             }
-            let bucket = out.bucket(&mut index, ctx, e.id, e.header, e.reopened)?;
+            let bucket = out.bucket(ctx, e.id, e.header, e.reopened)?;
             for m in split_documents(e.rows) {
                 bucket.add(m?);
             }
@@ -300,7 +301,7 @@ fn open_buckets_in(
             Err(_) => None,
         };
         let reopened = header.get_bool("reopened").unwrap_or(false);
-        let bucket = out.bucket(&mut index, ctx, id, first, reopened)?;
+        let bucket = out.bucket(ctx, id, first, reopened)?;
         for m in docs {
             bucket.add(m?);
         }
@@ -562,6 +563,9 @@ impl TimeseriesStore {
         let mut batch = engine.batch();
         let (out, closing) = Self::stage_insert(&mut s, &mut batch, &measurements, ordered)?;
         let appended = engine.apply(batch);
+        if appended.is_ok() {
+            s.log.garbage_applied();
+        }
         drop(s);
         let appended = appended?;
         // The closed buckets are compressed and stored off the request path: their log
