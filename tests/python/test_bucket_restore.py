@@ -154,3 +154,19 @@ def test_restored_buckets_survive_kill_9(tmp_path):
         db = MongoClient(port=port, directConnection=True).py_restore
         assert db.m.count_documents({}) == 12
         assert db["system.buckets.m"].count_documents({}) == 4
+
+
+def test_a_bucket_with_a_measurement_a_2dsphere_index_cannot_hold_is_refused_as_an_insert_is(db):
+    db.create_collection("m", timeseries=TS)
+    db.m.create_index([("loc", "2dsphere")])
+    times = [T0 + dt.timedelta(seconds=1), T0 + dt.timedelta(seconds=2)]
+    b = hand_bucket("h", times, [1.0, 2.0])
+    b["data"]["loc"] = {"0": {"type": "Point", "coordinates": [1, 1]},
+                        "1": {"type": "Point", "coordinates": ["x", 0]}}
+    with pytest.raises(BulkWriteError) as e:
+        db["system.buckets.m"].insert_many([b])
+    assert e.value.details["writeErrors"][0]["code"] == 183934
+    assert db.m.count_documents({}) == 0
+    b["data"]["loc"]["1"] = {"type": "Point", "coordinates": [2, 2]}
+    db["system.buckets.m"].insert_one(b)
+    assert db.m.count_documents({"loc": {"$geoWithin": {"$centerSphere": [[2, 2], 0.001]}}}) == 1

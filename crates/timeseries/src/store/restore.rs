@@ -6,8 +6,9 @@
 //! a date in the time field, no later than that minimum plus `bucketMaxSpanSeconds`, and
 //! no earlier. It is then stored closed, as a bucket the catalog closed, after the open
 //! bucket of its series is closed (so the series' newest data is not split across an open
-//! bucket and a restored one). Version 2 (compressed, BSONColumn) buckets are refused with
-//! 238 NotImplemented before anything is written.
+//! bucket and a restored one). A measurement the collection's 2dsphere indexes cannot hold
+//! is refused as an insert refuses it. Version 2 (compressed, BSONColumn) buckets are
+//! refused with 238 NotImplemented before anything is written.
 
 use super::insert_log::Retired;
 use super::keys::{bucket_key, CLOSED};
@@ -17,17 +18,18 @@ use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use hourglass_catalog::Collection;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 fn invalid(msg: impl Into<String>) -> StoreError {
     StoreError::InvalidBucket(format!("Document failed validation: {}", msg.into()))
 }
 
-/// A bucket document as a bucket, or why it cannot be one.
+/// A bucket document as a bucket, or why it cannot be one (`geo_fields`: the fields the
+/// collection's 2dsphere indexes hold, checked in every measurement as inserts check them).
 pub(super) fn parse_bucket(
     doc: &Document,
     options: &TimeseriesOptions,
+    geo_fields: &[String],
 ) -> Result<Bucket, StoreError> {
     for k in doc.keys() {
         if !matches!(k.as_str(), "_id" | "control" | "meta" | "data") {
@@ -123,6 +125,7 @@ pub(super) fn parse_bucket(
                 "measurement {i}'s time is outside the bucket's span (control.min.{tf} plus bucketMaxSpanSeconds)"
             ))));
         }
+        super::geo::check(&row, geo_fields)?;
         bucket.add(row);
     }
     Ok(bucket)
@@ -140,15 +143,11 @@ impl TimeseriesStore {
         ordered: bool,
     ) -> Result<TsInsertOutcome, StoreError> {
         let series = self.series(buckets, options)?;
+        let geo_fields = Self::geo_fields(buckets, options)?;
         let mut out = TsInsertOutcome::default();
-        let mut seen = HashSet::new();
         for (i, doc) in docs.iter().enumerate() {
-            let stored = parse_bucket(doc, options).and_then(|b| {
-                if !seen.insert(b.id) {
-                    return Err(duplicate(buckets, &b.id));
-                }
-                self.store_restored(&series, buckets, b)
-            });
+            let stored = parse_bucket(doc, options, &geo_fields)
+                .and_then(|b| self.store_restored(&series, buckets, b));
             match stored {
                 Ok(()) => out.inserted += 1,
                 Err(e) if e.is_out_of_space() => return Err(e),
