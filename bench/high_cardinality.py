@@ -50,6 +50,21 @@ def peak_rss_mib(pid):
     return float("nan")
 
 
+def threshold_mib(value):
+    """The bucket catalog's memory threshold by MongoDB's rule for
+    timeseriesIdleBucketExpiryMemoryUsageThreshold: 0 or less is 5% of the machine's
+    memory, 1 to 100 that percentage, more a number of bytes."""
+    kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+               if line.startswith("MemTotal:"))
+    memory = max(kib * 1024, 1 << 30)
+    value = int(value or 0)
+    if value <= 0:
+        return memory / 20 / 2**20
+    if value <= 100:
+        return memory / 100 * value / 2**20
+    return value / 2**20
+
+
 def load(stream, clients, label):
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="hourglass-hc-") as tmp:
@@ -83,7 +98,8 @@ def load(stream, clients, label):
             rss = peak_rss_mib(server.pid)
             print(f"{label}: {rps} rows/s, peak RSS {rss:.0f} MiB, "
                   f"bucketCatalog.memoryUsage {catalog.get('memoryUsage', 0) / 2**20:.1f} MiB, "
-                  f"open buckets {catalog.get('numOpenBuckets')}, threshold {threshold}",
+                  f"open buckets {catalog.get('numOpenBuckets')}, "
+                  f"threshold {threshold_mib(threshold):.0f} MiB (parameter {threshold})",
                   flush=True)
             return rps
         finally:
