@@ -208,7 +208,8 @@ impl Collection {
         }
     }
 
-    pub(crate) fn duplicate(&self, id: &Bson) -> CatalogError {
+    /// The `_id` index's duplicate-key error (11000) for `id`.
+    pub fn duplicate(&self, id: &Bson) -> CatalogError {
         CatalogError::DuplicateKey {
             ns: self.namespace().to_string(),
             index: crate::index::ID_INDEX_NAME.to_string(),

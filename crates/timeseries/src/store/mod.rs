@@ -73,9 +73,6 @@ pub enum StoreError {
     /// valid bucket.
     #[error("{0}")]
     InvalidBucket(String),
-    /// Code 11000 `DuplicateKey`: a bucket with that `_id` exists.
-    #[error("{0}")]
-    DuplicateBucket(String),
     /// Code 238 `NotImplemented`.
     #[error("{0}")]
     NotImplemented(String),
@@ -101,7 +98,6 @@ impl StoreError {
             StoreError::Archive(e) => e.code(),
             StoreError::ArchivedReadOnly(_) => 20,
             StoreError::InvalidBucket(_) => 121,
-            StoreError::DuplicateBucket(_) => 11000,
             StoreError::NotImplemented(_) => 238,
         }
     }

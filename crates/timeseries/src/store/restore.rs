@@ -15,7 +15,6 @@ use super::keys::{bucket_key, CLOSED};
 use super::{stage_close, stage_store, StoreError, TimeseriesStore, TsInsertOutcome};
 use crate::bucket::Bucket;
 use crate::options::TimeseriesOptions;
-use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use hourglass_catalog::Collection;
 use std::sync::Arc;
@@ -177,7 +176,7 @@ impl TimeseriesStore {
                 .get(buckets.tree(), &bucket_key(CLOSED, &bucket.id))?
                 .is_some();
         if taken {
-            return Err(duplicate(buckets, &bucket.id));
+            return Err(buckets.duplicate(&Bson::ObjectId(bucket.id)).into());
         }
         engine.check_space(bucket.size_bytes as u64)?;
         let mut batch = engine.batch();
@@ -198,12 +197,4 @@ impl TimeseriesStore {
         s.note_closed(&bucket);
         s.commit_retiring(batch, retired)
     }
-}
-
-fn duplicate(buckets: &Collection, id: &ObjectId) -> StoreError {
-    StoreError::DuplicateBucket(format!(
-        "E11000 duplicate key error collection: {} index: _id_ dup key: {{ _id: ObjectId('{}') }}",
-        buckets.namespace(),
-        id.to_hex()
-    ))
 }
