@@ -20,11 +20,11 @@
 //! | 4 | length of the rows (u32 LE) |
 //! | n | the rows: the new measurements without their meta field, BSON documents back to back |
 
-use super::keys::{log_key, stored_mark_key};
+use super::keys::{log_key, object_id_at, stored_mark_key, STORED_MARK};
 use super::{corrupt, StoreError};
 use crate::bucket::Bucket;
 use bson::oid::ObjectId;
-use hourglass_storage::{Batch, Tree};
+use hourglass_storage::{Batch, Snapshot, Tree};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -197,12 +197,35 @@ pub(super) fn stage_retire(batch: &mut Batch, tree: &Tree, id: &ObjectId, seqs: 
     }
 }
 
-/// The sequence number stored in a mark's value.
-pub(super) fn mark_seq(value: &[u8]) -> Result<u64, StoreError> {
-    let b: [u8; 8] = value
-        .try_into()
-        .map_err(|_| corrupt("a stored mark is not 8 bytes"))?;
-    Ok(u64::from_be_bytes(b))
+/// The stored marks of a snapshot: the last record sequence each bucket's stored form
+/// covers.
+pub(super) struct StoredMarks(HashMap<ObjectId, u64>);
+
+impl StoredMarks {
+    pub fn read(snap: &Snapshot, tree: &Tree) -> Result<StoredMarks, StoreError> {
+        let mut marks = HashMap::new();
+        for entry in snap.scan_prefix(tree, &[STORED_MARK]) {
+            let (k, v) = entry?;
+            let id = object_id_at(&k).ok_or_else(|| corrupt("short stored-mark key"))?;
+            let seq: [u8; 8] = v
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupt("a stored mark is not 8 bytes"))?;
+            marks.insert(id, u64::from_be_bytes(seq));
+        }
+        Ok(StoredMarks(marks))
+    }
+
+    /// Whether `id`'s entry in record `seq` is already in its stored form (or the bucket
+    /// was removed since).
+    pub fn covers(&self, id: &ObjectId, seq: u64) -> bool {
+        self.0.get(id).is_some_and(|m| *m >= seq)
+    }
+
+    /// The marks' keys.
+    pub fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        self.0.keys().map(stored_mark_key)
+    }
 }
 
 /// The entries of a record.

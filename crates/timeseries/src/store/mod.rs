@@ -47,7 +47,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use hourglass_catalog::{CatalogError, Collection};
 use hourglass_storage::{Batch, Snapshot, StorageError};
-use insert_log::{InsertLog, Retired};
+use insert_log::{InsertLog, Retired, StoredMarks};
 use keys::*;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -265,19 +265,14 @@ fn open_buckets_in(
     let mut out = Leftovers::default();
     let ctx = (snap, buckets, options);
     let tree = buckets.tree();
-    let mut marks = HashMap::new();
-    for entry in snap.scan_prefix(tree, &[STORED_MARK]) {
-        let (k, v) = entry?;
-        let id = object_id_at(&k).ok_or_else(|| corrupt("short stored-mark key"))?;
-        marks.insert(id, insert_log::mark_seq(&v)?);
-        out.keys.push(k);
-    }
+    let marks = StoredMarks::read(snap, tree)?;
+    out.keys.extend(marks.keys());
     for entry in snap.scan_prefix(tree, &[LOG]) {
         let (k, v) = entry?;
         let seq = log_seq(&k).ok_or_else(|| corrupt("short insert-log key"))?;
         for e in insert_log::entries(&v) {
             let e = e?;
-            if marks.get(&e.id).is_some_and(|m| *m >= seq) {
+            if marks.covers(&e.id, seq) {
                 continue;
             }
             let bucket = out.bucket(ctx, e.id, e.header, e.reopened)?;
@@ -814,13 +809,7 @@ impl TimeseriesStore {
             count += 1;
             bytes += v.len() as u64;
         }
-        let mut marks = HashMap::new();
-        for entry in snap.scan_prefix(tree, &[STORED_MARK]) {
-            let (k, v) = entry?;
-            if let Some(id) = object_id_at(&k) {
-                marks.insert(id, insert_log::mark_seq(&v)?);
-            }
-        }
+        let marks = StoredMarks::read(&snap, tree)?;
         // Open buckets not stored (a reopened one is counted above).
         let mut open = std::collections::HashSet::new();
         for entry in snap
@@ -836,8 +825,7 @@ impl TimeseriesStore {
             let seq = log_seq(&k).unwrap_or(0);
             for e in insert_log::entries(&v) {
                 let e = e?;
-                let covered = marks.get(&e.id).is_some_and(|m| *m >= seq);
-                if !covered && !e.reopened && e.header.is_some() {
+                if !marks.covers(&e.id, seq) && !e.reopened && e.header.is_some() {
                     open.insert(e.id);
                 }
             }

@@ -243,21 +243,7 @@ impl TimeseriesStore {
         if meta_changed {
             s.directory = None;
         }
-        let mut closing = Vec::new();
-        if !reinsert.is_empty() {
-            let reinsert = raw_measurements(&reinsert)?;
-            let reinsert: Vec<&bson::RawDocument> = reinsert.iter().map(|r| &**r).collect();
-            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, &reinsert, true)?;
-            if let Some((_, e)) = ins.errors.into_iter().next() {
-                return Err(e);
-            }
-            closing = closed;
-        }
-        for (b, seqs) in closing {
-            super::stage_close(&mut batch, buckets, &b, &seqs);
-            s.closing.remove(&b.id);
-            retired.push((b.id, seqs));
-        }
+        Self::stage_reinsert(&mut s, &mut batch, &reinsert, &mut retired)?;
         s.commit_retiring(batch, retired)?;
         Ok(out)
     }
@@ -421,21 +407,36 @@ impl TimeseriesStore {
                 }
             }
         }
-        if !reinsert.is_empty() {
-            let reinsert = raw_measurements(&reinsert)?;
-            let reinsert: Vec<&bson::RawDocument> = reinsert.iter().map(|r| &**r).collect();
-            let (ins, closed) = Self::stage_insert(&mut s, &mut batch, &reinsert, true)?;
-            if let Some((_, e)) = ins.errors.into_iter().next() {
-                return Err(e);
-            }
-            for (b, seqs) in closed {
-                super::stage_close(&mut batch, buckets, &b, &seqs);
-                s.closing.remove(&b.id);
-                retired.push((b.id, seqs));
-            }
-        }
+        Self::stage_reinsert(&mut s, &mut batch, &reinsert, &mut retired)?;
         s.commit_retiring(batch, retired)?;
         Ok(out)
+    }
+
+    /// Stages the insert of updated (or upserted) measurements into `batch`, with the
+    /// buckets it closes stored in the same batch (they join `retired`); the first
+    /// measurement refused fails the write.
+    fn stage_reinsert(
+        s: &mut Series,
+        batch: &mut Batch,
+        measurements: &[Document],
+        retired: &mut Vec<Retired>,
+    ) -> Result<(), StoreError> {
+        if measurements.is_empty() {
+            return Ok(());
+        }
+        let raw = raw_measurements(measurements)?;
+        let raw: Vec<&bson::RawDocument> = raw.iter().map(|r| &**r).collect();
+        let (ins, closed) = Self::stage_insert(s, batch, &raw, true)?;
+        if let Some((_, e)) = ins.errors.into_iter().next() {
+            return Err(e);
+        }
+        let buckets = s.buckets.clone();
+        for (b, seqs) in closed {
+            super::stage_close(batch, &buckets, &b, &seqs);
+            s.closing.remove(&b.id);
+            retired.push((b.id, seqs));
+        }
+        Ok(())
     }
 }
 
