@@ -41,10 +41,8 @@ pub(super) fn parse_bucket(
     let control = doc
         .get_document("control")
         .map_err(|_| invalid("control must be an object"))?;
-    let version = control
-        .get("version")
-        .and_then(|v| hourglass_query::num::Num::from_bson(v).map(|n| n.as_f64()));
-    match version {
+    let number = |v: &Bson| hourglass_query::num::Num::from_bson(v).map(|n| n.as_f64());
+    match control.get("version").and_then(number) {
         Some(1.0) => {}
         Some(2.0) => {
             return Err(StoreError::NotImplemented(
@@ -86,7 +84,7 @@ pub(super) fn parse_bucket(
         return Err(invalid(format!("data.{tf} holds no measurement")));
     }
     if let Some(c) = control.get("count") {
-        if hourglass_query::num::Num::from_bson(c).map(|n| n.as_f64()) != Some(count as f64) {
+        if number(c) != Some(count as f64) {
             return Err(invalid("control.count must be the number of measurements"));
         }
     }
