@@ -487,3 +487,15 @@ def test_a_hinted_2dsphere_index_without_a_geo_predicate_returns_only_documents_
     db.h.create_index([("loc", "2dsphere")])
     assert sorted(d["_id"] for d in db.h.find({}).hint("loc_2dsphere")) == [1, 2]
     assert sorted(d["_id"] for d in db.h.find({})) == [1, 2, 3]
+
+
+def test_geo_within_on_a_2d_index_of_32_bits_finds_every_point_inside(db):
+    # At 32 bits a cell number takes all 64 bits: the scan must still hold every point,
+    # up to the grid's top right corner.
+    grid = [f"{x}:{y}" for x in (-170, -1, 1, 170) for y in (-170, -1, 1, 170)]
+    db.fine.insert_many([{"_id": k, "loc": [int(v) for v in k.split(":")]} for k in grid])
+    db.fine.create_index([("loc", "2d")], bits=32)
+    q = {"loc": {"$geoWithin": {"$box": [[0, 0], [180, 180]]}}}
+    assert ids(db.fine, q) == sorted(["1:1", "1:170", "170:1", "170:170"])
+    assert ids(db.fine, {"loc": {"$geoWithin": {"$box": [[-180, -180], [180, 180]]}}}) == sorted(grid)
+    assert _winning_stages(db.fine.find(q).explain()) == ["FETCH", "IXSCAN"]

@@ -67,18 +67,26 @@ pub fn cover(b: &GridBox) -> Vec<(i64, i64)> {
             continue;
         }
         let shift = 2 * (b.bits - level);
-        let mut ranges: Vec<(i64, i64)> = (x0..=x1)
-            .flat_map(|x| (y0..=y1).map(move |y| (x, y)))
-            .map(|(x, y)| {
-                let z = interleave(x, y, level) as u64;
-                ((z << shift) as i64, (((z + 1) << shift) - 1) as i64)
-            })
-            .collect();
+        let mut ranges: Vec<(i64, i64)> = Vec::new();
+        for (x, y) in (x0..=x1).flat_map(|x| (y0..=y1).map(move |y| (x, y))) {
+            // In u128: at 32 bits a finest cell number takes all 64 bits.
+            let z = u128::from(interleave(x, y, level) as u64);
+            let lo = (z << shift) as u64;
+            let hi = (((z + 1) << shift) - 1) as u64;
+            // Cells are stored as the i64 of their u64 number: a range across 2^63 is
+            // two ranges of i64.
+            if (lo as i64) <= (hi as i64) {
+                ranges.push((lo as i64, hi as i64));
+            } else {
+                ranges.push((lo as i64, i64::MAX));
+                ranges.push((i64::MIN, hi as i64));
+            }
+        }
         ranges.sort_unstable();
         let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
         for (lo, hi) in ranges {
             match merged.last_mut() {
-                Some(last) if last.1 + 1 >= lo => last.1 = last.1.max(hi),
+                Some(last) if last.1.saturating_add(1) >= lo => last.1 = last.1.max(hi),
                 _ => merged.push((lo, hi)),
             }
         }
@@ -145,5 +153,24 @@ mod tests {
             ..b
         };
         assert_eq!(cover(&all), vec![(0, (1i64 << (2 * SPHERE_LEVEL)) - 1)]);
+    }
+
+    #[test]
+    fn a_cover_of_a_32_bit_grid_holds_every_cell() {
+        let b = GridBox {
+            x: (-180.0, 180.0),
+            y: (-180.0, 180.0),
+            xs: (-180.0, 180.0),
+            ys: (-180.0, 180.0),
+            bits: 32,
+        };
+        let ranges = cover(&b);
+        for (x, y) in [(-170.0, -80.0), (170.0, 80.0), (179.9, 179.9), (0.0, 0.0)] {
+            let c = flat_cell(Pos { x, y }, -180.0, 180.0, 32);
+            assert!(
+                ranges.iter().any(|(lo, hi)| *lo <= c && c <= *hi),
+                "{x},{y} -> {c}: {ranges:?}"
+            );
+        }
     }
 }
