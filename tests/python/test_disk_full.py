@@ -150,3 +150,32 @@ def test_full_disk_answers_out_of_disk_space_and_recovers_when_space_is_freed(tm
     db.fill2.drop()
     db.after.insert_one({"ok": True})
     assert server.stop() == 0, server.output()
+
+
+def test_a_small_database_on_a_disk_with_less_free_than_the_full_reserve_accepts_writes(tmpfs):
+    # 1 GiB file system: the full reserve is 384 MiB. With 200 MiB free (a CI machine after
+    # a build), a database of a few documents needs far less room for its flushes and
+    # compactions and is not refused.
+    (tmpfs / "filler").unlink()
+    take_all_but(tmpfs, "filler", 200)
+    dbpath = tmpfs / "db"
+    dbpath.mkdir()
+    server = Server(dbpath)
+    server.start()
+    db = server.client().get_database("small")
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    t0 = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    db.ts.insert_many([{"t": t0 + datetime.timedelta(seconds=i), "m": i % 3, "v": i} for i in range(1000)])
+    db.docs.insert_many([{"_id": i, "s": "x" * 100} for i in range(1000)])
+    db.docs.create_index("s")
+    db.docs.update_many({}, {"$set": {"y": 1}})
+    assert db.ts.count_documents({}) == 1000
+    assert db.docs.count_documents({"y": 1}) == 1000
+
+    # It is still refused before it would eat the room its own maintenance needs.
+    acked, err = fill_until_full(db.fill, 0)
+    assert err.code == 14031, err.details
+    assert len(acked) > 10
+    st = os.statvfs(tmpfs)
+    assert st.f_bavail * st.f_frsize > 64 * 1024 * 1024, (st.f_bavail * st.f_frsize, len(acked))
+    assert server.stop() == 0, server.output()

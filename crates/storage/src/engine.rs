@@ -67,8 +67,17 @@ const MEMTABLE: u64 = 64 << 20;
 /// 2% of the file system, at least a full journal plus a level-0 compaction (384 MiB,
 /// measured on a full tmpfs: a flush and the compaction after it write that much while
 /// the tables they replace are still there), at most 1 GiB.
-fn reserve(total: u64) -> u64 {
+fn full_reserve(total: u64) -> u64 {
     (total / 50).clamp(2 * MAX_JOURNAL + 4 * MEMTABLE, 1 << 30)
+}
+
+/// The reserve a database holding `used` bytes (tables and journal) needs: a flush writes
+/// at most what the journal holds and a compaction rewrites at most the tables, each while
+/// what it replaces is still on disk, so twice the database plus a journal's worth of slack
+/// covers both; never more than [`full_reserve`]. A small database on a nearly full disk
+/// (a CI machine after a build) keeps working; a large one keeps the full reserve.
+fn reserve_for(total: u64, used: u64) -> u64 {
+    full_reserve(total).min(used.saturating_mul(2).saturating_add(MAX_JOURNAL))
 }
 
 /// Free space a batch that only deletes still needs (its journal record).
@@ -284,7 +293,13 @@ impl Engine {
         let Some((free, total)) = self.space() else {
             return Ok(());
         };
-        let needed = reserve(total).saturating_add(bytes.saturating_mul(2));
+        let write = bytes.saturating_mul(2);
+        if free >= full_reserve(total).saturating_add(write) {
+            return Ok(());
+        }
+        // Short of the full reserve: size it to what this database holds (reads the
+        // journal's length, so only here, off the common path).
+        let needed = reserve_for(total, self.disk_space()).saturating_add(write);
         if free < needed {
             return Err(StorageError::OutOfDiskSpace { free, needed });
         }
