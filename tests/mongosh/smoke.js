@@ -76,5 +76,23 @@ check(profiled.length >= 1 && profiled[0].command.filter.name === 'ada' && profi
 check(t.getProfilingStatus().was === 2, 'db.getProfilingStatus()');
 t.setProfilingLevel(0);
 
+// a transaction: session.startTransaction(), commitTransaction(), abortTransaction()
+t.accounts.insertOne({ _id: 'a', balance: 10 });
+const session = db.getMongo().startSession();
+const accounts = session.getDatabase('mongosh_smoke').accounts;
+session.startTransaction();
+accounts.updateOne({ _id: 'a' }, { $inc: { balance: -5 } });
+accounts.insertOne({ _id: 'b', balance: 5 });
+check(t.accounts.countDocuments({}) === 1, 'a transaction\'s writes are not seen outside it');
+check(accounts.countDocuments({}) === 2, 'a transaction sees its own writes');
+session.commitTransaction();
+check(t.accounts.findOne({ _id: 'a' }).balance === 5 && t.accounts.countDocuments({}) === 2,
+      'session.commitTransaction() applies both writes');
+session.startTransaction();
+accounts.deleteMany({});
+session.abortTransaction();
+check(t.accounts.countDocuments({}) === 2, 'session.abortTransaction() leaves nothing');
+session.endSession();
+
 t.dropDatabase();
 print('mongosh smoke: all checks passed');

@@ -1,20 +1,14 @@
 """Options several commands carry are honoured or refused, never accepted and ignored
-(MongoDB 7.0 on a standalone server): transactions are refused as a standalone mongod
-refuses them, an unknown collation locale is refused, `let` and an update statement's `c`
+(MongoDB 7.0 on a standalone server; transactions are in test_transactions.py): an unknown
+collation locale is refused, `let` and an update statement's `c`
 bind variables that `$expr` and pipelines read, and `sort` in an update statement (an 8.0
 field) is unknown."""
 
-import json
 import os
-import shutil
-import subprocess
 
 import pytest
-from bson import Int64
 from bson.binary import Binary, UUID_SUBTYPE
 from pymongo.errors import OperationFailure
-
-from conftest import REPO_ROOT
 
 
 def code_of(excinfo):
@@ -23,64 +17,6 @@ def code_of(excinfo):
 
 def lsid():
     return {"id": Binary(os.urandom(16), UUID_SUBTYPE)}
-
-
-def test_transaction_fields_are_refused_like_a_standalone_mongod_and_nothing_is_written(db):
-    with pytest.raises(OperationFailure) as e:
-        db.command("insert", "c", documents=[{"_id": 1}], lsid=lsid(), txnNumber=Int64(1),
-                   startTransaction=True, autocommit=False)
-    assert code_of(e) == 20
-    assert "replica set member or mongos" in str(e.value)
-    assert db.c.count_documents({}) == 0
-
-
-@pytest.mark.parametrize("command", ["commitTransaction", "abortTransaction"])
-def test_ending_a_transaction_is_illegal_operation_on_a_standalone_server(client, command):
-    with pytest.raises(OperationFailure) as e:
-        client.admin.command(command, lsid=lsid(), txnNumber=Int64(1), autocommit=False)
-    assert code_of(e) == 20
-
-
-def test_node_driver_transaction_is_refused_and_its_insert_not_applied(server, db):
-    driver = REPO_ROOT / ".tools" / "node_modules" / "mongodb"
-    if not driver.exists() or shutil.which("node") is None:
-        pytest.skip(f"the Node driver is not installed at {driver} (scripts/test.sh installs it)")
-    host, port = server
-    script = """
-const { MongoClient } = require(process.env.DRIVER);
-(async () => {
-  const client = new MongoClient(process.env.URI);
-  await client.connect();
-  const coll = client.db(process.env.DB).collection('c');
-  const session = client.startSession();
-  let outcome = {};
-  try {
-    session.startTransaction();
-    await coll.insertOne({ _id: 'in-txn' }, { session });
-    outcome.inserted = true;
-    await session.abortTransaction();
-  } catch (e) {
-    outcome.code = e.code;
-    outcome.message = e.message;
-  }
-  await session.endSession().catch(() => {});
-  outcome.count = await coll.countDocuments({});
-  console.log(JSON.stringify(outcome));
-  await client.close();
-})();
-"""
-    env = dict(os.environ, DRIVER=str(driver), DB=db.name,
-               URI=f"mongodb://{host}:{port}/?directConnection=true")
-    out = subprocess.run(["node", "-e", script], env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    outcome = json.loads(out.stdout.strip().splitlines()[-1])
-    # The driver words a standalone's 20 "Transaction numbers are only allowed on a replica
-    # set member or mongos" as its own advice about retryable writes; either way the insert
-    # inside the transaction failed and nothing was written.
-    assert "inserted" not in outcome, outcome
-    assert outcome.get("code") == 20 or "retryable writes" in outcome.get("message", ""), outcome
-    assert outcome["count"] == 0
 
 
 BAD = {"locale": "xx"}

@@ -315,6 +315,11 @@ impl Catalog {
         out.into_iter().collect()
     }
 
+    /// Every collection of every database.
+    pub fn all_collections(&self) -> Vec<Arc<Collection>> {
+        self.colls.read().values().cloned().collect()
+    }
+
     /// Collections of `db`, in name order.
     pub fn collections(&self, db: &str) -> Vec<Arc<Collection>> {
         self.colls

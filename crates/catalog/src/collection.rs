@@ -94,8 +94,12 @@ impl Collection {
         self.indexes.read().clone()
     }
 
+    /// Replaces the index set (under the write lock); open transactions that wrote to this
+    /// collection staged entries for the old set, and now fail with a write conflict.
     pub(crate) fn set_indexes(&self, indexes: Vec<Arc<Index>>) {
         *self.indexes.write() = Arc::new(indexes);
+        self.engine
+            .invalidate_transactions_writing(self.tree.name());
     }
 
     pub(crate) fn take_ident(&self) -> u64 {
@@ -133,9 +137,13 @@ impl Collection {
         self.options.read().clone()
     }
 
+    /// Replaces the options (under the write lock); open transactions that wrote to this
+    /// collection were validated against the old ones, and now fail with a write conflict.
     pub(crate) fn set_options(&self, options: Document) {
         *self.validator.write() = compile_validator(&self.namespace(), &options);
         *self.options.write() = options;
+        self.engine
+            .invalidate_transactions_writing(self.tree.name());
     }
 
     /// The collection's validator, if it has one.

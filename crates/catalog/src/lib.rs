@@ -17,6 +17,7 @@ pub mod namespace;
 pub mod plan;
 mod plan_geo;
 pub mod scan;
+mod transaction;
 pub mod validation;
 pub mod writes;
 

@@ -17,6 +17,7 @@ pub mod profiler;
 pub mod sessions;
 pub mod state;
 pub mod top;
+pub mod transactions;
 pub mod ttl;
 pub mod wire;
 pub mod write_gate;

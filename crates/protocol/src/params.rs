@@ -13,6 +13,8 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
             Bson::Document(doc! {"version": "7.0"}),
         ),
         ("cursorTimeoutMillis", Bson::Int64(600_000)),
+        // An open transaction older than this is aborted.
+        ("transactionLifetimeLimitSeconds", Bson::Int32(60)),
         ("ttlMonitorSleepSecs", Bson::Int32(60)),
         ("ttlMonitorEnabled", Bson::Boolean(true)),
         // The archive mover (time-series `archive` rules): seconds between passes, and

@@ -126,6 +126,8 @@ pub struct ServerState {
     pub profiler: crate::profiler::Profiler,
     /// The logical sessions commands carried (`$listLocalSessions`).
     pub sessions: crate::sessions::LocalSessions,
+    /// The sessions' multi-document transactions.
+    pub transactions: crate::transactions::Transactions,
     /// The `failCommand` fail point (`configureFailPoint`, with `enableTestCommands`).
     pub fail_command: crate::fail_point::FailCommand,
     /// The archive mover's crash fail points and the collections it has cleaned.
@@ -195,6 +197,7 @@ impl ServerState {
             top: Default::default(),
             profiler: Default::default(),
             sessions: Default::default(),
+            transactions: Default::default(),
             fail_command: Default::default(),
             archive: Default::default(),
         }

@@ -613,6 +613,19 @@ async fn reap_cursors(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) 
         if n > 0 {
             tracing::info!(count = n, "closed idle cursors");
         }
+        let limit = state
+            .params
+            .get_i64("transactionLifetimeLimitSeconds", 60)
+            .max(1) as u64;
+        let n = state
+            .transactions
+            .expire(state.catalog.engine(), Duration::from_secs(limit));
+        if n > 0 {
+            tracing::info!(
+                count = n,
+                "aborted transactions past transactionLifetimeLimitSeconds"
+            );
+        }
     }
 }
 

@@ -18,6 +18,10 @@ pub enum StorageError {
     DbPathInUse(std::path::PathBuf),
     #[error("Out of disk space: {free} bytes free on the data directory's file system, {needed} needed for this write")]
     OutOfDiskSpace { free: u64, needed: u64 },
+    /// A transaction wrote a key that changed since it started, or that another open
+    /// transaction holds.
+    #[error("Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.")]
+    WriteConflict,
 }
 
 impl StorageError {
@@ -45,6 +49,7 @@ impl StorageError {
         match self {
             _ if self.is_out_of_space() => 14031,
             StorageError::DbPathInUse(_) => 98,
+            StorageError::WriteConflict => 112,
             _ => 1,
         }
     }

@@ -9,5 +9,6 @@ pub mod engine;
 pub mod error;
 pub mod group_commit;
 
+pub use engine::txn::{self, Transaction};
 pub use engine::{Batch, Engine, Snapshot, Tree};
 pub use error::StorageError;

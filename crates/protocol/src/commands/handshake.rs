@@ -103,6 +103,9 @@ pub fn connection_status(req: &Request) -> CmdResult {
 pub fn end_sessions(req: &Request) -> CmdResult {
     let ids = session_list(req, "endSessions")?;
     req.state.sessions.end(&ids);
+    req.state
+        .transactions
+        .end_sessions(req.state.catalog.engine(), &ids);
     Ok(Document::new())
 }
 

@@ -43,6 +43,7 @@ mod roles;
 mod sasl;
 mod target;
 mod timeseries_ddl;
+mod transaction;
 mod update;
 mod users;
 mod validation_options;
@@ -88,8 +89,8 @@ const fn crud(name: &'static str, handler: Handler, help: &'static str) -> Comma
 pub static COMMANDS: &[Command] = &[
     cmd(
         "abortTransaction",
-        request_options::end_transaction,
-        "Transactions need a replica set: 20 on this standalone server.",
+        transaction::abort_transaction,
+        "Aborts the session's multi-document transaction.",
     ),
     crud(
         "aggregate",
@@ -120,8 +121,8 @@ pub static COMMANDS: &[Command] = &[
     cmd("collstats", coll_stats::coll_stats, "Alias of collStats."),
     cmd(
         "commitTransaction",
-        request_options::end_transaction,
-        "Transactions need a replica set: 20 on this standalone server.",
+        transaction::commit_transaction,
+        "Commits the session's multi-document transaction atomically and durably.",
     ),
     cmd(
         "compact",
@@ -490,6 +491,10 @@ pub fn dispatch(req: &Request) -> Document {
         let user = req.conn.session.lock().user().map(|u| u.to_string());
         req.state.sessions.touch(lsid, user);
     }
+    let statement = match transaction::begin(req, &name) {
+        Ok(s) => s,
+        Err(e) => return e.to_reply(),
+    };
     let _op = req.state.ops.begin(
         req.conn.id,
         &req.conn.peer,
@@ -560,6 +565,9 @@ pub fn dispatch(req: &Request) -> Document {
             e.to_reply()
         }
     };
+    if let Some(stmt) = statement {
+        transaction::finish(req, stmt, &mut reply);
+    }
     if let Some((action, _)) = fail_point {
         if let (Some(wce), None) = (action.write_concern_error, action.error) {
             reply.insert(

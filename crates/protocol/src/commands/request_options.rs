@@ -1,8 +1,7 @@
 //! What `dispatch` does, before any handler runs, with options several commands carry, so
 //! that none is accepted and then ignored:
-//! - transaction fields (`txnNumber`, `startTransaction`, `autocommit`) are refused with
-//!   the error a standalone mongod gives (20), so no write a client believes
-//!   transactional is ever applied outside a transaction;
+//! - transaction fields (`txnNumber`, `startTransaction`, `autocommit`) are the
+//!   transactions module's (`crate::transactions`), which checks them after access control;
 //! - `collation` (the command's, its statements', or the collection's default) is parsed
 //!   and made active for the command's thread (`collation_of`; `hourglass_query::collation`);
 //! - `readConcern` levels `snapshot` and `linearizable` are refused as a standalone refuses
@@ -17,8 +16,6 @@ use hourglass_query::collation::{self, Collation};
 use hourglass_query::let_vars::{self, Vars};
 use std::sync::Arc;
 
-const TRANSACTION_FIELDS: &[&str] = &["txnNumber", "startTransaction", "autocommit"];
-
 /// Commands that take `let`.
 const LET_COMMANDS: &[&str] = &[
     "aggregate",
@@ -28,14 +25,6 @@ const LET_COMMANDS: &[&str] = &[
     "findandmodify",
     "update",
 ];
-
-/// A standalone server's answer to anything transactional.
-fn no_transactions() -> CommandError {
-    CommandError::new(
-        20,
-        "Transaction numbers are only allowed on a replica set member or mongos",
-    )
-}
 
 /// Statement arrays of the write commands, by command.
 fn statements_field(command: &str) -> Option<&'static str> {
@@ -177,18 +166,13 @@ fn check_read_concern(v: Option<&Bson>) -> Result<(), CommandError> {
     }
 }
 
-/// `commitTransaction` and `abortTransaction`: there are no transactions to end.
-pub fn end_transaction(_req: &Request) -> crate::error::CmdResult {
-    Err(no_transactions())
-}
-
 /// Checks the options of `req` (command `name`); returns the request to run instead when
 /// `let` variables were substituted.
 pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandError> {
-    if TRANSACTION_FIELDS.iter().any(|f| req.body.contains_key(*f)) {
-        return Err(no_transactions());
+    // A transaction's statements: their read concern is checked with the transaction.
+    if !req.body.contains_key("autocommit") {
+        check_read_concern(req.body.get("readConcern"))?;
     }
-    check_read_concern(req.body.get("readConcern"))?;
     let field = statements_field(name);
     let has_c = name == "update" && !statement_values(req, "updates", "c").is_empty();
     let lets = req.body.get("let").filter(|_| LET_COMMANDS.contains(&name));

@@ -7,15 +7,18 @@
 
 use crate::error::{Result, StorageError};
 use crate::group_commit::GroupCommit;
+pub mod txn;
+
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use std::path::Path;
 use std::sync::Arc;
+use txn::{Merge, Overlay, Transaction};
 
 /// One ordered key-value namespace (a fjall keyspace).
 #[derive(Clone)]
 pub struct Tree {
     name: String,
-    ks: Keyspace,
+    pub(crate) ks: Keyspace,
 }
 
 impl Tree {
@@ -48,10 +51,12 @@ impl Tree {
 /// The storage engine handle; cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    db: Database,
+    pub(crate) db: Database,
     group: Arc<GroupCommit>,
     /// The directory whose file system the space guard watches.
     path: Arc<std::path::PathBuf>,
+    /// Keys held by open transactions.
+    pub(crate) holds: Arc<txn::Holds>,
 }
 
 /// Most bytes the engine's journal holds (fjall's minimum; its default is 512 MiB): the
@@ -97,6 +102,9 @@ pub struct Batch {
     put_bytes: u64,
     /// The first key or value the engine cannot take: the batch then applies nothing.
     refused: Option<StorageError>,
+    /// Built while the thread worked for a transaction: [`Engine::apply`] puts its writes
+    /// (also kept here) into the transaction instead of the engine.
+    txn: Option<(Arc<Transaction>, Vec<txn::Op>)>,
 }
 
 impl Batch {
@@ -107,11 +115,17 @@ impl Batch {
         if self.refused.is_none() {
             self.put_bytes += (key.len() + value.len()) as u64;
             self.inner.insert(&tree.ks, key, value);
+            if let Some((_, ops)) = &mut self.txn {
+                ops.push((tree.clone(), key.to_vec(), Some(value.to_vec())));
+            }
         }
     }
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) {
         if self.fits(key) {
             self.inner.remove(&tree.ks, key);
+            if let Some((_, ops)) = &mut self.txn {
+                ops.push((tree.clone(), key.to_vec(), None));
+            }
         }
     }
     /// Records a key too long for the engine; false when the batch is refused.
@@ -129,10 +143,12 @@ impl Batch {
     }
 }
 
-/// A consistent point-in-time view across all trees (MVCC: never blocks writers).
+/// A consistent point-in-time view across all trees (MVCC: never blocks writers); inside
+/// a transaction, with the transaction's own writes over it.
 #[derive(Clone)]
 pub struct Snapshot {
     inner: fjall::Snapshot,
+    overlay: Option<Overlay>,
 }
 
 /// An owned key/value pair read from the engine.
@@ -140,6 +156,9 @@ pub type KeyValue = (Vec<u8>, Vec<u8>);
 
 impl Snapshot {
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.overlay.as_ref().and_then(|o| o.get(tree, key)) {
+            return Ok(v);
+        }
         Ok(self.inner.get(&tree.ks, key)?.map(|v| v.to_vec()))
     }
 
@@ -149,10 +168,15 @@ impl Snapshot {
         tree: &Tree,
         prefix: &[u8],
     ) -> impl Iterator<Item = Result<KeyValue>> + Send + 'static {
-        self.inner.prefix(&tree.ks, prefix).map(|guard| {
+        let over = match &self.overlay {
+            Some(o) => o.prefix(tree, prefix),
+            None => Vec::new(),
+        };
+        let base = self.inner.prefix(&tree.ks, prefix).map(|guard| {
             let (k, v) = guard.into_inner()?;
             Ok((k.to_vec(), v.to_vec()))
-        })
+        });
+        Merge::new(base, over, false)
     }
 
     /// Iterates the entries of `tree` with `start <= key < end` (no upper limit when `end`
@@ -176,10 +200,15 @@ impl Snapshot {
             let (k, v) = guard.into_inner()?;
             Ok((k.to_vec(), v.to_vec()))
         };
-        if reverse {
-            Box::new(iter.rev().map(map))
-        } else {
-            Box::new(iter.map(map))
+        let over = match &self.overlay {
+            Some(o) => o.range(tree, start, end),
+            None => Vec::new(),
+        };
+        match (reverse, over.is_empty()) {
+            (false, true) => Box::new(iter.map(map)),
+            (true, true) => Box::new(iter.rev().map(map)),
+            (false, false) => Box::new(Merge::new(iter.map(map), over, false)),
+            (true, false) => Box::new(Merge::new(iter.rev().map(map), over, true)),
         }
     }
 }
@@ -212,6 +241,7 @@ impl Engine {
             db,
             group: Arc::new(GroupCommit::default()),
             path: Arc::new(path.to_path_buf()),
+            holds: Arc::default(),
         })
     }
 
@@ -242,17 +272,29 @@ impl Engine {
         Ok(())
     }
 
+    /// An empty batch; built while the thread works for a transaction, it belongs to that
+    /// transaction (see [`Engine::apply`]).
     pub fn batch(&self) -> Batch {
+        let mut b = self.plain_batch();
+        b.txn = Transaction::active().map(|t| (t, Vec::new()));
+        b
+    }
+
+    /// An empty batch for the engine itself, whatever the thread works for.
+    pub(crate) fn plain_batch(&self) -> Batch {
         Batch {
             inner: self.db.batch(),
             put_bytes: 0,
             refused: None,
+            txn: None,
         }
     }
 
     /// Applies `batch` atomically and returns once it is durable on disk. Concurrent
     /// callers share syncs (group commit).
-    pub fn commit(&self, batch: Batch) -> Result<()> {
+    /// Always writes to the engine, also on a thread working for a transaction.
+    pub fn commit(&self, mut batch: Batch) -> Result<()> {
+        batch.txn = None;
         let ticket = self.apply(batch)?;
         self.wait_durable(ticket)
     }
@@ -260,6 +302,9 @@ impl Engine {
     /// Applies `batch` atomically (visible to new snapshots, not yet durable) and returns
     /// the ticket to pass to [`Engine::wait_durable`]. Lets a caller release its locks
     /// before waiting for the sync, so that other writers join the same sync.
+    ///
+    /// A batch built for a transaction goes into the transaction instead (ticket 0: nothing
+    /// to wait for), or fails with a write conflict ([`txn`]).
     pub fn apply(&self, batch: Batch) -> Result<u64> {
         if let Some(e) = batch.refused {
             return Err(e);
@@ -271,6 +316,10 @@ impl Engine {
             self.check_space(batch.put_bytes)?;
         } else {
             self.check_space_for_deletes()?;
+        }
+        if let Some((txn, ops)) = batch.txn {
+            self.apply_in_transaction(&txn, ops)?;
+            return Ok(0);
         }
         batch.inner.commit()?;
         Ok(self.group.ticket())
@@ -408,9 +457,21 @@ impl Engine {
         }
     }
 
+    /// The engine's current state; for a thread working for a transaction, the
+    /// transaction's snapshot with its writes over it.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            inner: self.db.snapshot(),
+        match Transaction::active() {
+            Some(t) => {
+                let (inner, overlay) = t.view();
+                Snapshot {
+                    inner,
+                    overlay: Some(overlay),
+                }
+            }
+            None => Snapshot {
+                inner: self.db.snapshot(),
+                overlay: None,
+            },
         }
     }
 

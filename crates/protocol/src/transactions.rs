@@ -1,0 +1,275 @@
+//! The sessions' multi-document transactions: for each logical session (by its `lsid`
+//! UUID), its latest transaction number and whether that transaction is open, committed or
+//! aborted. The session protocol around it (which fields a command carries, which commands
+//! a transaction may run) is `commands::transaction`'s; the transaction's reads and writes
+//! are `hourglass_storage`'s (`engine::txn`); its commit is the catalog's.
+//!
+//! Write conflicts (112) and a transaction that no longer exists (251) carry the
+//! `TransientTransactionError` label, so drivers' `withTransaction` retries.
+
+use crate::error::CommandError;
+use bson::spec::BinarySubtype;
+use bson::Bson;
+use hourglass_catalog::Catalog;
+use hourglass_storage::{Engine, Transaction};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+enum State {
+    Open {
+        txn: Arc<Transaction>,
+        started: Instant,
+    },
+    Committed,
+    Aborted {
+        why: &'static str,
+    },
+}
+
+struct Session {
+    number: i64,
+    state: State,
+}
+
+/// The transactions of every session, by the session's UUID.
+#[derive(Default)]
+pub struct Transactions {
+    sessions: Mutex<HashMap<Vec<u8>, Session>>,
+}
+
+/// An error that tells drivers to retry the whole transaction.
+pub fn transient(mut e: CommandError) -> CommandError {
+    let labels = Bson::Array(vec![Bson::String("TransientTransactionError".into())]);
+    let mut extra = e.extra.take().map(|b| *b).unwrap_or_default();
+    extra.insert("errorLabels", labels);
+    e.extra = Some(Box::new(extra));
+    e
+}
+
+fn no_such_transaction(msg: String) -> CommandError {
+    transient(CommandError::new(251, msg))
+}
+
+fn committed(number: i64) -> CommandError {
+    CommandError::new(256, format!("Transaction {number} has been committed."))
+}
+
+fn aborted(number: i64, why: &str) -> CommandError {
+    no_such_transaction(format!(
+        "Transaction with {{ txnNumber: {number} }} has been aborted ({why})."
+    ))
+}
+
+/// The UUID bytes of an `lsid` document (`{id: UUID}`).
+pub fn session_key(lsid: Option<&Bson>) -> Option<Vec<u8>> {
+    match lsid? {
+        Bson::Document(d) => match d.get("id") {
+            Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid => Some(b.bytes.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Transactions {
+    /// Starts the session's transaction `number` (`startTransaction: true`), aborting the
+    /// session's open one: 225 for an older number, 117 for the current one.
+    pub fn start(
+        &self,
+        engine: &Engine,
+        key: &[u8],
+        number: i64,
+    ) -> Result<Arc<Transaction>, CommandError> {
+        let mut sessions = self.sessions.lock();
+        if let Some(s) = sessions.get(key) {
+            if s.number > number {
+                return Err(CommandError::new(
+                    225,
+                    format!("Cannot start transaction {number} on session because a newer transaction {} has already started.", s.number),
+                ));
+            }
+            if s.number == number {
+                return Err(CommandError::new(
+                    117,
+                    format!("Transaction with {{ txnNumber: {number} }} has already been started."),
+                ));
+            }
+            if let State::Open { txn, .. } = &s.state {
+                engine.abort_transaction(txn);
+            }
+        }
+        let txn = engine.begin_transaction();
+        sessions.insert(
+            key.to_vec(),
+            Session {
+                number,
+                state: State::Open {
+                    txn: txn.clone(),
+                    started: Instant::now(),
+                },
+            },
+        );
+        Ok(txn)
+    }
+
+    /// The session's open transaction `number`, for a statement after the first.
+    pub fn resume(
+        &self,
+        engine: &Engine,
+        key: &[u8],
+        number: i64,
+        limit: Duration,
+    ) -> Result<Arc<Transaction>, CommandError> {
+        let mut sessions = self.sessions.lock();
+        let s = session(&mut sessions, engine, key, number, limit)?;
+        match &s.state {
+            State::Open { txn, .. } => Ok(txn.clone()),
+            State::Committed => Err(committed(number)),
+            State::Aborted { why } => Err(aborted(number, why)),
+        }
+    }
+
+    /// A statement of the session's transaction `number` failed: the transaction is
+    /// aborted, as in mongod.
+    pub fn statement_failed(&self, engine: &Engine, key: &[u8], number: i64) {
+        let mut sessions = self.sessions.lock();
+        if let Some(s) = sessions.get_mut(key).filter(|s| s.number == number) {
+            if let State::Open { txn, .. } = &s.state {
+                engine.abort_transaction(txn);
+                s.state = State::Aborted {
+                    why: "a statement failed",
+                };
+            }
+        }
+    }
+
+    /// `commitTransaction`: applies the transaction's writes atomically and durably. A
+    /// commit of a committed transaction succeeds again (drivers retry commits).
+    pub fn commit(
+        &self,
+        catalog: &Catalog,
+        key: &[u8],
+        number: i64,
+        limit: Duration,
+    ) -> Result<(), CommandError> {
+        let txn = {
+            let mut sessions = self.sessions.lock();
+            let s = session(&mut sessions, catalog.engine(), key, number, limit)?;
+            match &s.state {
+                State::Committed => return Ok(()),
+                State::Aborted { why } => return Err(aborted(number, why)),
+                State::Open { txn, .. } => {
+                    let txn = txn.clone();
+                    // Ended now: a statement arriving meanwhile finds no open transaction.
+                    s.state = State::Aborted {
+                        why: "its commit failed",
+                    };
+                    txn
+                }
+            }
+        };
+        let result = catalog.commit_transaction(&txn);
+        if result.is_ok() {
+            let mut sessions = self.sessions.lock();
+            if let Some(s) = sessions.get_mut(key).filter(|s| s.number == number) {
+                s.state = State::Committed;
+            }
+        }
+        result.map_err(|e| match CommandError::from(e) {
+            e if e.code == 112 => transient(e),
+            e => e,
+        })
+    }
+
+    /// `abortTransaction`.
+    pub fn abort(
+        &self,
+        engine: &Engine,
+        key: &[u8],
+        number: i64,
+        limit: Duration,
+    ) -> Result<(), CommandError> {
+        let mut sessions = self.sessions.lock();
+        let s = session(&mut sessions, engine, key, number, limit)?;
+        match &s.state {
+            State::Committed => Err(committed(number)),
+            State::Aborted { why } => Err(aborted(number, why)),
+            State::Open { txn, .. } => {
+                engine.abort_transaction(txn);
+                s.state = State::Aborted { why: "aborted" };
+                Ok(())
+            }
+        }
+    }
+
+    /// Aborts the transactions of `lsids` and forgets the sessions (`endSessions`).
+    pub fn end_sessions(&self, engine: &Engine, lsids: &[Bson]) {
+        let mut sessions = self.sessions.lock();
+        for key in lsids.iter().filter_map(|l| session_key(Some(l))) {
+            if let Some(Session {
+                state: State::Open { txn, .. },
+                ..
+            }) = sessions.remove(&key)
+            {
+                engine.abort_transaction(&txn);
+            }
+        }
+    }
+
+    /// Aborts open transactions older than `limit` (the periodic sweep; a statement of
+    /// such a transaction also aborts it). Returns how many.
+    pub fn expire(&self, engine: &Engine, limit: Duration) -> usize {
+        let mut n = 0;
+        for s in self.sessions.lock().values_mut() {
+            if let State::Open { txn, started } = &s.state {
+                if started.elapsed() > limit {
+                    engine.abort_transaction(txn);
+                    s.state = State::Aborted {
+                        why: "it exceeded transactionLifetimeLimitSeconds",
+                    };
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+}
+
+/// The session's entry for transaction `number`, with an expired open transaction aborted;
+/// 225 for an older number, 251 when the session has no such transaction.
+fn session<'a>(
+    sessions: &'a mut HashMap<Vec<u8>, Session>,
+    engine: &Engine,
+    key: &[u8],
+    number: i64,
+    limit: Duration,
+) -> Result<&'a mut Session, CommandError> {
+    let Some(s) = sessions.get_mut(key) else {
+        return Err(no_such_transaction(format!(
+            "Given transaction number {number} does not match any in-progress transactions."
+        )));
+    };
+    if s.number > number {
+        return Err(CommandError::new(
+            225,
+            format!("Cannot continue transaction {number} on session because a newer transaction {} has started.", s.number),
+        ));
+    }
+    if s.number < number {
+        return Err(no_such_transaction(format!(
+            "Given transaction number {number} does not match any in-progress transactions. The active transaction number is {}",
+            s.number
+        )));
+    }
+    if let State::Open { txn, started } = &s.state {
+        if started.elapsed() > limit {
+            engine.abort_transaction(txn);
+            s.state = State::Aborted {
+                why: "it exceeded transactionLifetimeLimitSeconds",
+            };
+        }
+    }
+    Ok(s)
+}
