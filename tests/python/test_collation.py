@@ -1,7 +1,8 @@
 """Collation as MongoDB defines it (ICU4X's collator): per operation on find, count,
 distinct, aggregate, update, delete and findAndModify; the collection default from
 `create`; cursors that continue with getMore; strength, case, numeric ordering; the planner
-reads no binary index under a collation; time-series collections refuse it."""
+reads no binary index under a collation; time-series collections read with one as regular
+collections do (their column paths step aside), and refuse it on writes."""
 
 import pytest
 from pymongo import ReturnDocument
@@ -102,11 +103,64 @@ def test_invalid_collations_are_refused_with_mongodb_codes(cities, bad, code):
     assert e.value.code == code
 
 
-def test_a_time_series_collection_refuses_a_non_simple_collation(db):
-    db.create_collection("ts", timeseries={"timeField": "t"})
+@pytest.fixture()
+def ts_and_regular(db):
+    """The same measurements in a time-series collection and a regular one. Each bucket
+    holds two words whose byte order differs from their English order ("Banana" < "apple"
+    by bytes), so binary control min/max would refute buckets a collation matches."""
+    import datetime
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "city", "granularity": "seconds"})
+    t0 = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    rows = []
+    for i, (city, words) in enumerate([("Berlin", ("Banana", "apple")), ("berlin", ("apple", "Cherry")),
+                                       ("BERLIN", ("cherry", "Banana")), ("Bonn", ("banana", "Date")),
+                                       ("bonn", ("Apple", "date")), ("Zürich", ("date", "Cherry")),
+                                       ("zurich", ("Date", "banana"))]):
+        for h in range(3):  # hours apart: one bucket each, closed by the next
+            for m, word in enumerate(words):
+                rows.append({"t": t0 + datetime.timedelta(hours=2 * h, minutes=m), "city": city,
+                             "w": word, "v": 10 * i + m})
+    db.ts.insert_many([dict(r) for r in rows])
+    db.reg.insert_many([dict(r) for r in rows])
+    return db.ts, db.reg
+
+
+@pytest.mark.parametrize("read", [
+    lambda c: sorted(d["v"] for d in c.find({"city": "berlin"}, collation=CI)),
+    lambda c: sorted(d["v"] for d in c.find({"w": {"$gte": "b", "$lt": "c"}}, collation=CI)),
+    lambda c: sorted(d["v"] for d in c.find({"w": "APPLE"}, {"_id": 0}, collation=CI)),
+    lambda c: [(d["w"].lower(), d["v"]) for d in c.find({}, {"_id": 0}, sort=[("w", 1), ("v", 1)],
+                                                        collation=CI)],
+    lambda c: sorted((d["_id"].lower(), d["n"]) for d in c.aggregate(
+        [{"$group": {"_id": "$city", "n": {"$sum": 1}}}], collation=CI)),
+    lambda c: sorted((d["_id"].lower(), d["n"]) for d in c.aggregate(
+        [{"$match": {"w": {"$in": ["BANANA", "date"]}}}, {"$group": {"_id": "$w", "n": {"$sum": "$v"}}}],
+        collation=CI)),
+    lambda c: c.count_documents({"city": {"$in": ["BONN", "ZURICH"]}}, collation=CI),
+    lambda c: c.count_documents({"city": "zurich"}, collation={"locale": "de", "strength": 1}),
+    lambda c: sorted(x.lower() for x in c.distinct("city", collation=CI)),
+    lambda c: [d["v"] for d in c.find({}, sort=[("city", -1), ("v", 1)], limit=4,
+                                      collation={"locale": "en", "caseFirst": "upper"})],
+], ids=["meta-eq", "measurement-range", "measurement-eq", "sort", "group-meta", "match-group",
+        "count-in", "count-strength-1", "distinct", "sort-case-first"])
+def test_a_time_series_collection_reads_with_a_collation_as_a_regular_one_does(ts_and_regular, read):
+    ts, reg = ts_and_regular
+    assert read(ts) == read(reg)
+
+
+def test_a_collation_on_a_time_series_collection_finds_what_binary_bounds_would_prune(ts_and_regular):
+    ts, _ = ts_and_regular
+    # "Banana" sorts before "b" by bytes ("B" < "b") but not in English.
+    assert sorted(d["w"] for d in ts.find({"w": {"$gte": "b", "$lt": "c"}, "city": "Berlin"},
+                                          collation={"locale": "en"})) == ["Banana"] * 3
+
+
+def test_a_write_to_a_time_series_collection_with_a_collation_is_refused_before_it_runs(ts_and_regular):
+    ts, _ = ts_and_regular
     with pytest.raises(OperationFailure) as e:
-        list(db.ts.find({}, collation=CI))
+        ts.update_many({"city": "berlin"}, {"$set": {"x": 1}}, collation=CI)
     assert e.value.code == 2
+    assert ts.count_documents({"x": 1}) == 0
 
 
 def test_each_statement_of_a_bulk_write_runs_with_its_own_collation(cities):

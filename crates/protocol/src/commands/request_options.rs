@@ -76,9 +76,18 @@ pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>,
             None => None,
         },
     };
-    if (resolved.is_some() || in_statements) && coll.is_some_and(|c| is_timeseries(req, c)) {
+    // Reads of a time-series collection run with the collation (its column paths step
+    // aside); its writes do not take one yet.
+    let writes = matches!(
+        inner.as_str(),
+        "update" | "delete" | "findAndModify" | "findandmodify"
+    );
+    if writes
+        && (resolved.is_some() || in_statements)
+        && coll.is_some_and(|c| is_timeseries(req, c))
+    {
         return Err(CommandError::bad_value(
-            "a non-simple collation on a time-series collection is not supported by this server",
+            "a non-simple collation on a write to a time-series collection is not supported by this server",
         ));
     }
     Ok(resolved)

@@ -52,7 +52,11 @@ impl TsPlan {
     /// Plans `stages` (an aggregation pipeline; a `find` is `[{$match: filter}]`
     /// followed by what the projection needs).
     pub fn new(stages: &[Document], options: &TimeseriesOptions) -> Result<TsPlan, QueryError> {
-        if let Some(lp) = LastPoint::parse(stages, options) {
+        // The column paths (lastpoint, vectorized group, row filter, columnar projection)
+        // compare strings by bytes: under a collation every measurement is unpacked and
+        // the query crate's filter, sort and group run with the collation.
+        let collated = hourglass_query::collation::active();
+        if let Some(lp) = LastPoint::parse(stages, options).filter(|_| !collated) {
             return Ok(TsPlan {
                 predicate: BucketPredicate::all(),
                 filter_spec: Document::new(),
@@ -85,7 +89,8 @@ impl TsPlan {
         let group = rest
             .first()
             .and_then(|s| s.get_document("$group").ok())
-            .and_then(|g| VectorGroup::parse(g, options));
+            .and_then(|g| VectorGroup::parse(g, options))
+            .filter(|_| !collated);
         if let Some(g) = group {
             let rows = RowFilter::from_filter(&filter_spec, options);
             // Everything the filter reads, meta included: a bucket whose columns the row
@@ -116,8 +121,8 @@ impl TsPlan {
         let mut all = vec![doc! {"$match": filter_spec.clone()}];
         all.extend(rest.iter().cloned());
         let fields = pipeline_fields(&all).map(|f| f.into_iter().collect());
-        let rows = RowFilter::from_filter(&filter_spec, options);
-        let columnar = ColumnarProject::parse(rest, options);
+        let rows = RowFilter::from_filter(&filter_spec, options).filter(|_| !collated);
+        let columnar = ColumnarProject::parse(rest, options).filter(|_| !collated);
         Ok(TsPlan {
             predicate,
             filter_spec,
@@ -148,7 +153,8 @@ impl TsPlan {
             fields: pipeline_fields(&all).map(|f| f.into_iter().collect()),
             group: None,
             lastpoint: None,
-            rows: RowFilter::from_filter(filter_spec, options),
+            rows: RowFilter::from_filter(filter_spec, options)
+                .filter(|_| !hourglass_query::collation::active()),
             columnar: None,
             limits: MemLimits::default(),
             consumed: 1,

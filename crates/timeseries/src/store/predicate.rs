@@ -254,6 +254,12 @@ impl BucketPredicate {
                 p.geo.extend(geo_box(v).map(|b| (k.to_string(), b)));
             }
         }
+        if hourglass_query::collation::active() {
+            // Control min/max and stored meta bounds are in binary string order: under a
+            // collation only ranges free of strings may refute a bucket.
+            p.ranges.retain(|r| !holds_string(&r.value));
+            p.meta_ranges.retain(|r| !holds_string(&r.value));
+        }
         if !meta.is_empty() {
             let spec = doc! {"$and": meta};
             p.meta = Some(Filter::parse(&spec)?);
@@ -342,6 +348,16 @@ impl BucketPredicate {
 }
 
 /// Whether some range cannot hold for values within its field's `bounds`.
+/// Whether `v` is or contains a string (compared by the collation, not by bytes).
+fn holds_string(v: &Bson) -> bool {
+    match v {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Array(a) => a.iter().any(holds_string),
+        Bson::Document(d) => d.values().any(holds_string),
+        _ => false,
+    }
+}
+
 fn any_refuted(ranges: &[FieldRange], bounds: &dyn Fn(&str) -> Option<(Bson, Bson)>) -> bool {
     ranges
         .iter()
