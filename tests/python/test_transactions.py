@@ -174,22 +174,39 @@ def test_two_transactions_inserting_one_unique_value_do_not_both_commit(client, 
 
 
 def test_commands_a_transaction_cannot_run_are_refused_with_263_and_leave_it_open(client, db):
-    db.create_collection("ts", timeseries={"timeField": "t"})
     db.a.insert_one({"_id": 0})
     with client.start_session() as s:
         s.start_transaction()
         db.a.insert_one({"_id": 1}, session=s)
         for run in (lambda: db.command("count", "a", session=s),
                     lambda: db.command("create", "new", session=s),
-                    lambda: db.command("listCollections", session=s),
-                    lambda: db.ts.insert_one({"t": time_now()}, session=s),
-                    lambda: list(db.a.aggregate([{"$out": "copy"}], session=s))):
+                    lambda: db.command("listCollections", session=s)):
             with pytest.raises(OperationFailure) as e:
                 run()
             assert e.value.code == 263, e.value.details
             assert "in a multi-document transaction" in str(e.value)
         s.commit_transaction()
     assert db.a.count_documents({}) == 2
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-statement", "later-statement"])
+@pytest.mark.parametrize("write", ["time-series insert", "$out"])
+def test_a_time_series_write_or_out_in_a_transaction_is_refused_with_263_and_aborts_it(client, db, first, write):
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    db.a.insert_one({"_id": 0})
+    run = {"time-series insert": lambda s: db.ts.insert_one({"t": time_now()}, session=s),
+           "$out": lambda s: list(db.a.aggregate([{"$out": "copy"}], session=s))}[write]
+    with client.start_session() as s:
+        s.start_transaction()
+        if not first:
+            db.a.insert_one({"_id": 1}, session=s)
+        with pytest.raises(OperationFailure) as e:
+            run(s)
+        assert e.value.code == 263, e.value.details
+        with pytest.raises(OperationFailure) as e:
+            s.commit_transaction()
+        assert e.value.code == 251
+    assert db.a.count_documents({}) == 1
     assert db.ts.count_documents({}) == 0
     assert "copy" not in db.list_collection_names()
 

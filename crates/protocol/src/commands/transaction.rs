@@ -119,15 +119,29 @@ fn check_read_concern(body: &Document, first: bool) -> Result<(), CommandError> 
     }
 }
 
-/// Refuses a statement a transaction may not run (mongod's 263, or 72 for a write
-/// concern), before anything changes.
+/// Refuses a command a transaction may not run (mongod's 263, or 72 for a write concern),
+/// before anything changes; the transaction stays open.
 fn check_allowed(req: &Request, name: &str) -> Result<(), CommandError> {
-    let refuse = |msg: String| Err(CommandError::new(263, msg));
     if !ALLOWED.contains(&name) {
-        return refuse(format!(
-            "Cannot run '{name}' in a multi-document transaction."
+        return Err(CommandError::new(
+            263,
+            format!("Cannot run '{name}' in a multi-document transaction."),
         ));
     }
+    let ends = name == "commitTransaction" || name == "abortTransaction";
+    if !ends && req.body.contains_key("writeConcern") {
+        return Err(invalid(
+            "writeConcern is not allowed within a multi-statement transaction",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a statement whose operation a transaction cannot hold (263: `$out`/`$merge`, a
+/// write to a time-series collection). Like any failed statement, it aborts the
+/// transaction, as in mongod.
+fn check_operation(req: &Request, name: &str) -> Result<(), CommandError> {
+    let refuse = |msg: String| Err(CommandError::new(263, msg));
     if name == "aggregate" {
         let writes_out = req.body.get_array("pipeline").ok().and_then(|p| {
             p.iter()
@@ -153,12 +167,6 @@ fn check_allowed(req: &Request, name: &str) -> Result<(), CommandError> {
                 ));
             }
         }
-    }
-    let ends = name == "commitTransaction" || name == "abortTransaction";
-    if !ends && req.body.contains_key("writeConcern") {
-        return Err(invalid(
-            "writeConcern is not allowed within a multi-statement transaction",
-        ));
     }
     Ok(())
 }
@@ -222,6 +230,10 @@ pub fn begin(req: &Request, name: &str) -> Result<Option<Statement>, CommandErro
     } else {
         txns.resume(engine, &key, number, lifetime_limit(req))?
     };
+    if let Err(e) = check_operation(req, name) {
+        txns.statement_failed(engine, &key, number);
+        return Err(e);
+    }
     Ok(Some(Statement {
         key,
         number,
