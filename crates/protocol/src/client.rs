@@ -6,6 +6,8 @@
 pub struct ConnInfo {
     pub id: i64,
     pub peer: String,
+    /// The address the client reached the server on (`ip:port`; empty when unknown).
+    pub local: String,
     /// The subject (RFC 2253) of the client's verified TLS certificate.
     pub certificate_subject: Option<String>,
     /// Who the connection has authenticated as.

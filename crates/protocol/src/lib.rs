@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod operations;
 pub mod params;
 pub mod profiler;
+pub mod repl_set;
 pub mod sessions;
 pub mod state;
 pub mod top;

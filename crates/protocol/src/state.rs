@@ -128,6 +128,9 @@ pub struct ServerState {
     pub sessions: crate::sessions::LocalSessions,
     /// The sessions' multi-document transactions.
     pub transactions: crate::transactions::Transactions,
+    /// Set at startup with `--replSet`: the server is the primary of a one-member replica
+    /// set.
+    pub repl_set: std::sync::OnceLock<crate::repl_set::ReplSet>,
     /// The `failCommand` fail point (`configureFailPoint`, with `enableTestCommands`).
     pub fail_command: crate::fail_point::FailCommand,
     /// The archive mover's crash fail points and the collections it has cleaned.
@@ -198,6 +201,7 @@ impl ServerState {
             profiler: Default::default(),
             sessions: Default::default(),
             transactions: Default::default(),
+            repl_set: Default::default(),
             fail_command: Default::default(),
             archive: Default::default(),
         }

@@ -4,12 +4,13 @@
 //! a transaction may run) is `commands::transaction`'s; the transaction's reads and writes
 //! are `hourglass_storage`'s (`engine::txn`); its commit is the catalog's.
 //!
-//! Write conflicts (112) and a transaction that no longer exists (251) carry the
-//! `TransientTransactionError` label, so drivers' `withTransaction` retries.
+//! Error labels (`TransientTransactionError` on write conflicts and transactions that no
+//! longer exist, so drivers' `withTransaction` retries) are added to replies in one place,
+//! `commands::transaction::label_errors`.
 
 use crate::error::CommandError;
 use bson::spec::BinarySubtype;
-use bson::Bson;
+use bson::{Bson, Document};
 use hourglass_catalog::Catalog;
 use hourglass_storage::{Engine, Transaction};
 use parking_lot::Mutex;
@@ -33,23 +34,29 @@ struct Session {
     state: State,
 }
 
-/// The transactions of every session, by the session's UUID.
+/// The transactions of every session, by the session's UUID; and, with `--replSet`, each
+/// session's latest retryable write and its reply (a retry of it gets the reply again
+/// instead of running twice).
 #[derive(Default)]
 pub struct Transactions {
     sessions: Mutex<HashMap<Vec<u8>, Session>>,
+    retryable: Mutex<HashMap<Vec<u8>, (i64, Document)>>,
 }
 
-/// An error that tells drivers to retry the whole transaction.
-pub fn transient(mut e: CommandError) -> CommandError {
-    let labels = Bson::Array(vec![Bson::String("TransientTransactionError".into())]);
-    let mut extra = e.extra.take().map(|b| *b).unwrap_or_default();
-    extra.insert("errorLabels", labels);
-    e.extra = Some(Box::new(extra));
-    e
+/// Sessions whose latest retryable write is remembered at most (later ones run without
+/// that protection, as a write without `txnNumber` does).
+const MAX_RETRYABLE_SESSIONS: usize = 100_000;
+
+/// What to do with a retryable write (`txnNumber` without `autocommit`).
+pub enum Retry {
+    /// Run it, then [`Transactions::record_retryable`] its reply.
+    Run,
+    /// It already ran: this is its reply.
+    Replay(Document),
 }
 
 fn no_such_transaction(msg: String) -> CommandError {
-    transient(CommandError::new(251, msg))
+    CommandError::new(251, msg)
 }
 
 fn committed(number: i64) -> CommandError {
@@ -177,10 +184,7 @@ impl Transactions {
                 s.state = State::Committed;
             }
         }
-        result.map_err(|e| match CommandError::from(e) {
-            e if e.code == 112 => transient(e),
-            e => e,
-        })
+        result.map_err(CommandError::from)
     }
 
     /// `abortTransaction`.
@@ -204,10 +208,33 @@ impl Transactions {
         }
     }
 
+    /// A retryable write `number` of the session: run it, or replay the reply of the one
+    /// that already ran; 225 for a number older than the session's latest.
+    pub fn retryable(&self, key: &[u8], number: i64) -> Result<Retry, CommandError> {
+        match self.retryable.lock().get(key) {
+            Some((n, _)) if *n > number => Err(CommandError::new(
+                225,
+                format!("Retryable write with txnNumber {number} is prohibited on session because a newer retryable write with txnNumber {n} has already started on this session."),
+            )),
+            Some((n, reply)) if *n == number => Ok(Retry::Replay(reply.clone())),
+            _ => Ok(Retry::Run),
+        }
+    }
+
+    /// Remembers the reply of the session's retryable write `number`.
+    pub fn record_retryable(&self, key: Vec<u8>, number: i64, reply: &Document) {
+        let mut retryable = self.retryable.lock();
+        if retryable.len() < MAX_RETRYABLE_SESSIONS || retryable.contains_key(&key) {
+            retryable.insert(key, (number, reply.clone()));
+        }
+    }
+
     /// Aborts the transactions of `lsids` and forgets the sessions (`endSessions`).
     pub fn end_sessions(&self, engine: &Engine, lsids: &[Bson]) {
+        let mut retryable = self.retryable.lock();
         let mut sessions = self.sessions.lock();
         for key in lsids.iter().filter_map(|l| session_key(Some(l))) {
+            retryable.remove(&key);
             if let Some(Session {
                 state: State::Open { txn, .. },
                 ..

@@ -26,6 +26,8 @@ pub struct FileSettings {
     pub set_parameter: Vec<String>,
     /// `security.authorization: enabled`.
     pub auth: bool,
+    /// `replication.replSetName`.
+    pub repl_set_name: Option<String>,
     pub tls_mode: Option<String>,
     pub tls_certificate_key_file: Option<PathBuf>,
     pub tls_ca_file: Option<PathBuf>,
@@ -118,6 +120,7 @@ fn apply(out: &mut FileSettings, key: &str, v: &Yaml) -> anyhow::Result<()> {
         "net.maxIncomingConnections" => out.max_conns = Some(integer(key, v)?),
         "net.http.port" => out.http_port = Some(port(key, v)?),
         "storage.dbPath" => out.db_path = Some(PathBuf::from(scalar(key, v)?)),
+        "replication.replSetName" => out.repl_set_name = Some(scalar(key, v)?),
         "storage.journal.enabled" => {
             if !boolean(key, v)? {
                 bail!("storage.journal.enabled: false is not supported (every write is journaled)")

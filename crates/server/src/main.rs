@@ -88,6 +88,14 @@ struct Cli {
     /// [default: 1000000].
     #[arg(long = "maxConns", value_parser = clap::value_parser!(i64).range(1..), help_heading = "Net options")]
     max_conns: Option<i64>,
+    /// Run as the primary of a one-member replica set with this name: clients configured
+    /// for a replica set (`?replicaSet=NAME`) connect, and retryable writes are accepted.
+    #[arg(
+        long = "replSet",
+        value_name = "NAME",
+        help_heading = "Replica set options"
+    )]
+    repl_set: Option<String>,
     /// Turn on access control: clients authenticate (SCRAM-SHA-256, SCRAM-SHA-1 or
     /// MONGODB-X509) and commands need the privileges of the user's roles.
     #[arg(long, help_heading = "Security options")]
@@ -135,6 +143,7 @@ struct Args {
     fork: bool,
     pidfilepath: Option<PathBuf>,
     max_conns: i64,
+    repl_set: Option<String>,
     auth: bool,
     tls: tls::Settings,
     thread_stack_kib: usize,
@@ -174,6 +183,7 @@ impl Args {
                 .max_conns
                 .or(file.max_conns)
                 .unwrap_or(hourglass_protocol::state::DEFAULT_MAX_CONNS),
+            repl_set: cli.repl_set.or(file.repl_set_name),
             auth: cli.auth || file.auth,
             tls: tls::Settings {
                 mode: match cli.tls_mode.or(file.tls_mode) {
@@ -238,6 +248,9 @@ impl Args {
         };
         if !process.is_empty() {
             parsed.insert("processManagement", process);
+        }
+        if let Some(name) = &self.repl_set {
+            parsed.insert("replication", doc! {"replSet": name});
         }
         parsed
     }
@@ -346,6 +359,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let tls = tls::Tls::new(&args.tls)?;
     let state = Arc::new(ServerState::new(catalog, params, cmdline, recent));
+    if let Some(name) = &args.repl_set {
+        let _ = state
+            .repl_set
+            .set(hourglass_protocol::repl_set::ReplSet::new(name.clone()));
+        tracing::info!(set = %name, "primary of the one-member replica set");
+    }
     if args.auth {
         state.access.enable();
         tracing::info!("access control is on (--auth)");
@@ -538,6 +557,10 @@ async fn accept_loop(
         }
         next_id += 1;
         let mut conn = ConnInfo::new(next_id, peer.to_string());
+        conn.local = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
         tracing::info!(conn = next_id, peer = %peer, "connection accepted");
         let _ = stream.set_nodelay(true);
         let state = state.clone();

@@ -37,6 +37,9 @@ pub fn handshake_reply(req: &Request, legacy: bool) -> CmdResult {
         "maxWireVersion": MAX_WIRE_VERSION,
         "readOnly": false,
     });
+    if let Some(rs) = req.state.repl_set.get() {
+        reply.extend(rs.hello_fields(&super::replication::member_address(req)));
+    }
     if let Some(mechanisms) = super::sasl::supported_mechanisms(req)? {
         reply.insert("saslSupportedMechs", mechanisms);
     }

@@ -333,43 +333,43 @@ pub static COMMANDS: &[Command] = &[
     ),
     cmd(
         "replSetFreeze",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_change,
+        "Replica sets only: 76 on a standalone; refused on a one-member set.",
     ),
     cmd(
         "replSetGetConfig",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_get_config,
+        "The one-member set's configuration (76 on a standalone).",
     ),
     cmd(
         "replSetGetStatus",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_get_status,
+        "The one-member set's status (76 on a standalone).",
     ),
     cmd(
         "replSetInitiate",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_initiate,
+        "23 AlreadyInitialized on a one-member set (76 on a standalone).",
     ),
     cmd(
         "replSetMaintenance",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_change,
+        "Replica sets only: 76 on a standalone; refused on a one-member set.",
     ),
     cmd(
         "replSetReconfig",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_change,
+        "Replica sets only: 76 on a standalone; refused on a one-member set.",
     ),
     cmd(
         "replSetStepDown",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_change,
+        "Replica sets only: 76 on a standalone; refused on a one-member set.",
     ),
     cmd(
         "replSetSyncFrom",
-        replication::not_replica_set,
-        "Replica sets only: 76 on a standalone.",
+        replication::replset_change,
+        "Replica sets only: 76 on a standalone; refused on a one-member set.",
     ),
     cmd(
         "revokePrivilegesFromRole",
@@ -491,9 +491,14 @@ pub fn dispatch(req: &Request) -> Document {
         let user = req.conn.session.lock().user().map(|u| u.to_string());
         req.state.sessions.touch(lsid, user);
     }
-    let statement = match transaction::begin(req, &name) {
-        Ok(s) => s,
-        Err(e) => return e.to_reply(),
+    let begun = match transaction::begin(req, &name) {
+        Ok(transaction::Begun::Replay(reply)) => return stamped(req, reply),
+        Ok(b) => b,
+        Err(e) => {
+            let mut reply = e.to_reply();
+            transaction::label_errors(req, &name, &mut reply);
+            return stamped(req, reply);
+        }
     };
     let _op = req.state.ops.begin(
         req.conn.id,
@@ -565,9 +570,12 @@ pub fn dispatch(req: &Request) -> Document {
             e.to_reply()
         }
     };
-    if let Some(stmt) = statement {
-        transaction::finish(req, stmt, &mut reply);
+    // A command a fail point stood in for never ran: its transaction stays as it was.
+    let stood_in = matches!(&fail_point, Some((a, _)) if a.error.is_some() || a.close_connection);
+    if !stood_in {
+        transaction::finish(req, begun, &mut reply);
     }
+    let mut reply = stamped(req, reply);
     if let Some((action, _)) = fail_point {
         if let (Some(wce), None) = (action.write_concern_error, action.error) {
             reply.insert(
@@ -576,6 +584,7 @@ pub fn dispatch(req: &Request) -> Document {
             );
         }
     }
+    transaction::label_errors(req, &name, &mut reply);
     if req.state.profiler.may_record(elapsed) {
         let user = req.conn.session.lock().user().map(|u| u.to_string());
         let op = Finished {
@@ -590,6 +599,14 @@ pub fn dispatch(req: &Request) -> Document {
             user,
         };
         req.state.profiler.finished(&req.state.catalog, &op);
+    }
+    reply
+}
+
+/// The reply with a replica set member's cluster time (`--replSet`); as it is otherwise.
+fn stamped(req: &Request, mut reply: Document) -> Document {
+    if let Some(rs) = req.state.repl_set.get() {
+        rs.stamp(&mut reply);
     }
     reply
 }

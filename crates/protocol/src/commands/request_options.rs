@@ -150,15 +150,23 @@ fn statement_values(req: &Request, field: &str, key: &str) -> Vec<Bson> {
 }
 
 /// `readConcern.level`: `snapshot` and `linearizable` need a replica set, as on a
-/// standalone mongod (123 NotAReplicaSet); an unknown level is 9.
-fn check_read_concern(v: Option<&Bson>) -> Result<(), CommandError> {
+/// standalone mongod (123 NotAReplicaSet); an unknown level is 9. As the one member of a
+/// replica set (`--replSet`) every read is of one snapshot of the latest acknowledged
+/// writes, so both levels hold; `atClusterTime` (a snapshot in the past) is refused.
+fn check_read_concern(v: Option<&Bson>, replica_set: bool) -> Result<(), CommandError> {
     let Some(Bson::Document(rc)) = v else {
         return Ok(());
     };
+    if rc.contains_key("atClusterTime") {
+        return Err(CommandError::invalid_options(
+            "readConcern.atClusterTime is not supported by this server: it keeps no history",
+        ));
+    }
     match rc.get("level") {
         None | Some(Bson::Null) => Ok(()),
         Some(Bson::String(l)) => match l.as_str() {
             "local" | "available" | "majority" => Ok(()),
+            "snapshot" | "linearizable" if replica_set => Ok(()),
             "snapshot" | "linearizable" => Err(CommandError::new(
                 123,
                 format!("node needs to be a replica set member to use readConcern: {l}"),
@@ -180,7 +188,10 @@ fn check_read_concern(v: Option<&Bson>) -> Result<(), CommandError> {
 pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandError> {
     // A transaction's statements: their read concern is checked with the transaction.
     if !req.body.contains_key("autocommit") {
-        check_read_concern(req.body.get("readConcern"))?;
+        check_read_concern(
+            req.body.get("readConcern"),
+            req.state.repl_set.get().is_some(),
+        )?;
     }
     let field = statements_field(name);
     let has_c = name == "update" && !statement_values(req, "updates", "c").is_empty();
@@ -287,12 +298,15 @@ mod tests {
     }
 
     #[test]
-    fn read_concerns_a_standalone_refuses() {
+    fn read_concerns_a_standalone_refuses_and_a_replica_set_member_takes() {
         let level = |l: &str| {
-            check_read_concern(Some(&Bson::Document(doc! {"level": l})))
+            check_read_concern(Some(&Bson::Document(doc! {"level": l})), false)
                 .err()
                 .map(|e| e.code)
         };
+        for l in ["snapshot", "linearizable", "majority"] {
+            assert!(check_read_concern(Some(&Bson::Document(doc! {"level": l})), true).is_ok());
+        }
         assert_eq!(level("snapshot"), Some(123));
         assert_eq!(level("linearizable"), Some(123));
         assert_eq!(level("majority"), None);

@@ -17,7 +17,7 @@
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
-use crate::transactions::{session_key, transient};
+use crate::transactions::{session_key, Retry};
 use bson::{Bson, Document};
 use hourglass_storage::txn::Scope;
 use std::time::Duration;
@@ -54,6 +54,90 @@ pub struct Statement {
     key: Vec<u8>,
     number: i64,
     _scope: Scope,
+}
+
+/// What a command is to the sessions' transactions.
+pub enum Begun {
+    /// Neither a transaction's statement nor a retryable write.
+    Plain,
+    Statement(Statement),
+    /// A retryable write to run and remember (`--replSet`).
+    Retryable {
+        key: Vec<u8>,
+        number: i64,
+    },
+    /// A retryable write that already ran: its reply.
+    Replay(Document),
+}
+
+/// The write commands drivers retry (`txnNumber` without `autocommit`).
+const RETRYABLE: &[&str] = &[
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "findandmodify",
+];
+
+/// A retryable write (`txnNumber` without `autocommit`): with `--replSet`, run once per
+/// session and number; on a standalone, refused as a standalone mongod refuses it (20).
+fn retryable_write(
+    req: &Request,
+    name: &str,
+    key: Vec<u8>,
+    number: i64,
+) -> Result<Begun, CommandError> {
+    if req.state.repl_set.get().is_none() {
+        return Err(CommandError::new(
+            20,
+            "Transaction numbers are only allowed on a replica set member or mongos",
+        ));
+    }
+    if !RETRYABLE.contains(&name) {
+        return Err(CommandError::new(
+            50768,
+            format!("txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and {name} is not a retryable write command."),
+        ));
+    }
+    let multi = match name {
+        "update" => statements(req, "updates")
+            .iter()
+            .any(|s| s.get_bool("multi").unwrap_or(false)),
+        "delete" => statements(req, "deletes").iter().any(|s| {
+            matches!(
+                s.get("limit"),
+                Some(Bson::Int32(0) | Bson::Int64(0)) | Some(Bson::Double(0.0))
+            )
+        }),
+        _ => false,
+    };
+    if multi {
+        return Err(invalid(&format!(
+            "Cannot use (or request) retryable writes with {}",
+            if name == "update" {
+                "multi=true"
+            } else {
+                "limit=0"
+            }
+        )));
+    }
+    Ok(match req.state.transactions.retryable(&key, number)? {
+        Retry::Run => Begun::Retryable { key, number },
+        Retry::Replay(reply) => Begun::Replay(reply),
+    })
+}
+
+/// The statements of an update or delete, from the body or its document sequences.
+fn statements(req: &Request, field: &str) -> Vec<Document> {
+    let mut out: Vec<Document> = req
+        .body
+        .get_array(field)
+        .map(|a| a.iter().filter_map(|s| s.as_document().cloned()).collect())
+        .unwrap_or_default();
+    for (_, seq) in req.sequences.lock().iter().filter(|(n, _)| n == field) {
+        out.extend(seq.decode().unwrap_or_default());
+    }
+    out
 }
 
 fn invalid(msg: &str) -> CommandError {
@@ -175,13 +259,13 @@ fn check_operation(req: &Request, name: &str) -> Result<(), CommandError> {
 /// `startTransaction: true` starts the transaction. Errors are the replies mongod gives,
 /// before the command runs. `commitTransaction` and `abortTransaction` are checked here
 /// and end the transaction in their handlers.
-pub fn begin(req: &Request, name: &str) -> Result<Option<Statement>, CommandError> {
+pub fn begin(req: &Request, name: &str) -> Result<Begun, CommandError> {
     let body = &req.body;
     let number = body.get("txnNumber").map(txn_number).transpose()?;
     let autocommit = flag(body, "autocommit")?;
     let start = flag(body, "startTransaction")?;
     if number.is_none() && autocommit.is_none() && start.is_none() {
-        return Ok(None);
+        return Ok(Begun::Plain);
     }
     let Some(number) = number else {
         return Err(invalid(if autocommit.is_some() {
@@ -204,13 +288,7 @@ pub fn begin(req: &Request, name: &str) -> Result<Option<Statement>, CommandErro
                 "'startTransaction' field requires 'autocommit' field to also be specified",
             ))
         }
-        // A retryable write's: refused as a standalone mongod refuses it.
-        (None, None) => {
-            return Err(CommandError::new(
-                20,
-                "Transaction numbers are only allowed on a replica set member or mongos",
-            ))
-        }
+        (None, None) => return retryable_write(req, name, key, number),
         (Some(true), _) => return Err(invalid("Specifying autocommit=true is not allowed.")),
         (Some(false), Some(false)) => {
             return Err(invalid("Specifying startTransaction=false is not allowed."))
@@ -219,7 +297,7 @@ pub fn begin(req: &Request, name: &str) -> Result<Option<Statement>, CommandErro
     }
     check_allowed(req, name)?;
     if name == "commitTransaction" || name == "abortTransaction" {
-        return Ok(None);
+        return Ok(Begun::Plain);
     }
     let engine = req.state.catalog.engine();
     let txns = &req.state.transactions;
@@ -234,17 +312,31 @@ pub fn begin(req: &Request, name: &str) -> Result<Option<Statement>, CommandErro
         txns.statement_failed(engine, &key, number);
         return Err(e);
     }
-    Ok(Some(Statement {
+    Ok(Begun::Statement(Statement {
         key,
         number,
         _scope: txn.enter(),
     }))
 }
 
+/// Finishes a command with its reply (see [`finish_statement`]; a retryable write's reply
+/// is remembered for its retries).
+pub fn finish(req: &Request, begun: Begun, reply: &mut Document) {
+    match begun {
+        Begun::Statement(stmt) => finish_statement(req, stmt, reply),
+        // A write that failed as a whole did not run: its retry runs it.
+        Begun::Retryable { key, number } if !failed(reply) => {
+            req.state.transactions.record_retryable(key, number, reply)
+        }
+        Begun::Retryable { .. } => {}
+        Begun::Plain | Begun::Replay(_) => {}
+    }
+}
+
 /// Finishes a statement with its reply: a failed statement aborts the transaction; a
 /// write conflict reported as a write error becomes the command's error, labelled
 /// transient, as mongod answers.
-pub fn finish(req: &Request, stmt: Statement, reply: &mut Document) {
+fn finish_statement(req: &Request, stmt: Statement, reply: &mut Document) {
     let conflict = reply.get_array("writeErrors").ok().and_then(|errs| {
         errs.iter()
             .filter_map(|e| e.as_document())
@@ -252,21 +344,52 @@ pub fn finish(req: &Request, stmt: Statement, reply: &mut Document) {
             .map(|e| e.get_str("errmsg").unwrap_or("write conflict").to_string())
     });
     if let Some(msg) = conflict {
-        *reply = transient(CommandError::new(112, msg)).to_reply();
+        *reply = CommandError::new(112, msg).to_reply();
     }
-    let failed = matches!(reply.get("ok"), Some(Bson::Double(v)) if *v == 0.0)
-        || matches!(reply.get("ok"), Some(Bson::Int32(0)))
-        || reply.contains_key("writeErrors");
-    if !failed {
+    if !failed(reply) && !reply.contains_key("writeErrors") {
         return;
-    }
-    if matches!(reply.get_i32("code"), Ok(112 | 251)) && !reply.contains_key("errorLabels") {
-        let labels = Bson::Array(vec![Bson::String("TransientTransactionError".into())]);
-        reply.insert("errorLabels", labels);
     }
     req.state
         .transactions
         .statement_failed(req.state.catalog.engine(), &stmt.key, stmt.number);
+}
+
+fn failed(reply: &Document) -> bool {
+    matches!(reply.get("ok"), Some(Bson::Double(v)) if *v == 0.0)
+        || matches!(reply.get("ok"), Some(Bson::Int32(0)))
+}
+
+/// Codes a transaction may succeed after when run again from its start.
+const TRANSIENT: &[i32] = &[24, 112, 246, 251, 267];
+
+/// Adds the error labels mongod adds (unless the reply already has its own, e.g. a fail
+/// point's): `TransientTransactionError` to a transient error of a transaction's command
+/// (not to a commit that also has a write concern error), and `RetryableWriteError` to a
+/// retryable write's or a commit's/abort's retriable error or write concern error.
+pub fn label_errors(req: &Request, name: &str, reply: &mut Document) {
+    if reply.contains_key("errorLabels") {
+        return;
+    }
+    let in_txn = req.body.contains_key("autocommit");
+    let ends = name == "commitTransaction" || name == "abortTransaction";
+    let retryable =
+        ends || (req.body.contains_key("txnNumber") && !in_txn && RETRYABLE.contains(&name));
+    let code = reply.get_i32("code").ok().filter(|_| failed(reply));
+    let wce = reply
+        .get_document("writeConcernError")
+        .ok()
+        .and_then(|w| w.get_i32("code").ok());
+    let mut labels = Vec::new();
+    if in_txn && code.is_some_and(|c| TRANSIENT.contains(&c)) && !(ends && wce.is_some()) {
+        labels.push(Bson::String("TransientTransactionError".into()));
+    }
+    let retriable = |c: Option<i32>| c.is_some_and(hourglass_errors::is_retriable);
+    if retryable && (retriable(code) || retriable(wce)) {
+        labels.push(Bson::String("RetryableWriteError".into()));
+    }
+    if !labels.is_empty() {
+        reply.insert("errorLabels", labels);
+    }
 }
 
 /// The session and transaction number `commitTransaction` / `abortTransaction` ends.
