@@ -22,6 +22,9 @@ pub enum StorageError {
     /// transaction holds.
     #[error("Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.")]
     WriteConflict,
+    /// A transaction's writes would take more memory than one transaction may hold.
+    #[error("Total size of all transaction operations must be less than {limit} bytes")]
+    TransactionTooLarge { limit: u64 },
 }
 
 impl StorageError {
@@ -50,6 +53,7 @@ impl StorageError {
             _ if self.is_out_of_space() => 14031,
             StorageError::DbPathInUse(_) => 98,
             StorageError::WriteConflict => 112,
+            StorageError::TransactionTooLarge { .. } => 257,
             _ => 1,
         }
     }

@@ -100,7 +100,12 @@ pub struct Transaction {
     /// Set when a collection it wrote changed shape (its indexes or validator): what it
     /// staged may no longer be what a write would stage, so it can only fail.
     invalid: AtomicBool,
+    /// Bytes of keys and values its writes staged (rewrites of a key count again).
+    bytes: AtomicU64,
 }
+
+/// Most bytes one transaction may stage: its writes live in memory until commit.
+pub const MAX_TRANSACTION_BYTES: u64 = 512 << 20;
 
 thread_local! {
     static ACTIVE: RefCell<Option<Arc<Transaction>>> = const { RefCell::new(None) };
@@ -173,6 +178,7 @@ impl Engine {
             base: self.db.snapshot(),
             overlay: Mutex::new(Overlay::default()),
             invalid: AtomicBool::new(false),
+            bytes: AtomicU64::new(0),
         });
         self.holds.open.lock().insert(txn.id, Arc::downgrade(&txn));
         txn
@@ -213,6 +219,16 @@ impl Engine {
         if txn.invalid.load(Ordering::SeqCst) {
             return Err(conflict());
         }
+        let adds: u64 = ops
+            .iter()
+            .map(|(_, k, v)| (k.len() + v.as_ref().map_or(0, Vec::len)) as u64)
+            .sum();
+        let total = txn.bytes.load(Ordering::SeqCst).saturating_add(adds);
+        if total > MAX_TRANSACTION_BYTES {
+            return Err(StorageError::TransactionTooLarge {
+                limit: MAX_TRANSACTION_BYTES,
+            });
+        }
         let mut holds = self.holds.map.lock();
         for (tree, key, _) in &ops {
             match holds.get(&(tree.name().to_string(), key.clone())) {
@@ -223,6 +239,7 @@ impl Engine {
                 return Err(conflict());
             }
         }
+        txn.bytes.store(total, Ordering::SeqCst);
         let mut overlay = txn.overlay.lock();
         for op in ops {
             holds.insert((op.0.name().to_string(), op.1.clone()), txn.id);
@@ -411,6 +428,26 @@ mod tests {
             Err(StorageError::WriteConflict)
         ));
         assert_eq!(read(&e, &t, "k").as_deref(), Some("outside"));
+    }
+
+    #[test]
+    fn a_transaction_staging_more_than_its_limit_is_refused_and_keeps_what_it_had() {
+        let (_d, e, t) = engine();
+        let txn = e.begin_transaction();
+        let _in = txn.enter();
+        put(&e, &t, "small", "1").unwrap();
+        let big = vec![0u8; (MAX_TRANSACTION_BYTES / 2) as usize + 1];
+        let mut b = e.batch();
+        b.put(&t, b"a", &big);
+        e.apply(b).unwrap();
+        let mut b = e.batch();
+        b.put(&t, b"b", &big);
+        assert!(matches!(
+            e.apply(b),
+            Err(StorageError::TransactionTooLarge { .. })
+        ));
+        assert_eq!(read(&e, &t, "small").as_deref(), Some("1"));
+        assert_eq!(e.snapshot().get(&t, b"b").unwrap(), None);
     }
 
     #[test]
