@@ -4,7 +4,11 @@ once per session and txnNumber, transactions commit, `rs.status()`/`rs.conf()` d
 set, snapshot and linearizable reads are accepted, and the commands that would change the
 set are refused."""
 
+import json
+import os
+import shutil
 import signal
+import subprocess
 
 import pytest
 from bson import Int64
@@ -12,7 +16,7 @@ from pymongo import MongoClient, monitoring
 from pymongo.errors import OperationFailure
 from pymongo.read_concern import ReadConcern
 
-from conftest import running_server
+from conftest import REPO_ROOT, running_server
 
 
 class Writes(monitoring.CommandListener):
@@ -164,3 +168,36 @@ def test_the_config_file_names_the_set_and_an_acknowledged_retryable_write_survi
     with running_server("--replSet", "fromfile", dbpath=dbpath, exit_on_failure=False) as (_, port, _):
         c = MongoClient(f"mongodb://localhost:{port}/?replicaSet=fromfile", serverSelectionTimeoutMS=5000)
         assert c.py_rs_kill.a.count_documents({}) == 101
+
+
+NODE_SCRIPT = """
+const { MongoClient } = require(process.env.DRIVER);
+(async () => {
+  const client = new MongoClient(process.env.URI, { serverSelectionTimeoutMS: 5000 });
+  await client.connect();
+  const coll = client.db('py_rs_node').collection('c');
+  await coll.deleteMany({});
+  await coll.insertOne({ _id: 'a', n: 1 });
+  const session = client.startSession();
+  await session.withTransaction(async () => {
+    await coll.updateOne({ _id: 'a' }, { $inc: { n: 1 } }, { session });
+    await coll.insertOne({ _id: 'b' }, { session });
+  });
+  await session.endSession();
+  const hello = await client.db('admin').command({ hello: 1 });
+  console.log(JSON.stringify({ docs: await coll.find({}).sort({ _id: 1 }).toArray(), setName: hello.setName }));
+  await client.close();
+})().catch((e) => { console.log(JSON.stringify({ error: e.message })); process.exit(0); });
+"""
+
+
+def test_the_node_driver_connects_to_the_set_by_name_and_commits_a_transaction(rs_server):
+    driver = REPO_ROOT / ".tools" / "node_modules" / "mongodb"
+    if not driver.exists() or shutil.which("node") is None:
+        pytest.skip(f"the Node driver is not installed at {driver} (scripts/test.sh installs it)")
+    _, port = rs_server
+    env = dict(os.environ, DRIVER=str(driver), URI=f"mongodb://localhost:{port}/?replicaSet=rs0")
+    out = subprocess.run(["node", "-e", NODE_SCRIPT], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    outcome = json.loads(out.stdout.strip().splitlines()[-1])
+    assert outcome == {"docs": [{"_id": "a", "n": 2}, {"_id": "b"}], "setName": "rs0"}, outcome
