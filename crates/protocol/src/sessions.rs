@@ -24,7 +24,7 @@ pub struct LocalSessions {
 }
 
 /// The UUID bytes of an `lsid` document (`{id: UUID}`).
-fn session_id(lsid: &Bson) -> Option<Vec<u8>> {
+pub fn session_id(lsid: &Bson) -> Option<Vec<u8>> {
     match lsid {
         Bson::Document(d) => match d.get("id") {
             Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid => Some(b.bytes.clone()),

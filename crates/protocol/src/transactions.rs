@@ -9,7 +9,6 @@
 //! `commands::transaction::label_errors`.
 
 use crate::error::CommandError;
-use bson::spec::BinarySubtype;
 use bson::{Bson, Document};
 use hourglass_catalog::Catalog;
 use hourglass_storage::{Engine, Transaction};
@@ -69,15 +68,9 @@ fn aborted(number: i64, why: &str) -> CommandError {
     ))
 }
 
-/// The UUID bytes of an `lsid` document (`{id: UUID}`).
+/// The UUID bytes of a command's `lsid`, the key of its session.
 pub fn session_key(lsid: Option<&Bson>) -> Option<Vec<u8>> {
-    match lsid? {
-        Bson::Document(d) => match d.get("id") {
-            Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid => Some(b.bytes.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
+    crate::sessions::session_id(lsid?)
 }
 
 impl Transactions {

@@ -110,7 +110,7 @@ fn is_timeseries(req: &Request, coll: &str) -> bool {
 }
 
 /// The statements of an update or delete, from the body or its document sequence.
-fn statements(req: &Request, field: &str) -> Result<Vec<Document>, CommandError> {
+pub(super) fn statements(req: &Request, field: &str) -> Result<Vec<Document>, CommandError> {
     if let Ok(items) = req.body.get_array(field) {
         return Ok(items
             .iter()

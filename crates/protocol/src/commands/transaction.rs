@@ -14,6 +14,7 @@
 //! standalone mongod (20): this server does not keep the statement history retryable writes
 //! need.
 
+use super::request_options::statements;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -100,10 +101,10 @@ fn retryable_write(
         ));
     }
     let multi = match name {
-        "update" => statements(req, "updates")
+        "update" => statements(req, "updates")?
             .iter()
             .any(|s| s.get_bool("multi").unwrap_or(false)),
-        "delete" => statements(req, "deletes").iter().any(|s| {
+        "delete" => statements(req, "deletes")?.iter().any(|s| {
             matches!(
                 s.get("limit"),
                 Some(Bson::Int32(0) | Bson::Int64(0)) | Some(Bson::Double(0.0))
@@ -125,19 +126,6 @@ fn retryable_write(
         Retry::Run => Begun::Retryable { key, number },
         Retry::Replay(reply) => Begun::Replay(reply),
     })
-}
-
-/// The statements of an update or delete, from the body or its document sequences.
-fn statements(req: &Request, field: &str) -> Vec<Document> {
-    let mut out: Vec<Document> = req
-        .body
-        .get_array(field)
-        .map(|a| a.iter().filter_map(|s| s.as_document().cloned()).collect())
-        .unwrap_or_default();
-    for (_, seq) in req.sequences.lock().iter().filter(|(n, _)| n == field) {
-        out.extend(seq.decode().unwrap_or_default());
-    }
-    out
 }
 
 fn invalid(msg: &str) -> CommandError {
