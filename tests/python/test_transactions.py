@@ -47,6 +47,26 @@ def test_an_aborted_transaction_leaves_nothing_behind(client, db):
     assert list(db.a.find()) == [{"_id": 0, "n": 0}]
 
 
+def test_a_collection_an_aborted_transaction_created_is_gone_and_a_committed_one_stays(client, db):
+    with client.start_session() as s:
+        s.start_transaction()
+        db.made_then_aborted.insert_one({"_id": 1}, session=s)
+        db.upserted_then_aborted.update_one({"_id": 1}, {"$set": {"x": 1}}, upsert=True, session=s)
+        s.abort_transaction()
+        with s.start_transaction():
+            db.made_then_committed.insert_one({"_id": 1}, session=s)
+    names = db.list_collection_names()
+    assert "made_then_aborted" not in names and "upserted_then_aborted" not in names
+    assert db.made_then_committed.count_documents({}) == 1
+    # A collection others wrote to meanwhile is kept.
+    with client.start_session() as s:
+        s.start_transaction()
+        db.shared.insert_one({"_id": "txn"}, session=s)
+        db.shared.insert_one({"_id": "outside"})
+        s.abort_transaction()
+    assert [d["_id"] for d in db.shared.find()] == ["outside"]
+
+
 def test_reads_inside_see_the_transactions_own_writes_and_readers_outside_do_not(client, db):
     db.a.create_index("k")
     db.a.insert_one({"_id": 0, "k": 1})

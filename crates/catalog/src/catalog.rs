@@ -8,7 +8,7 @@ use crate::namespace::{validate_collection_name, validate_db_name, Namespace};
 use bson::Document;
 use hourglass_storage::{Engine, Tree};
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -26,6 +26,9 @@ pub struct Catalog {
     declared_names: RwLock<BTreeSet<String>>,
     next_id: AtomicU64,
     ddl: Mutex<()>,
+    /// Collections created (by a first insert) while a thread worked for a transaction, by
+    /// transaction id: dropped again if the transaction aborts and they are still empty.
+    pub(crate) created_in: Mutex<HashMap<u64, Vec<Namespace>>>,
 }
 
 fn meta_key(ns: &Namespace) -> Vec<u8> {
@@ -104,6 +107,7 @@ impl Catalog {
             declared_names: RwLock::new(declared_names),
             next_id: AtomicU64::new(max_id + 1),
             ddl: Mutex::new(()),
+            created_in: Mutex::default(),
         })
     }
 
@@ -160,7 +164,10 @@ impl Catalog {
         let mut b = self.engine.batch();
         c.stage_meta(&mut b)?;
         self.engine.commit(b)?;
-        self.colls.write().insert(ns, c.clone());
+        self.colls.write().insert(ns.clone(), c.clone());
+        if let Some(txn) = hourglass_storage::Transaction::active() {
+            self.created_in.lock().entry(txn.id()).or_default().push(ns);
+        }
         Ok((c, true))
     }
 
@@ -205,10 +212,38 @@ impl Catalog {
         let Some(c) = self.colls.write().remove(ns) else {
             return Ok(false);
         };
-        // Wait for in-flight writers of this collection before the trees go away. The trees
-        // go first, so that a drop succeeds even on a full disk; the catalog entry of a
-        // collection whose tree is gone is deleted at the next start if this batch fails.
+        // Wait for in-flight writers of this collection before the trees go away.
         let _w = c.lock_writes();
+        self.remove_storage(ns, &c)?;
+        Ok(true)
+    }
+
+    /// Drops `ns` if it holds no document and no index (the caller holds the DDL lock):
+    /// the emptiness check and the drop hold off its writers together.
+    pub(crate) fn drop_if_empty_locked(&self, ns: &Namespace) -> Result<bool> {
+        let Some(c) = self.colls.read().get(ns).cloned() else {
+            return Ok(false);
+        };
+        let _w = c.lock_writes();
+        let empty = self
+            .engine
+            .snapshot()
+            .scan_prefix(c.tree(), b"")
+            .next()
+            .is_none();
+        if !empty || !c.indexes().is_empty() {
+            return Ok(false);
+        }
+        self.colls.write().remove(ns);
+        self.remove_storage(ns, &c)?;
+        Ok(true)
+    }
+
+    /// Deletes the trees and then the catalog entry of `c`, removed from the map (the
+    /// caller holds its write lock). The trees go first, so that a drop succeeds even on a
+    /// full disk; the catalog entry of a collection whose tree is gone is deleted at the
+    /// next start if this batch fails.
+    fn remove_storage(&self, ns: &Namespace, c: &Collection) -> Result<()> {
         for i in c.indexes().iter() {
             self.engine.drop_tree(i.tree().clone())?;
         }
@@ -218,7 +253,7 @@ impl Catalog {
         if let Err(e) = self.engine.commit(b) {
             tracing::warn!(ns = %ns, error = %e, "dropped; the catalog entry goes at the next start");
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Records `db` as existing while it has no collection (durable on return).

@@ -33,15 +33,44 @@ impl Catalog {
             .iter()
             .any(|t| !colls.iter().any(|c| belongs_to(t, c)))
         {
-            self.engine().abort_transaction(txn);
+            self.abort_transaction(txn);
             return Err(StorageError::WriteConflict.into());
         }
         colls.sort_by_key(|c| c.id);
         let ticket = {
             let _writers: Vec<_> = colls.iter().map(|c| c.lock_writes()).collect();
-            self.engine().commit_transaction(txn)?
+            self.engine().commit_transaction(txn)
         };
-        self.engine().wait_durable(ticket)?;
+        let created = self.created_in.lock().remove(&txn.id());
+        match ticket {
+            Ok(ticket) => self.engine().wait_durable(ticket)?,
+            Err(e) => {
+                self.drop_created(created);
+                return Err(e.into());
+            }
+        }
         Ok(())
+    }
+
+    /// Drops `txn`'s writes; collections its inserts created are dropped again while still
+    /// empty (mongod creates them inside the transaction, so an abort leaves none).
+    pub fn abort_transaction(&self, txn: &Transaction) {
+        self.engine().abort_transaction(txn);
+        let created = self.created_in.lock().remove(&txn.id());
+        self.drop_created(created);
+    }
+
+    fn drop_created(&self, created: Option<Vec<crate::Namespace>>) {
+        let Some(created) = created else {
+            return;
+        };
+        // Read the collections as they are, not through the transaction's snapshot.
+        let _outside = Transaction::suspend();
+        let _ddl = self.ddl_lock();
+        for ns in created {
+            if let Err(e) = self.drop_if_empty_locked(&ns) {
+                tracing::warn!(ns = %ns, error = %e, "could not drop a collection an aborted transaction created");
+            }
+        }
     }
 }

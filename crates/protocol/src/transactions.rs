@@ -2,7 +2,7 @@
 //! UUID), its latest transaction number and whether that transaction is open, committed or
 //! aborted. The session protocol around it (which fields a command carries, which commands
 //! a transaction may run) is `commands::transaction`'s; the transaction's reads and writes
-//! are `hourglass_storage`'s (`engine::txn`); its commit is the catalog's.
+//! are `hourglass_storage`'s (`engine::txn`); its commit and abort are the catalog's.
 //!
 //! Error labels (`TransientTransactionError` on write conflicts and transactions that no
 //! longer exist, so drivers' `withTransaction` retries) are added to replies in one place,
@@ -11,7 +11,7 @@
 use crate::error::CommandError;
 use bson::{Bson, Document};
 use hourglass_catalog::Catalog;
-use hourglass_storage::{Engine, Transaction};
+use hourglass_storage::Transaction;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ impl Transactions {
     /// session's open one: 225 for an older number, 117 for the current one.
     pub fn start(
         &self,
-        engine: &Engine,
+        catalog: &Catalog,
         key: &[u8],
         number: i64,
     ) -> Result<Arc<Transaction>, CommandError> {
@@ -97,10 +97,10 @@ impl Transactions {
                 ));
             }
             if let State::Open { txn, .. } = &s.state {
-                engine.abort_transaction(txn);
+                catalog.abort_transaction(txn);
             }
         }
-        let txn = engine.begin_transaction();
+        let txn = catalog.engine().begin_transaction();
         sessions.insert(
             key.to_vec(),
             Session {
@@ -117,13 +117,13 @@ impl Transactions {
     /// The session's open transaction `number`, for a statement after the first.
     pub fn resume(
         &self,
-        engine: &Engine,
+        catalog: &Catalog,
         key: &[u8],
         number: i64,
         limit: Duration,
     ) -> Result<Arc<Transaction>, CommandError> {
         let mut sessions = self.sessions.lock();
-        let s = session(&mut sessions, engine, key, number, limit)?;
+        let s = session(&mut sessions, catalog, key, number, limit)?;
         match &s.state {
             State::Open { txn, .. } => Ok(txn.clone()),
             State::Committed => Err(committed(number)),
@@ -133,11 +133,11 @@ impl Transactions {
 
     /// A statement of the session's transaction `number` failed: the transaction is
     /// aborted, as in mongod.
-    pub fn statement_failed(&self, engine: &Engine, key: &[u8], number: i64) {
+    pub fn statement_failed(&self, catalog: &Catalog, key: &[u8], number: i64) {
         let mut sessions = self.sessions.lock();
         if let Some(s) = sessions.get_mut(key).filter(|s| s.number == number) {
             if let State::Open { txn, .. } = &s.state {
-                engine.abort_transaction(txn);
+                catalog.abort_transaction(txn);
                 s.state = State::Aborted {
                     why: "a statement failed",
                 };
@@ -156,7 +156,7 @@ impl Transactions {
     ) -> Result<(), CommandError> {
         let txn = {
             let mut sessions = self.sessions.lock();
-            let s = session(&mut sessions, catalog.engine(), key, number, limit)?;
+            let s = session(&mut sessions, catalog, key, number, limit)?;
             match &s.state {
                 State::Committed => return Ok(()),
                 State::Aborted { why } => return Err(aborted(number, why)),
@@ -183,18 +183,18 @@ impl Transactions {
     /// `abortTransaction`.
     pub fn abort(
         &self,
-        engine: &Engine,
+        catalog: &Catalog,
         key: &[u8],
         number: i64,
         limit: Duration,
     ) -> Result<(), CommandError> {
         let mut sessions = self.sessions.lock();
-        let s = session(&mut sessions, engine, key, number, limit)?;
+        let s = session(&mut sessions, catalog, key, number, limit)?;
         match &s.state {
             State::Committed => Err(committed(number)),
             State::Aborted { why } => Err(aborted(number, why)),
             State::Open { txn, .. } => {
-                engine.abort_transaction(txn);
+                catalog.abort_transaction(txn);
                 s.state = State::Aborted { why: "aborted" };
                 Ok(())
             }
@@ -223,7 +223,7 @@ impl Transactions {
     }
 
     /// Aborts the transactions of `lsids` and forgets the sessions (`endSessions`).
-    pub fn end_sessions(&self, engine: &Engine, lsids: &[Bson]) {
+    pub fn end_sessions(&self, catalog: &Catalog, lsids: &[Bson]) {
         let mut retryable = self.retryable.lock();
         let mut sessions = self.sessions.lock();
         for key in lsids.iter().filter_map(|l| session_key(Some(l))) {
@@ -233,19 +233,19 @@ impl Transactions {
                 ..
             }) = sessions.remove(&key)
             {
-                engine.abort_transaction(&txn);
+                catalog.abort_transaction(&txn);
             }
         }
     }
 
     /// Aborts open transactions older than `limit` (the periodic sweep; a statement of
     /// such a transaction also aborts it). Returns how many.
-    pub fn expire(&self, engine: &Engine, limit: Duration) -> usize {
+    pub fn expire(&self, catalog: &Catalog, limit: Duration) -> usize {
         let mut n = 0;
         for s in self.sessions.lock().values_mut() {
             if let State::Open { txn, started } = &s.state {
                 if started.elapsed() > limit {
-                    engine.abort_transaction(txn);
+                    catalog.abort_transaction(txn);
                     s.state = State::Aborted {
                         why: "it exceeded transactionLifetimeLimitSeconds",
                     };
@@ -261,7 +261,7 @@ impl Transactions {
 /// 225 for an older number, 251 when the session has no such transaction.
 fn session<'a>(
     sessions: &'a mut HashMap<Vec<u8>, Session>,
-    engine: &Engine,
+    catalog: &Catalog,
     key: &[u8],
     number: i64,
     limit: Duration,
@@ -285,7 +285,7 @@ fn session<'a>(
     }
     if let State::Open { txn, started } = &s.state {
         if started.elapsed() > limit {
-            engine.abort_transaction(txn);
+            catalog.abort_transaction(txn);
             s.state = State::Aborted {
                 why: "it exceeded transactionLifetimeLimitSeconds",
             };

@@ -642,7 +642,7 @@ async fn reap_cursors(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) 
             .max(1) as u64;
         let n = state
             .transactions
-            .expire(state.catalog.engine(), Duration::from_secs(limit));
+            .expire(&state.catalog, Duration::from_secs(limit));
         if n > 0 {
             tracing::info!(
                 count = n,

@@ -108,7 +108,7 @@ pub fn end_sessions(req: &Request) -> CmdResult {
     req.state.sessions.end(&ids);
     req.state
         .transactions
-        .end_sessions(req.state.catalog.engine(), &ids);
+        .end_sessions(&req.state.catalog, &ids);
     Ok(Document::new())
 }
 

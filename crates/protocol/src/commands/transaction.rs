@@ -287,17 +287,16 @@ pub fn begin(req: &Request, name: &str) -> Result<Begun, CommandError> {
     if name == "commitTransaction" || name == "abortTransaction" {
         return Ok(Begun::Plain);
     }
-    let engine = req.state.catalog.engine();
     let txns = &req.state.transactions;
     let first = start == Some(true);
     check_read_concern(body, first)?;
     let txn = if first {
-        txns.start(engine, &key, number)?
+        txns.start(&req.state.catalog, &key, number)?
     } else {
-        txns.resume(engine, &key, number, lifetime_limit(req))?
+        txns.resume(&req.state.catalog, &key, number, lifetime_limit(req))?
     };
     if let Err(e) = check_operation(req, name) {
-        txns.statement_failed(engine, &key, number);
+        txns.statement_failed(&req.state.catalog, &key, number);
         return Err(e);
     }
     Ok(Begun::Statement(Statement {
@@ -339,7 +338,7 @@ fn finish_statement(req: &Request, stmt: Statement, reply: &mut Document) {
     }
     req.state
         .transactions
-        .statement_failed(req.state.catalog.engine(), &stmt.key, stmt.number);
+        .statement_failed(&req.state.catalog, &stmt.key, stmt.number);
 }
 
 fn failed(reply: &Document) -> bool {
@@ -416,6 +415,6 @@ pub fn abort_transaction(req: &Request) -> CmdResult {
     let limit = lifetime_limit(req);
     req.state
         .transactions
-        .abort(req.state.catalog.engine(), &key, number, limit)?;
+        .abort(&req.state.catalog, &key, number, limit)?;
     Ok(Document::new())
 }

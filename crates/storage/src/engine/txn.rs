@@ -141,6 +141,11 @@ impl Transaction {
         set_active(None)
     }
 
+    /// A number no other transaction of this engine has.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// The transaction the current thread works for.
     pub fn active() -> Option<Arc<Transaction>> {
         ACTIVE.with(|a| a.borrow().clone())
