@@ -10,9 +10,9 @@
 //! the transaction, as in mongod; a command not allowed in a transaction is refused (263)
 //! and leaves it open.
 //!
-//! `txnNumber` without `autocommit` (a retryable write) is refused with the error of a
-//! standalone mongod (20): this server does not keep the statement history retryable writes
-//! need.
+//! `txnNumber` without `autocommit` is a retryable write: with `--replSet` it runs once per
+//! session and number (a retry gets the first reply); on a standalone it is refused with
+//! a standalone mongod's error (20).
 
 use super::request_options::statements;
 use super::target::Target;
@@ -40,7 +40,8 @@ const ALLOWED: &[&str] = &[
     "update",
 ];
 
-/// Write commands, refused in a transaction on time-series collections.
+/// The write commands: drivers retry them (`txnNumber` without `autocommit`), and a
+/// transaction may not run them on time-series collections.
 const WRITES: &[&str] = &[
     "insert",
     "update",
@@ -71,15 +72,6 @@ pub enum Begun {
     Replay(Document),
 }
 
-/// The write commands drivers retry (`txnNumber` without `autocommit`).
-const RETRYABLE: &[&str] = &[
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "findandmodify",
-];
-
 /// A retryable write (`txnNumber` without `autocommit`): with `--replSet`, run once per
 /// session and number; on a standalone, refused as a standalone mongod refuses it (20).
 fn retryable_write(
@@ -94,7 +86,7 @@ fn retryable_write(
             "Transaction numbers are only allowed on a replica set member or mongos",
         ));
     }
-    if !RETRYABLE.contains(&name) {
+    if !WRITES.contains(&name) {
         return Err(CommandError::new(
             50768,
             format!("txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and {name} is not a retryable write command."),
@@ -360,7 +352,7 @@ pub fn label_errors(req: &Request, name: &str, reply: &mut Document) {
     let in_txn = req.body.contains_key("autocommit");
     let ends = name == "commitTransaction" || name == "abortTransaction";
     let retryable =
-        ends || (req.body.contains_key("txnNumber") && !in_txn && RETRYABLE.contains(&name));
+        ends || (req.body.contains_key("txnNumber") && !in_txn && WRITES.contains(&name));
     let code = reply.get_i32("code").ok().filter(|_| failed(reply));
     let wce = reply
         .get_document("writeConcernError")
