@@ -31,7 +31,16 @@ enum State {
 struct Session {
     number: i64,
     state: State,
+    /// Last command of the session's transactions.
+    used: Instant,
 }
+
+/// How long a session whose transaction has ended is remembered unused (mongod's
+/// `localLogicalSessionTimeoutMinutes`, 30): its outcome answers retried commits until then.
+const IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// Sessions with a transaction held at most (mongod's `maxSessions`): more get 261.
+const MAX_SESSIONS: usize = 1_000_000;
 
 /// The transactions of every session, by the session's UUID; and, with `--replSet`, each
 /// session's latest retryable write and its reply (a retry of it gets the reply again
@@ -39,7 +48,7 @@ struct Session {
 #[derive(Default)]
 pub struct Transactions {
     sessions: Mutex<HashMap<Vec<u8>, Session>>,
-    retryable: Mutex<HashMap<Vec<u8>, (i64, Document)>>,
+    retryable: Mutex<HashMap<Vec<u8>, (i64, Document, Instant)>>,
 }
 
 /// Sessions whose latest retryable write is remembered at most (later ones run without
@@ -100,6 +109,12 @@ impl Transactions {
                 catalog.abort_transaction(txn);
             }
         }
+        if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(key) {
+            return Err(CommandError::new(
+                261,
+                format!("Unable to add a transaction's session: {MAX_SESSIONS} sessions hold transactions"),
+            ));
+        }
         let txn = catalog.engine().begin_transaction();
         sessions.insert(
             key.to_vec(),
@@ -109,6 +124,7 @@ impl Transactions {
                     txn: txn.clone(),
                     started: Instant::now(),
                 },
+                used: Instant::now(),
             },
         );
         Ok(txn)
@@ -205,11 +221,11 @@ impl Transactions {
     /// that already ran; 225 for a number older than the session's latest.
     pub fn retryable(&self, key: &[u8], number: i64) -> Result<Retry, CommandError> {
         match self.retryable.lock().get(key) {
-            Some((n, _)) if *n > number => Err(CommandError::new(
+            Some((n, ..)) if *n > number => Err(CommandError::new(
                 225,
                 format!("Retryable write with txnNumber {number} is prohibited on session because a newer retryable write with txnNumber {n} has already started on this session."),
             )),
-            Some((n, reply)) if *n == number => Ok(Retry::Replay(reply.clone())),
+            Some((n, reply, _)) if *n == number => Ok(Retry::Replay(reply.clone())),
             _ => Ok(Retry::Run),
         }
     }
@@ -218,7 +234,7 @@ impl Transactions {
     pub fn record_retryable(&self, key: Vec<u8>, number: i64, reply: &Document) {
         let mut retryable = self.retryable.lock();
         if retryable.len() < MAX_RETRYABLE_SESSIONS || retryable.contains_key(&key) {
-            retryable.insert(key, (number, reply.clone()));
+            retryable.insert(key, (number, reply.clone(), Instant::now()));
         }
     }
 
@@ -239,10 +255,16 @@ impl Transactions {
     }
 
     /// Aborts open transactions older than `limit` (the periodic sweep; a statement of
-    /// such a transaction also aborts it). Returns how many.
+    /// such a transaction also aborts it) and forgets sessions unused for [`IDLE`] whose
+    /// transaction has ended. Returns how many transactions it aborted.
     pub fn expire(&self, catalog: &Catalog, limit: Duration) -> usize {
+        self.retryable
+            .lock()
+            .retain(|_, (_, _, used)| used.elapsed() < IDLE);
+        let mut sessions = self.sessions.lock();
+        sessions.retain(|_, s| matches!(s.state, State::Open { .. }) || s.used.elapsed() < IDLE);
         let mut n = 0;
-        for s in self.sessions.lock().values_mut() {
+        for s in sessions.values_mut() {
             if let State::Open { txn, started } = &s.state {
                 if started.elapsed() > limit {
                     catalog.abort_transaction(txn);
@@ -291,5 +313,6 @@ fn session<'a>(
             };
         }
     }
+    s.used = Instant::now();
     Ok(s)
 }
