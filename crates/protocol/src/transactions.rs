@@ -42,6 +42,32 @@ const IDLE: Duration = Duration::from_secs(30 * 60);
 /// Sessions with a transaction held at most (mongod's `maxSessions`): more get 261.
 const MAX_SESSIONS: usize = 1_000_000;
 
+const EXPIRED: &str = "it exceeded transactionLifetimeLimitSeconds";
+
+/// How long a transaction may stay open (`transactionLifetimeLimitSeconds`, at least 1 s).
+pub fn lifetime_limit(params: &crate::params::Parameters) -> Duration {
+    let secs = params.get_i64("transactionLifetimeLimitSeconds", 60).max(1);
+    Duration::from_secs(secs as u64)
+}
+
+impl Session {
+    /// Aborts the session's transaction if it is open, recording why; true if it was.
+    fn abort(&mut self, catalog: &Catalog, why: &'static str) -> bool {
+        let State::Open { txn, .. } = &self.state else {
+            return false;
+        };
+        catalog.abort_transaction(txn);
+        self.state = State::Aborted { why };
+        true
+    }
+
+    /// Aborts the session's transaction if it has been open longer than `limit`.
+    fn expire(&mut self, catalog: &Catalog, limit: Duration) -> bool {
+        let old = matches!(&self.state, State::Open { started, .. } if started.elapsed() > limit);
+        old && self.abort(catalog, EXPIRED)
+    }
+}
+
 /// The transactions of every session, by the session's UUID; and, with `--replSet`, each
 /// session's latest retryable write and its reply (a retry of it gets the reply again
 /// instead of running twice).
@@ -92,7 +118,7 @@ impl Transactions {
         number: i64,
     ) -> Result<Arc<Transaction>, CommandError> {
         let mut sessions = self.sessions.lock();
-        if let Some(s) = sessions.get(key) {
+        if let Some(s) = sessions.get_mut(key) {
             if s.number > number {
                 return Err(CommandError::new(
                     225,
@@ -105,9 +131,7 @@ impl Transactions {
                     format!("Transaction with {{ txnNumber: {number} }} has already been started."),
                 ));
             }
-            if let State::Open { txn, .. } = &s.state {
-                catalog.abort_transaction(txn);
-            }
+            s.abort(catalog, "a newer transaction started");
         }
         if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(key) {
             return Err(CommandError::new(
@@ -152,12 +176,7 @@ impl Transactions {
     pub fn statement_failed(&self, catalog: &Catalog, key: &[u8], number: i64) {
         let mut sessions = self.sessions.lock();
         if let Some(s) = sessions.get_mut(key).filter(|s| s.number == number) {
-            if let State::Open { txn, .. } = &s.state {
-                catalog.abort_transaction(txn);
-                s.state = State::Aborted {
-                    why: "a statement failed",
-                };
-            }
+            s.abort(catalog, "a statement failed");
         }
     }
 
@@ -209,9 +228,8 @@ impl Transactions {
         match &s.state {
             State::Committed => Err(committed(number)),
             State::Aborted { why } => Err(aborted(number, why)),
-            State::Open { txn, .. } => {
-                catalog.abort_transaction(txn);
-                s.state = State::Aborted { why: "aborted" };
+            State::Open { .. } => {
+                s.abort(catalog, "aborted");
                 Ok(())
             }
         }
@@ -265,15 +283,7 @@ impl Transactions {
         sessions.retain(|_, s| matches!(s.state, State::Open { .. }) || s.used.elapsed() < IDLE);
         let mut n = 0;
         for s in sessions.values_mut() {
-            if let State::Open { txn, started } = &s.state {
-                if started.elapsed() > limit {
-                    catalog.abort_transaction(txn);
-                    s.state = State::Aborted {
-                        why: "it exceeded transactionLifetimeLimitSeconds",
-                    };
-                    n += 1;
-                }
-            }
+            n += usize::from(s.expire(catalog, limit));
         }
         n
     }
@@ -305,14 +315,7 @@ fn session<'a>(
             s.number
         )));
     }
-    if let State::Open { txn, started } = &s.state {
-        if started.elapsed() > limit {
-            catalog.abort_transaction(txn);
-            s.state = State::Aborted {
-                why: "it exceeded transactionLifetimeLimitSeconds",
-            };
-        }
-    }
+    s.expire(catalog, limit);
     s.used = Instant::now();
     Ok(s)
 }

@@ -636,13 +636,8 @@ async fn reap_cursors(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) 
         if n > 0 {
             tracing::info!(count = n, "closed idle cursors");
         }
-        let limit = state
-            .params
-            .get_i64("transactionLifetimeLimitSeconds", 60)
-            .max(1) as u64;
-        let n = state
-            .transactions
-            .expire(&state.catalog, Duration::from_secs(limit));
+        let limit = hourglass_protocol::transactions::lifetime_limit(&state.params);
+        let n = state.transactions.expire(&state.catalog, limit);
         if n > 0 {
             tracing::info!(
                 count = n,

@@ -145,12 +145,7 @@ fn flag(body: &Document, name: &str) -> Result<Option<bool>, CommandError> {
 }
 
 fn lifetime_limit(req: &Request) -> Duration {
-    let secs = req
-        .state
-        .params
-        .get_i64("transactionLifetimeLimitSeconds", 60)
-        .max(1);
-    Duration::from_secs(secs as u64)
+    crate::transactions::lifetime_limit(&req.state.params)
 }
 
 /// `readConcern.level` of a transaction's first statement: every transaction reads a
