@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from bson import Int64
+from bson import Int64, Timestamp
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
@@ -302,6 +302,11 @@ def test_the_session_protocol_errors_are_mongods(client, db):
     # A retryable write's txnNumber (no autocommit) is refused as a standalone refuses it.
     assert code("insert", 9, documents=[{"_id": 8}]).code == 20
     assert db.a.count_documents({"_id": 8}) == 0
+    # A snapshot in the past cannot be read: refused before the transaction starts.
+    e = code("find", 11, startTransaction=True, autocommit=False,
+             readConcern={"level": "snapshot", "atClusterTime": Timestamp(1, 1)})
+    assert e.code == 72 and "atClusterTime" in str(e)
+    assert code("find", 11, autocommit=False).code == 251
     s.end_session()
     c.close()
 

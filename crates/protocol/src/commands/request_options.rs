@@ -157,25 +157,32 @@ fn check_read_concern(v: Option<&Bson>, replica_set: bool) -> Result<(), Command
     let Some(Bson::Document(rc)) = v else {
         return Ok(());
     };
+    match read_concern_level(rc)? {
+        None | Some("local" | "available" | "majority") => Ok(()),
+        Some("snapshot" | "linearizable") if replica_set => Ok(()),
+        Some(l @ ("snapshot" | "linearizable")) => Err(CommandError::new(
+            123,
+            format!("node needs to be a replica set member to use readConcern: {l}"),
+        )),
+        Some(other) => Err(CommandError::new(
+            9,
+            format!("readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot', not '{other}'"),
+        )),
+    }
+}
+
+/// The level a `readConcern` document names (`None`: none), after the checks every read
+/// concern gets, in or out of a transaction: `atClusterTime` (a snapshot in the past) is
+/// refused, since no history is kept, and `level` must be a string (14).
+pub(super) fn read_concern_level(rc: &Document) -> Result<Option<&str>, CommandError> {
     if rc.contains_key("atClusterTime") {
         return Err(CommandError::invalid_options(
             "readConcern.atClusterTime is not supported by this server: it keeps no history",
         ));
     }
     match rc.get("level") {
-        None | Some(Bson::Null) => Ok(()),
-        Some(Bson::String(l)) => match l.as_str() {
-            "local" | "available" | "majority" => Ok(()),
-            "snapshot" | "linearizable" if replica_set => Ok(()),
-            "snapshot" | "linearizable" => Err(CommandError::new(
-                123,
-                format!("node needs to be a replica set member to use readConcern: {l}"),
-            )),
-            other => Err(CommandError::new(
-                9,
-                format!("readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot', not '{other}'"),
-            )),
-        },
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::String(l)) => Ok(Some(l)),
         Some(_) => Err(CommandError::new(
             14,
             "BSON field 'readConcern.level' is the wrong type, expected type 'string'",

@@ -14,7 +14,7 @@
 //! session and number (a retry gets the first reply); on a standalone it is refused with
 //! a standalone mongod's error (20).
 
-use super::request_options::statements;
+use super::request_options::{read_concern_level, statements};
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -160,17 +160,11 @@ fn check_read_concern(body: &Document, first: bool) -> Result<(), CommandError> 
         ));
     }
     match rc {
-        Bson::Document(d) => match d.get("level") {
-            None | Some(Bson::Null) => Ok(()),
-            Some(Bson::String(l)) if matches!(l.as_str(), "local" | "majority" | "snapshot") => {
-                Ok(())
-            }
-            Some(Bson::String(l)) => Err(invalid(&format!(
+        Bson::Document(d) => match read_concern_level(d)? {
+            None | Some("local" | "majority" | "snapshot") => Ok(()),
+            Some(l) => Err(invalid(&format!(
                 "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction, not '{l}'"
             ))),
-            Some(_) => Err(CommandError::type_mismatch(
-                "BSON field 'readConcern.level' is the wrong type, expected type 'string'",
-            )),
         },
         _ => Err(CommandError::type_mismatch(
             "BSON field 'readConcern' is the wrong type, expected type 'object'",
@@ -302,8 +296,7 @@ pub fn finish(req: &Request, begun: Begun, reply: &mut Document) {
         Begun::Retryable { key, number } if !failed(reply) => {
             req.state.transactions.record_retryable(key, number, reply)
         }
-        Begun::Retryable { .. } => {}
-        Begun::Plain | Begun::Replay(_) => {}
+        Begun::Retryable { .. } | Begun::Plain | Begun::Replay(_) => {}
     }
 }
 
