@@ -199,7 +199,7 @@ def test_commands_a_transaction_cannot_run_are_refused_with_263_and_leave_it_ope
         s.start_transaction()
         db.a.insert_one({"_id": 1}, session=s)
         for run in (lambda: db.command("count", "a", session=s),
-                    lambda: db.command("create", "new", session=s),
+                    lambda: db.command("drop", "a", session=s),
                     lambda: db.command("listCollections", session=s)):
             with pytest.raises(OperationFailure) as e:
                 run()

@@ -6,13 +6,13 @@ use crate::error::{CatalogError, Result};
 use crate::index::{self, Index, IndexSpec};
 use crate::namespace::{validate_collection_name, validate_db_name, Namespace};
 use bson::Document;
-use hourglass_storage::{Engine, Tree};
+use hourglass_storage::{Engine, Transaction, Tree};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-const META_TREE: &str = "catalog";
+pub(crate) const META_TREE: &str = "catalog";
 /// Databases declared empty (InfluxDB's `CREATE DATABASE`): MongoDB has no empty
 /// databases, so they are kept apart from the collections; one key per name.
 const DATABASES_TREE: &str = "databases";
@@ -26,9 +26,9 @@ pub struct Catalog {
     declared_names: RwLock<BTreeSet<String>>,
     next_id: AtomicU64,
     ddl: Mutex<()>,
-    /// Collections created (by a first insert) while a thread worked for a transaction, by
-    /// transaction id: dropped again if the transaction aborts and they are still empty.
-    pub(crate) created_in: Mutex<HashMap<u64, Vec<Namespace>>>,
+    /// Collections created inside open transactions, by transaction id: only that
+    /// transaction sees them until its commit adds them to `colls` (`transaction.rs`).
+    pub(crate) pending: Mutex<HashMap<u64, BTreeMap<Namespace, Arc<Collection>>>>,
 }
 
 fn meta_key(ns: &Namespace) -> Vec<u8> {
@@ -107,7 +107,7 @@ impl Catalog {
             declared_names: RwLock::new(declared_names),
             next_id: AtomicU64::new(max_id + 1),
             ddl: Mutex::new(()),
-            created_in: Mutex::default(),
+            pending: Mutex::default(),
         })
     }
 
@@ -115,9 +115,16 @@ impl Catalog {
         &self.engine
     }
 
-    /// The collection `db.coll`, if it exists.
+    /// The collection `db.coll`, if it exists (for a thread working for a transaction, also
+    /// one that transaction created).
     pub fn get(&self, db: &str, coll: &str) -> Option<Arc<Collection>> {
-        self.colls.read().get(&Namespace::new(db, coll)).cloned()
+        let ns = Namespace::new(db, coll);
+        if let Some(txn) = Transaction::active() {
+            if let Some(c) = self.pending_get(txn.id(), &ns) {
+                return Some(c);
+            }
+        }
+        self.colls.read().get(&ns).cloned()
     }
 
     /// The collection, created with default options when missing (implicit creation on
@@ -131,6 +138,10 @@ impl Catalog {
 
     /// Creates `db.coll` with `options`. Returns the collection and whether it was new;
     /// an existing collection with other options is `NamespaceExists`.
+    ///
+    /// On a thread working for a transaction, the collection and its catalog entry belong to
+    /// the transaction: no one else sees it before the commit, an abort drops it, and an
+    /// existing collection is always `NamespaceExists` (as in mongod).
     pub fn create(
         &self,
         db: &str,
@@ -140,9 +151,11 @@ impl Catalog {
         validate_collection_name(db, coll)?;
         let _ddl = self.ddl.lock();
         let ns = Namespace::new(db, coll);
-        if let Some(existing) = self.colls.read().get(&ns) {
-            if existing.options() == options {
-                return Ok((existing.clone(), false));
+        let txn = Transaction::active();
+        let pending = txn.as_ref().and_then(|t| self.pending_get(t.id(), &ns));
+        if let Some(existing) = pending.or_else(|| self.colls.read().get(&ns).cloned()) {
+            if txn.is_none() && existing.options() == options {
+                return Ok((existing, false));
             }
             return Err(CatalogError::NamespaceExists(ns.to_string()));
         }
@@ -161,12 +174,25 @@ impl Catalog {
                 indexes: Vec::new(),
             },
         ));
+        // In a transaction, the batch (and so the catalog entry) goes into the transaction.
         let mut b = self.engine.batch();
         c.stage_meta(&mut b)?;
-        self.engine.commit(b)?;
-        self.colls.write().insert(ns.clone(), c.clone());
-        if let Some(txn) = hourglass_storage::Transaction::active() {
-            self.created_in.lock().entry(txn.id()).or_default().push(ns);
+        match txn {
+            None => {
+                self.engine.commit(b)?;
+                self.colls.write().insert(ns, c.clone());
+            }
+            Some(txn) => {
+                if let Err(e) = self.engine.apply(b) {
+                    self.drop_trees_of(&c);
+                    return Err(e.into());
+                }
+                self.pending
+                    .lock()
+                    .entry(txn.id())
+                    .or_default()
+                    .insert(ns, c.clone());
+            }
         }
         Ok((c, true))
     }
@@ -177,6 +203,11 @@ impl Catalog {
         c.stage_meta(&mut b)?;
         self.engine.commit(b)?;
         Ok(())
+    }
+
+    /// Adds collections a transaction created, as its commit made them durable.
+    pub(crate) fn add_committed(&self, created: BTreeMap<Namespace, Arc<Collection>>) {
+        self.colls.write().extend(created);
     }
 
     pub(crate) fn ddl_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
@@ -214,27 +245,6 @@ impl Catalog {
         };
         // Wait for in-flight writers of this collection before the trees go away.
         let _w = c.lock_writes();
-        self.remove_storage(ns, &c)?;
-        Ok(true)
-    }
-
-    /// Drops `ns` if it holds no document and no index (the caller holds the DDL lock):
-    /// the emptiness check and the drop hold off its writers together.
-    pub(crate) fn drop_if_empty_locked(&self, ns: &Namespace) -> Result<bool> {
-        let Some(c) = self.colls.read().get(ns).cloned() else {
-            return Ok(false);
-        };
-        let _w = c.lock_writes();
-        let empty = self
-            .engine
-            .snapshot()
-            .scan_prefix(c.tree(), b"")
-            .next()
-            .is_none();
-        if !empty || !c.indexes().is_empty() {
-            return Ok(false);
-        }
-        self.colls.write().remove(ns);
         self.remove_storage(ns, &c)?;
         Ok(true)
     }

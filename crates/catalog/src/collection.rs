@@ -102,6 +102,12 @@ impl Collection {
             .invalidate_transactions_writing(self.tree.name());
     }
 
+    /// Replaces the index set of a collection only the transaction creating it sees: no
+    /// other transaction can have written to it.
+    pub(crate) fn set_indexes_unseen(&self, indexes: Vec<Arc<Index>>) {
+        *self.indexes.write() = Arc::new(indexes);
+    }
+
     pub(crate) fn take_ident(&self) -> u64 {
         self.next_ident.fetch_add(1, Ordering::SeqCst)
     }

@@ -45,6 +45,8 @@ pub enum CatalogError {
     #[error("{0}")]
     IllegalOperation(String),
     #[error("{0}")]
+    OperationNotSupportedInTransaction(String),
+    #[error("{0}")]
     InvalidIdField(String),
     #[error("{0}")]
     BsonObjectTooLarge(String),
@@ -80,6 +82,7 @@ impl CatalogError {
             CatalogError::BadValue(_) => 2,
             CatalogError::InvalidOptions(_) => 72,
             CatalogError::IllegalOperation(_) => 20,
+            CatalogError::OperationNotSupportedInTransaction(_) => 263,
             CatalogError::InvalidIdField(_) => 53,
             CatalogError::BsonObjectTooLarge(_) => 10334,
             CatalogError::DocumentValidationFailure(_) => 121,

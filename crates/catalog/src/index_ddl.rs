@@ -6,7 +6,9 @@ use crate::catalog::Catalog;
 use crate::collection::Collection;
 use crate::error::{CatalogError, Result};
 use crate::index::{self, build, Index, IndexSpec, ID_INDEX_NAME};
+use crate::Namespace;
 use bson::Document;
+use hourglass_storage::Transaction;
 use std::sync::Arc;
 
 /// Most indexes per collection, `_id` included (as MongoDB).
@@ -61,6 +63,9 @@ impl Catalog {
         coll: &str,
         specs: Vec<IndexSpec>,
     ) -> Result<CreateIndexesOutcome> {
+        if let Some(txn) = Transaction::active() {
+            return self.create_indexes_in_transaction(&txn, Namespace::new(db, coll), specs);
+        }
         let created_collection = match self.get(db, coll) {
             Some(_) => false,
             None => self.create(db, coll, Document::new())?.1,
@@ -70,23 +75,7 @@ impl Catalog {
         let c = self.existing(db, coll)?;
         let _w = c.lock_writes();
         let current = c.indexes();
-        let before = current.len() + 1;
-        let mut wanted: Vec<IndexSpec> = Vec::new();
-        for spec in specs {
-            if spec.is_id_pattern() && spec.name == ID_INDEX_NAME {
-                continue;
-            }
-            let all = current.iter().map(|i| &i.spec).chain(wanted.iter());
-            if !check_new(&spec, all)? {
-                continue;
-            }
-            wanted.push(spec);
-        }
-        if before + wanted.len() > MAX_INDEXES {
-            return Err(CatalogError::CannotCreateIndex(format!(
-                "add index fails, too many indexes for {db}.{coll}"
-            )));
-        }
+        let (before, wanted) = new_specs(&c, specs)?;
         if wanted.is_empty() {
             return Ok(CreateIndexesOutcome {
                 before,
@@ -289,6 +278,31 @@ impl Catalog {
 
 /// Whether `spec` is new; an index already present with the same spec is not (`false`),
 /// one conflicting by name or key pattern is an error.
+/// The index count of `c` (`_id` included) and the specs of `specs` it lacks, checked
+/// against its indexes and each other (one identical to an existing index is skipped).
+pub(crate) fn new_specs(c: &Collection, specs: Vec<IndexSpec>) -> Result<(usize, Vec<IndexSpec>)> {
+    let current = c.indexes();
+    let before = current.len() + 1;
+    let mut wanted: Vec<IndexSpec> = Vec::new();
+    for spec in specs {
+        if spec.is_id_pattern() && spec.name == ID_INDEX_NAME {
+            continue;
+        }
+        let all = current.iter().map(|i| &i.spec).chain(wanted.iter());
+        if !check_new(&spec, all)? {
+            continue;
+        }
+        wanted.push(spec);
+    }
+    if before + wanted.len() > MAX_INDEXES {
+        let ns = c.namespace();
+        return Err(CatalogError::CannotCreateIndex(format!(
+            "add index fails, too many indexes for {ns}"
+        )));
+    }
+    Ok((before, wanted))
+}
+
 fn check_new<'a>(spec: &IndexSpec, existing: impl Iterator<Item = &'a IndexSpec>) -> Result<bool> {
     if spec.name == ID_INDEX_NAME || spec.is_id_pattern() {
         return Err(CatalogError::IndexOptionsConflict(format!(

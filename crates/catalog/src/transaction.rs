@@ -1,12 +1,22 @@
-//! Committing a multi-document transaction (`hourglass_storage::txn` holds its writes until
-//! then): the writers of every collection it wrote are held off while its keys are checked
-//! and its writes applied, so that no write outside it can read a document before the
-//! commit and overwrite it after.
+//! The catalog side of multi-document transactions (`hourglass_storage::txn` holds their
+//! writes until commit):
+//!
+//! - Collections a transaction creates (explicitly, implicitly by a first write, or by
+//!   `createIndexes`) are pending: only it sees them (`Catalog::get` looks here first on
+//!   its threads), their catalog entries are among its writes, and its commit adds them to
+//!   the catalog; an abort drops their trees. A crash before the commit leaves trees no
+//!   catalog entry names, dropped at the next start.
+//! - Committing holds off the writers of every collection the transaction wrote, so that
+//!   no write outside it can read a document before the commit and overwrite it after.
 
 use crate::catalog::Catalog;
 use crate::collection::Collection;
-use crate::error::Result;
+use crate::error::{CatalogError, Result};
+use crate::index::{self, Index, IndexSpec};
+use crate::index_ddl::CreateIndexesOutcome;
+use crate::Namespace;
 use hourglass_storage::{StorageError, Transaction};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Whether `tree` is the tree of `c` or of one of its indexes (`c<id>` / `c<id>.i<n>`).
@@ -19,57 +29,137 @@ fn belongs_to(tree: &str, c: &Collection) -> bool {
 }
 
 impl Catalog {
+    /// The collection `ns` that transaction `txn` created, if it did.
+    pub(crate) fn pending_get(&self, txn: u64, ns: &Namespace) -> Option<Arc<Collection>> {
+        self.pending.lock().get(&txn)?.get(ns).cloned()
+    }
+
+    /// `createIndexes` inside a transaction, as mongod allows it: indexes that already
+    /// exist are fine anywhere; new ones only on a collection this transaction created
+    /// (here or earlier) and that is still empty. Nothing to build: the index trees start
+    /// empty and the transaction's later writes fill them.
+    pub(crate) fn create_indexes_in_transaction(
+        &self,
+        txn: &Transaction,
+        ns: Namespace,
+        specs: Vec<IndexSpec>,
+    ) -> Result<CreateIndexesOutcome> {
+        let (c, created_collection) = match self.get(&ns.db, &ns.coll) {
+            Some(c) => (c, false),
+            None => (
+                self.create(&ns.db, &ns.coll, bson::Document::new())?.0,
+                true,
+            ),
+        };
+        let _ddl = self.ddl_lock();
+        let (before, wanted) = crate::index_ddl::new_specs(&c, specs)?;
+        if wanted.is_empty() {
+            return Ok(CreateIndexesOutcome {
+                before,
+                after: before,
+                created_collection,
+            });
+        }
+        let refuse = |what: &str| {
+            Err(CatalogError::OperationNotSupportedInTransaction(format!(
+                "Cannot create new indexes on {what} collection {ns} in a multi-document transaction."
+            )))
+        };
+        if self.pending_get(txn.id(), &ns).is_none() {
+            return refuse("existing");
+        }
+        let empty = c
+            .engine()
+            .snapshot()
+            .scan_prefix(c.tree(), b"")
+            .next()
+            .is_none();
+        if !empty {
+            return refuse("non-empty");
+        }
+        let mut all: Vec<Arc<Index>> = c.indexes().iter().cloned().collect();
+        for spec in wanted {
+            let ident = c.take_ident();
+            let tree = c.engine().tree(&index::tree_name(c.id, ident))?;
+            all.push(Arc::new(Index::new(spec, ident, tree, false)));
+        }
+        let after = all.len() + 1;
+        c.set_indexes_unseen(all);
+        // A batch built here belongs to the transaction: the entry commits with it.
+        let mut b = c.engine().batch();
+        c.stage_meta(&mut b)?;
+        c.engine().apply(b)?;
+        Ok(CreateIndexesOutcome {
+            before,
+            after,
+            created_collection,
+        })
+    }
+
     /// Applies `txn`'s writes atomically and durably, or fails with 112 WriteConflict when
     /// a key it wrote changed since it started (or its collection was dropped meanwhile).
     /// The transaction is over either way.
     pub fn commit_transaction(&self, txn: &Transaction) -> Result<()> {
+        let created = self.pending.lock().remove(&txn.id()).unwrap_or_default();
         let trees = txn.written_trees();
         let mut colls: Vec<Arc<Collection>> = self
             .all_collections()
             .into_iter()
+            .chain(created.values().cloned())
             .filter(|c| trees.iter().any(|t| belongs_to(t, c)))
             .collect();
-        if trees
-            .iter()
-            .any(|t| !colls.iter().any(|c| belongs_to(t, c)))
-        {
-            self.abort_transaction(txn);
+        let known = |t: &String| {
+            colls.iter().any(|c| belongs_to(t, c))
+                || (!created.is_empty() && t == crate::catalog::META_TREE)
+        };
+        if !trees.iter().all(known) {
+            self.engine().abort_transaction(txn);
+            self.drop_pending(created);
             return Err(StorageError::WriteConflict.into());
         }
         colls.sort_by_key(|c| c.id);
+        // Creations commit under the DDL lock, so that no create or drop of the same names
+        // runs between the durable entries and the catalog's map.
+        let _ddl = (!created.is_empty()).then(|| self.ddl_lock());
         let ticket = {
             let _writers: Vec<_> = colls.iter().map(|c| c.lock_writes()).collect();
             self.engine().commit_transaction(txn)
         };
-        let created = self.created_in.lock().remove(&txn.id());
         match ticket {
-            Ok(ticket) => self.engine().wait_durable(ticket)?,
+            Ok(ticket) => {
+                self.add_committed(created);
+                self.engine().wait_durable(ticket)?;
+            }
             Err(e) => {
-                self.drop_created(created);
+                self.drop_pending(created);
                 return Err(e.into());
             }
         }
         Ok(())
     }
 
-    /// Drops `txn`'s writes; collections its inserts created are dropped again while still
-    /// empty (mongod creates them inside the transaction, so an abort leaves none).
+    /// Drops `txn`'s writes and the collections it created.
     pub fn abort_transaction(&self, txn: &Transaction) {
         self.engine().abort_transaction(txn);
-        let created = self.created_in.lock().remove(&txn.id());
-        self.drop_created(created);
+        let created = self.pending.lock().remove(&txn.id()).unwrap_or_default();
+        self.drop_pending(created);
     }
 
-    fn drop_created(&self, created: Option<Vec<crate::Namespace>>) {
-        let Some(created) = created else {
-            return;
-        };
-        // Read the collections as they are, not through the transaction's snapshot.
-        let _outside = Transaction::suspend();
-        let _ddl = self.ddl_lock();
-        for ns in created {
-            if let Err(e) = self.drop_if_empty_locked(&ns) {
-                tracing::warn!(ns = %ns, error = %e, "could not drop a collection an aborted transaction created");
+    fn drop_pending(&self, created: BTreeMap<Namespace, Arc<Collection>>) {
+        for c in created.values() {
+            self.drop_trees_of(c);
+        }
+    }
+
+    /// Drops the trees of `c` (its own and its indexes'), logging a failure: for a
+    /// collection no catalog entry names, whose trees the next start drops anyway.
+    pub(crate) fn drop_trees_of(&self, c: &Collection) {
+        let mut trees: Vec<_> = c.indexes().iter().map(|i| i.tree().clone()).collect();
+        trees.push(c.tree().clone());
+        for t in trees {
+            let name = t.name().to_string();
+            if let Err(e) = self.engine().drop_tree(t) {
+                tracing::warn!(tree = %name, error = %e, "could not drop the tree of a collection no transaction committed");
             }
         }
     }

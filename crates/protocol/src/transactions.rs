@@ -21,11 +21,20 @@ enum State {
     Open {
         txn: Arc<Transaction>,
         started: Instant,
+        /// Read concern `local` (or none): the only level at which a transaction may
+        /// create collections and indexes.
+        local_reads: bool,
     },
     Committed,
     Aborted {
         why: &'static str,
     },
+}
+
+/// An open transaction, as a statement finds it.
+pub struct Open {
+    pub txn: Arc<Transaction>,
+    pub local_reads: bool,
 }
 
 struct Session {
@@ -116,7 +125,8 @@ impl Transactions {
         catalog: &Catalog,
         key: &[u8],
         number: i64,
-    ) -> Result<Arc<Transaction>, CommandError> {
+        local_reads: bool,
+    ) -> Result<Open, CommandError> {
         let mut sessions = self.sessions.lock();
         if let Some(s) = sessions.get_mut(key) {
             if s.number > number {
@@ -147,11 +157,12 @@ impl Transactions {
                 state: State::Open {
                     txn: txn.clone(),
                     started: Instant::now(),
+                    local_reads,
                 },
                 used: Instant::now(),
             },
         );
-        Ok(txn)
+        Ok(Open { txn, local_reads })
     }
 
     /// The session's open transaction `number`, for a statement after the first.
@@ -161,11 +172,16 @@ impl Transactions {
         key: &[u8],
         number: i64,
         limit: Duration,
-    ) -> Result<Arc<Transaction>, CommandError> {
+    ) -> Result<Open, CommandError> {
         let mut sessions = self.sessions.lock();
         let s = session(&mut sessions, catalog, key, number, limit)?;
         match &s.state {
-            State::Open { txn, .. } => Ok(txn.clone()),
+            State::Open {
+                txn, local_reads, ..
+            } => Ok(Open {
+                txn: txn.clone(),
+                local_reads: *local_reads,
+            }),
             State::Committed => Err(committed(number)),
             State::Aborted { why } => Err(aborted(number, why)),
         }

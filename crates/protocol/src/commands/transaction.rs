@@ -23,12 +23,14 @@ use bson::{Bson, Document};
 use hourglass_storage::txn::Scope;
 use std::time::Duration;
 
-/// Commands a transaction may run (mongod 7.0's list, without the DDL ones it allows in
-/// some cases: `create` and `createIndexes` are refused here).
+/// Commands a transaction may run (mongod 7.0's list; `create` and `createIndexes` only
+/// at read concern `local`, see [`check_operation`]).
 const ALLOWED: &[&str] = &[
     "abortTransaction",
     "aggregate",
     "commitTransaction",
+    "create",
+    "createIndexes",
     "delete",
     "distinct",
     "find",
@@ -191,10 +193,33 @@ fn check_allowed(req: &Request, name: &str) -> Result<(), CommandError> {
 }
 
 /// Refuses a statement whose operation a transaction cannot hold (263: `$out`/`$merge`, a
-/// write to a time-series collection). Like any failed statement, it aborts the
-/// transaction, as in mongod.
-fn check_operation(req: &Request, name: &str) -> Result<(), CommandError> {
+/// write to a time-series collection, a view or time-series collection created; 72:
+/// `create`/`createIndexes` at a read concern other than `local`). Like any failed
+/// statement, it aborts the transaction, as in mongod.
+fn check_operation(req: &Request, name: &str, local_reads: bool) -> Result<(), CommandError> {
     let refuse = |msg: String| Err(CommandError::new(263, msg));
+    if name == "create" || name == "createIndexes" {
+        if !local_reads {
+            return Err(invalid(&format!(
+                "Cannot run '{name}' in a multi-document transaction with a read concern other than 'local'."
+            )));
+        }
+        if req.body.contains_key("viewOn") {
+            return refuse("Cannot create a view in a multi-document transaction.".into());
+        }
+        if req.body.contains_key("timeseries") {
+            return refuse(
+                "Cannot create a time-series collection in a multi-document transaction.".into(),
+            );
+        }
+        if let Ok(coll) = req.body.get_str(name) {
+            if !matches!(Target::resolve(req, coll), Target::Regular(_)) {
+                return refuse(format!(
+                    "Cannot run '{name}' on a time-series collection in a multi-document transaction."
+                ));
+            }
+        }
+    }
     if name == "aggregate" {
         let writes_out = req.body.get_array("pipeline").ok().and_then(|p| {
             p.iter()
@@ -271,19 +296,23 @@ pub fn begin(req: &Request, name: &str) -> Result<Begun, CommandError> {
     let txns = &req.state.transactions;
     let first = start == Some(true);
     check_read_concern(body, first)?;
-    let txn = if first {
-        txns.start(&req.state.catalog, &key, number)?
+    let open = if first {
+        let local = match body.get_document("readConcern") {
+            Ok(rc) => matches!(read_concern_level(rc)?, None | Some("local")),
+            Err(_) => true,
+        };
+        txns.start(&req.state.catalog, &key, number, local)?
     } else {
         txns.resume(&req.state.catalog, &key, number, lifetime_limit(req))?
     };
-    if let Err(e) = check_operation(req, name) {
+    if let Err(e) = check_operation(req, name, open.local_reads) {
         txns.statement_failed(&req.state.catalog, &key, number);
         return Err(e);
     }
     Ok(Begun::Statement(Statement {
         key,
         number,
-        _scope: txn.enter(),
+        _scope: open.txn.enter(),
     }))
 }
 
