@@ -1,8 +1,9 @@
 """Collation as MongoDB defines it (ICU4X's collator): per operation on find, count,
 distinct, aggregate, update, delete and findAndModify; the collection default from
 `create`; cursors that continue with getMore; strength, case, numeric ordering; the planner
-reads no binary index under a collation; time-series collections read with one as regular
-collections do (their column paths step aside), and refuse it on writes."""
+reads an index only in its own collation (`test_collation_indexes.py`); time-series
+collections read with one as regular collections do (their column paths step aside), and
+refuse it on writes."""
 
 import pytest
 from pymongo import ReturnDocument

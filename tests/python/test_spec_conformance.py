@@ -95,6 +95,14 @@ def test_snapshot_and_linearizable_read_concerns_need_a_replica_set(db, level):
     assert e.value.code == 9
 
 
+def test_a_read_concern_that_is_not_a_document_or_has_unknown_fields_is_refused(db):
+    for rc, code in (("majority", 14), (1, 14), ({"level": 1}, 14), ({"levle": "local"}, 40415)):
+        with pytest.raises(OperationFailure) as e:
+            db.command("find", "c", readConcern=rc)
+        assert e.value.code == code, (rc, e.value.details)
+    assert db.command("find", "c", readConcern={})["ok"] == 1.0
+
+
 def test_a_pipeline_update_whose_result_has_no_id_keeps_the_documents_id(db):
     db.c.insert_one({"_id": 1, "t": {"u": {"v": 1}}})
     db.c.update_one({"_id": 1}, [{"$replaceRoot": {"newRoot": "$t"}}, {"$addFields": {"foo": 1}}])

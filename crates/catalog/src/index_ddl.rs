@@ -328,7 +328,8 @@ fn check_new<'a>(spec: &IndexSpec, existing: impl Iterator<Item = &'a IndexSpec>
                 e.to_document()
             )));
         }
-        if e.same_key(spec) && e.partial == spec.partial {
+        // One key pattern may be indexed again with another partial filter or collation.
+        if e.same_key(spec) && e.partial == spec.partial && e.collation == spec.collation {
             return Err(CatalogError::IndexOptionsConflict(format!(
                 "Index already exists with a different name: {}",
                 e.name

@@ -13,6 +13,7 @@ use crate::index::{Index, KeyKind, KeyPart, ID_INDEX_NAME};
 use crate::keystring;
 use crate::plan_geo::cell_bounds;
 use bson::{doc, Bson, Document};
+use hourglass_query::collation::{has_strings, Collation};
 use hourglass_query::compare::{canonical_type_rank, compare_values};
 use hourglass_query::filter::{CmpOp, Filter, Node, Pred};
 use hourglass_query::sort::SortSpec;
@@ -162,16 +163,24 @@ fn points_of(p: &Pred) -> Option<Vec<Bson>> {
     }
 }
 
+/// The bounds `preds` give `part`; in an index with `collation`, in its keys (strings
+/// replaced by their collation keys, as the index stores them).
 fn bounds_for(
     part: &KeyPart,
     grid: Option<FlatGrid>,
     preds: &[&Pred],
     multikey: bool,
+    collation: Option<&Collation>,
 ) -> FieldBounds {
     if part.kind.is_geo() {
         return cell_bounds(part, grid, preds).map_or(FieldBounds::All, FieldBounds::Cells);
     }
+    let keyed = |v: Bson| match collation {
+        Some(c) => c.key_value(&v),
+        None => v,
+    };
     if let Some(mut points) = preds.iter().find_map(|p| points_of(p)) {
+        points = points.into_iter().map(keyed).collect();
         if part.kind == KeyKind::Hashed {
             points = points.iter().map(hashed_value).collect();
         }
@@ -237,7 +246,11 @@ fn bounds_for(
         }
     }
     match rank {
-        Some(rank) => FieldBounds::Range { low, high, rank },
+        Some(rank) => FieldBounds::Range {
+            low: low.map(|(v, incl)| (keyed(v), incl)),
+            high: high.map(|(v, incl)| (keyed(v), incl)),
+            rank,
+        },
         None => FieldBounds::All,
     }
 }
@@ -377,12 +390,24 @@ struct Candidate {
     sort: Option<bool>,
 }
 
+/// Whether a predicate compares a string (its bounds depend on the collation).
+fn compares_strings(p: &Pred) -> bool {
+    match p {
+        Pred::Eq(v) | Pred::Cmp(_, v) => has_strings(v),
+        Pred::In(items) => items.iter().any(compares_strings),
+        _ => false,
+    }
+}
+
 fn analyze(index: IndexRef, preds: &[(&str, &Pred)], sort: Option<&SortSpec>) -> Candidate {
     let parts = index.parts();
-    let grid = match &index {
-        IndexRef::Secondary(i) => i.spec.flat_grid,
-        IndexRef::Id => None,
+    let (grid, collation) = match &index {
+        IndexRef::Secondary(i) => (i.spec.flat_grid, i.spec.collation.clone()),
+        IndexRef::Id => (None, None),
     };
+    // An index in another collation than the query's orders and equates strings
+    // differently: their predicates cannot bound it, nor can it give a sort.
+    let same_collation = collation.as_deref() == hourglass_query::collation::current().as_deref();
     let multikey = index.is_multikey();
     let mut bounds = Vec::with_capacity(parts.len());
     let mut bounded = 0;
@@ -391,10 +416,10 @@ fn analyze(index: IndexRef, preds: &[(&str, &Pred)], sort: Option<&SortSpec>) ->
         let b = if open {
             let mine: Vec<&Pred> = preds
                 .iter()
-                .filter(|(p, _)| *p == part.path)
+                .filter(|(p, pred)| *p == part.path && (same_collation || !compares_strings(pred)))
                 .map(|(_, p)| *p)
                 .collect();
-            bounds_for(part, grid, &mine, multikey)
+            bounds_for(part, grid, &mine, multikey, collation.as_deref())
         } else {
             FieldBounds::All
         };
@@ -408,7 +433,9 @@ fn analyze(index: IndexRef, preds: &[(&str, &Pred)], sort: Option<&SortSpec>) ->
         }
         bounds.push(b);
     }
-    let sort_dir = sort.and_then(|s| sort_direction(&parts, &bounds, s, multikey));
+    let sort_dir = sort
+        .filter(|_| same_collation)
+        .and_then(|s| sort_direction(&parts, &bounds, s, multikey));
     Candidate {
         index,
         bounds,
@@ -553,15 +580,6 @@ pub fn plan_with_alternatives(coll: &Collection, query: &Query<'_>) -> Result<(P
         conjuncts(f.root(), &mut preds);
     }
     let sort = query.sort.filter(|s| !s.is_empty());
-    // Index keys are binary: under a non-simple collation only a scan compares strings
-    // as the collation does.
-    if hourglass_query::collation::active() {
-        let chosen = Plan {
-            access: Access::CollScan { reverse: false },
-            provides_sort: false,
-        };
-        return Ok((chosen, Vec::new()));
-    }
     if let Some(hint) = query.hint {
         let chosen = match find_hinted(coll, hint)? {
             None => Plan {
@@ -576,7 +594,12 @@ pub fn plan_with_alternatives(coll: &Collection, query: &Query<'_>) -> Result<(P
         };
         return Ok((chosen, Vec::new()));
     }
-    if let Some(id) = query.filter.and_then(Filter::id_equality) {
+    // The `_id` index is binary: under a collation it is an exact point only for an `_id`
+    // without strings.
+    let exact_id = query.filter.and_then(Filter::id_equality).filter(|id| {
+        !hourglass_query::collation::active() || !hourglass_query::collation::has_strings(id)
+    });
+    if let Some(id) = exact_id {
         let chosen = Plan {
             access: Access::IdPoint(id),
             provides_sort: true,

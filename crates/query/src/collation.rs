@@ -155,6 +155,51 @@ impl Collation {
     pub fn compare(&self, a: &str, b: &str) -> Ordering {
         self.collator.compare(a, b)
     }
+
+    /// The key of `s` in this collation as a string: strings compare by their keys, byte
+    /// by byte, as the collation compares them (equal keys: equal strings), so an index can
+    /// store keys in its ordinary string order. Each byte `b` of ICU's sort key becomes the
+    /// character U+0001 + `b`: UTF-8 keeps code-point order, and no key holds a NUL.
+    pub fn key(&self, s: &str) -> String {
+        let mut bytes = Vec::new();
+        let Ok(()) = self.collator.write_sort_key_to(s, &mut bytes);
+        bytes
+            .into_iter()
+            .filter_map(|b| char::from_u32(u32::from(b) + 1))
+            .collect()
+    }
+
+    /// `v` with every string in it (in documents and arrays too) replaced by its
+    /// [`key`](Self::key): what a collated index stores and bounds its scans by.
+    pub fn key_value(&self, v: &Bson) -> Bson {
+        match v {
+            Bson::String(s) => Bson::String(self.key(s)),
+            Bson::Symbol(s) => Bson::Symbol(self.key(s)),
+            Bson::Document(d) => Bson::Document(
+                d.iter()
+                    .map(|(k, v)| (k.clone(), self.key_value(v)))
+                    .collect(),
+            ),
+            Bson::Array(items) => Bson::Array(items.iter().map(|v| self.key_value(v)).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+impl PartialEq for Collation {
+    fn eq(&self, other: &Self) -> bool {
+        self.spec == other.spec
+    }
+}
+
+/// Whether `v` is or holds a string (the values collations compare differently).
+pub fn has_strings(v: &Bson) -> bool {
+    match v {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Document(d) => d.values().any(has_strings),
+        Bson::Array(items) => items.iter().any(has_strings),
+        _ => false,
+    }
 }
 
 fn bad(msg: impl Into<String>) -> QueryError {
@@ -412,6 +457,68 @@ mod tests {
         assert_eq!(s1.compare("Café", "cafe"), Ordering::Equal);
         let s3 = coll(doc! {"locale": "en"});
         assert_ne!(s3.compare("a", "A"), Ordering::Equal);
+    }
+
+    #[test]
+    fn keys_order_and_equate_strings_as_the_collation_compares_them() {
+        let words = [
+            "",
+            "a",
+            "A",
+            "á",
+            "Á",
+            "ab",
+            "aB",
+            "b",
+            "B",
+            "cafe",
+            "café",
+            "Café",
+            "CAFE",
+            "côte",
+            "coté",
+            "côté",
+            "cote",
+            "10",
+            "9",
+            "2",
+            "é",
+            "z",
+            "Z",
+            "ß",
+            "ss",
+            "日本",
+            "-a",
+            " a",
+            "\u{0}x",
+            "\u{10FFFF}",
+        ];
+        for spec in [
+            doc! {"locale": "en"},
+            doc! {"locale": "en", "strength": 1},
+            doc! {"locale": "en", "strength": 2},
+            doc! {"locale": "de", "strength": 4, "caseFirst": "upper"},
+            doc! {"locale": "fr_CA", "backwards": true},
+            doc! {"locale": "en", "numericOrdering": true, "caseLevel": true},
+            doc! {"locale": "en", "alternate": "shifted", "maxVariable": "space"},
+            doc! {"locale": "sv", "strength": 5},
+        ] {
+            let c = coll(spec.clone());
+            for a in words {
+                for b in words {
+                    assert_eq!(
+                        c.key(a).cmp(&c.key(b)),
+                        c.compare(a, b),
+                        "{spec} {a:?} {b:?}"
+                    );
+                }
+            }
+        }
+        let c = coll(doc! {"locale": "en", "strength": 2});
+        assert_eq!(
+            c.key_value(&Bson::Document(doc! {"x": ["BERLIN", 1]})),
+            c.key_value(&Bson::Document(doc! {"x": ["berlin", 1]}))
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Index keys of a document: one entry per combination of values of the key pattern's
 //! fields (arrays give one entry per element: multikey), encoded as the concatenation of
 //! each field's key string (bytes inverted for descending fields, the key string of a
-//! 64-bit hash for hashed fields).
+//! 64-bit hash for hashed fields). In an index with a collation, strings are replaced by
+//! their collation keys first (`Collation::key_value`), so the index is in the
+//! collation's order and equal strings share a key (a unique index refuses them).
 
 use super::geo;
 use super::spec::{KeyKind, KeyPart};
@@ -64,12 +66,16 @@ pub fn document_keys(index: &Index, doc: &Document) -> Result<(Vec<EntryKey>, bo
         key: Vec::new(),
         values: Vec::new(),
     }];
+    let collation = index.spec.collation.as_deref();
     for (part, values) in parts.iter().zip(per_field) {
         let mut next = Vec::with_capacity(out.len() * values.len());
         for prefix in &out {
             for v in &values {
                 let mut e = prefix.clone();
-                append_field(&mut e.key, part, v);
+                match collation.filter(|_| !part.kind.is_geo()) {
+                    Some(c) => append_field(&mut e.key, part, &c.key_value(v)),
+                    None => append_field(&mut e.key, part, v),
+                }
                 e.values.push(v.clone());
                 next.push(e);
             }

@@ -3,7 +3,9 @@
 
 use crate::error::{CatalogError, Result};
 use bson::{doc, Bson, Document};
+use hourglass_query::collation::Collation;
 use hourglass_query::filter::Filter;
+use std::sync::Arc;
 
 /// Name of the implicit index on `_id`.
 pub const ID_INDEX_NAME: &str = "_id_";
@@ -70,6 +72,8 @@ pub struct IndexSpec {
     /// The grid of a 2d index.
     pub flat_grid: Option<FlatGrid>,
     pub hidden: bool,
+    /// The collation its string keys are in (`None`: binary); see `keys.rs`.
+    pub collation: Option<Arc<Collation>>,
 }
 
 /// Options accepted (and ignored) besides the ones [`IndexSpec`] models.
@@ -220,6 +224,7 @@ impl IndexSpec {
             sphere_version: None,
             flat_grid: None,
             hidden: false,
+            collation: None,
         };
         if spec.parts.iter().any(|p| p.kind == KeyKind::Sphere) {
             spec.sphere_version = Some(3);
@@ -250,13 +255,7 @@ impl IndexSpec {
                             .map_err(|e| cannot_create(e.to_string()))?,
                     )
                 }
-                // The simple collation is the binary order every index has.
-                "collation" if matches!(v, Bson::Document(d) if d.len() == 1 && d.get_str("locale") == Ok("simple")) => {}
-                "collation" => {
-                    return Err(cannot_create(
-                        "index collations other than the simple one are not supported by this server: index keys are binary (queries with a collation scan the collection)",
-                    ))
-                }
+                "collation" => spec.collation = hourglass_query::collation::parse(v)?,
                 "2dsphereIndexVersion" if spec.sphere_version.is_some() => {
                     spec.sphere_version = Some(match v.as_i32().or_else(|| v.as_f64().map(|f| f as i32)) {
                         Some(n @ 2..=3) => n,
@@ -379,6 +378,9 @@ impl IndexSpec {
         if self.hidden {
             d.insert("hidden", true);
         }
+        if let Some(c) = &self.collation {
+            d.insert("collation", c.spec().clone());
+        }
         if let Some(v) = self.sphere_version {
             d.insert("2dsphereIndexVersion", v);
         }
@@ -406,6 +408,7 @@ impl IndexSpec {
             && self.hidden == other.hidden
             && self.sphere_version == other.sphere_version
             && self.flat_grid == other.flat_grid
+            && self.collation == other.collation
     }
 }
 
@@ -435,10 +438,11 @@ mod tests {
             doc! {"key": {"a": 1, "b": 1}, "expireAfterSeconds": 5},
             doc! {"key": {"a": "hashed"}, "unique": true},
             doc! {"key": {"a": 1}, "sparse": true, "partialFilterExpression": {"a": 1}},
-            doc! {"key": {"a": 1}, "collation": {"locale": "fr"}},
         ] {
             assert_eq!(IndexSpec::parse(&bad).unwrap_err().code(), 67, "{bad}");
         }
+        let bad_locale = doc! {"key": {"a": 1}, "collation": {"locale": "xx"}};
+        assert_eq!(IndexSpec::parse(&bad_locale).unwrap_err().code(), 2);
         assert_eq!(
             IndexSpec::parse(&doc! {"key": {"a": 1}, "foo": 1})
                 .unwrap_err()

@@ -71,6 +71,12 @@ pub fn create_indexes(req: &Request) -> CmdResult {
         let view = matches!(target, Target::TimeSeries { .. });
         return super::indexes_ts::create(&req.state, buckets, options, &docs, view);
     }
+    // An index without a collation of its own takes the collection's default one.
+    let default_collation = req
+        .state
+        .catalog
+        .get(&req.db, &coll)
+        .and_then(|c| c.options().get_document("collation").ok().cloned());
     let mut parsed = Vec::with_capacity(specs.len());
     for s in &specs {
         let Bson::Document(d) = s else {
@@ -78,6 +84,14 @@ pub fn create_indexes(req: &Request) -> CmdResult {
                 "The elements of the 'indexes' array must be objects",
             ));
         };
+        let mut d = d.clone();
+        if let Some(c) = default_collation
+            .as_ref()
+            .filter(|_| !d.contains_key("collation"))
+        {
+            d.insert("collation", c.clone());
+        }
+        let d = &d;
         let spec = IndexSpec::parse(d).map_err(|e| {
             let mut err = CommandError::from(e);
             if err.code == 67 || err.code == 197 {

@@ -154,8 +154,15 @@ fn statement_values(req: &Request, field: &str, key: &str) -> Vec<Bson> {
 /// replica set (`--replSet`) every read is of one snapshot of the latest acknowledged
 /// writes, so both levels hold; `atClusterTime` (a snapshot in the past) is refused.
 fn check_read_concern(v: Option<&Bson>, replica_set: bool) -> Result<(), CommandError> {
-    let Some(Bson::Document(rc)) = v else {
-        return Ok(());
+    let rc = match v {
+        None | Some(Bson::Null) => return Ok(()),
+        Some(Bson::Document(rc)) => rc,
+        Some(other) => {
+            return Err(CommandError::type_mismatch(format!(
+                "BSON field 'readConcern' is the wrong type '{}', expected type 'object'",
+                super::args::type_name(other)
+            )))
+        }
     };
     match read_concern_level(rc)? {
         None | Some("local" | "available" | "majority") => Ok(()),
@@ -175,6 +182,19 @@ fn check_read_concern(v: Option<&Bson>, replica_set: bool) -> Result<(), Command
 /// concern gets, in or out of a transaction: `atClusterTime` (a snapshot in the past) is
 /// refused, since no history is kept, and `level` must be a string (14).
 pub(super) fn read_concern_level(rc: &Document) -> Result<Option<&str>, CommandError> {
+    const FIELDS: &[&str] = &[
+        "level",
+        "afterClusterTime",
+        "afterOpTime",
+        "atClusterTime",
+        "provenance",
+    ];
+    if let Some(k) = rc.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(CommandError::new(
+            40415,
+            format!("BSON field 'readConcern.{k}' is an unknown field."),
+        ));
+    }
     if rc.contains_key("atClusterTime") {
         return Err(CommandError::invalid_options(
             "readConcern.atClusterTime is not supported by this server: it keeps no history",
