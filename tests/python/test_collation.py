@@ -156,12 +156,41 @@ def test_a_collation_on_a_time_series_collection_finds_what_binary_bounds_would_
                                           collation={"locale": "en"})) == ["Banana"] * 3
 
 
-def test_a_write_to_a_time_series_collection_with_a_collation_is_refused_before_it_runs(ts_and_regular):
-    ts, _ = ts_and_regular
-    with pytest.raises(OperationFailure) as e:
-        ts.update_many({"city": "berlin"}, {"$set": {"x": 1}}, collation=CI)
-    assert e.value.code == 2
-    assert ts.count_documents({"x": 1}) == 0
+def contents(c):
+    return sorted((d["city"], d["w"], d["v"], d.get("x", 0), d.get("y", 0)) for d in c.find({}, {"_id": 0}))
+
+
+@pytest.mark.parametrize("write", [
+    lambda c: c.delete_many({"city": "berlin"}, collation=CI).deleted_count,
+    lambda c: c.delete_many({"w": "APPLE", "city": {"$in": ["BONN", "berlin"]}}, collation=CI).deleted_count,
+    lambda c: c.delete_one({"city": "ZURICH", "w": "date"}, collation=CI).deleted_count,
+    lambda c: c.update_many({"city": "bonn"}, {"$set": {"city": "Bonn-Mitte"}}, collation=CI).modified_count,
+    lambda c: c.update_many({"w": {"$gte": "b", "$lt": "c"}}, {"$set": {"x": 1}}, collation=CI).modified_count,
+    lambda c: c.find_one_and_update({"w": "CHERRY", "city": "BERLIN"}, {"$set": {"y": 2}},
+                                    collation=CI, projection={"_id": 0, "v": 1}, sort=[("v", 1)]),
+    lambda c: c.delete_many({"city": "zurich"}, collation={"locale": "de", "strength": 1}).deleted_count,
+], ids=["delete-meta", "delete-mixed", "delete-one", "update-meta", "update-range", "find-and-modify",
+        "delete-strength-1"])
+def test_a_time_series_collection_writes_with_a_collation_as_a_regular_one_does(ts_and_regular, write):
+    ts, reg = ts_and_regular
+    assert write(ts) == write(reg)
+    assert contents(ts) == contents(reg)
+
+
+def test_a_time_series_default_collation_applies_to_reads_writes_and_its_default_index(db):
+    import datetime
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"}, collation=CI)
+    listed = db.command("listCollections", filter={"name": "ts"})["cursor"]["firstBatch"][0]
+    assert listed["options"]["collation"]["locale"] == "en"
+    assert listed["options"]["collation"]["strength"] == 2
+    t = datetime.datetime(2024, 1, 1)
+    db.ts.insert_many([{"t": t, "m": m, "v": i} for i, m in enumerate(["Oslo", "OSLO", "oslo", "Rome"])])
+    assert db.ts.count_documents({"m": "oslo"}) == 3
+    assert db.ts.count_documents({"m": "oslo"}, collation={"locale": "simple"}) == 1
+    assert db.ts.delete_many({"m": "OSLO"}).deleted_count == 3
+    assert [d["m"] for d in db.ts.find()] == ["Rome"]
+    default = [i for i in db.ts.list_indexes() if i["key"] == {"m": 1, "t": 1}]
+    assert default and default[0]["collation"]["strength"] == 2, list(db.ts.list_indexes())
 
 
 def test_each_statement_of_a_bulk_write_runs_with_its_own_collation(cities):

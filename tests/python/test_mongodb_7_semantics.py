@@ -399,3 +399,29 @@ def test_list_indexes_of_a_time_series_collection_orders_fields_as_mongod(db):
         assert len(specs) == 2
         assert all(list(s)[:3] == ["v", "key", "name"] for s in specs), specs
     assert all("originalSpec" not in s for s in db.ix.list_indexes())
+
+
+@pytest.mark.parametrize("how", ["update_many", "update_one", "find_one_and_update", "replace_one"])
+def test_updating_measurements_of_closed_buckets_leaves_no_copy_of_their_old_values(db, how):
+    # One bucket per hour and city, the earlier ones closed by the later ones: the updated
+    # measurements go to new buckets, and the old buckets are rewritten without them (a
+    # reopening must not bring back the old contents from before the rewrite).
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m", "granularity": "seconds"})
+    t0 = datetime.datetime(2024, 1, 1)
+    rows = [{"t": t0 + datetime.timedelta(hours=2 * h, minutes=i), "m": m, "w": w, "v": 10 * h + i}
+            for h in range(3) for m in ("a", "b") for i, w in enumerate(("x", "y"))]
+    db.ts.insert_many(rows)
+    target = {"w": "x", "m": "a", "v": {"$lt": 20}}
+    if how == "update_many":
+        assert db.ts.update_many(target, {"$set": {"w": "X"}}).modified_count == 2
+    elif how == "update_one":
+        db.ts.update_one(target, {"$set": {"w": "X"}})
+    elif how == "find_one_and_update":
+        db.ts.find_one_and_update(target, {"$set": {"w": "X"}})
+    else:
+        old = db.ts.find_one(target, {"_id": 0})
+        db.ts.replace_one(target, dict(old, w="X"))
+    changed = 2 if how == "update_many" else 1
+    assert db.ts.count_documents({}) == len(rows)
+    assert db.ts.count_documents({"w": "X"}) == changed
+    assert db.ts.count_documents({"w": "x"}) == 6 - changed

@@ -38,6 +38,22 @@ fn same_key(a: &Document, b: &Document) -> bool {
             .all(|((ka, va), (kb, vb))| ka == kb && hourglass_query::compare::values_equal(va, vb))
 }
 
+/// `spec` with its collation as MongoDB lists it: its own with every option filled in,
+/// else the collection's default; none for the simple one.
+fn with_collation(mut spec: Document, buckets: &Collection) -> Result<Document, CommandError> {
+    match spec.get("collation") {
+        Some(v) => match hourglass_query::collation::parse(v)? {
+            Some(c) => spec.insert("collation", c.spec().clone()),
+            None => spec.remove("collation"),
+        },
+        None => match buckets.options().get_document("collation") {
+            Ok(c) => spec.insert("collation", c.clone()),
+            Err(_) => None,
+        },
+    };
+    Ok(spec)
+}
+
 /// `createIndexes` on a time-series view (`translate`) or on its buckets collection.
 pub fn create(
     state: &crate::ServerState,
@@ -62,6 +78,7 @@ pub fn create(
         } else {
             spec.clone()
         };
+        let bucket_spec = with_collation(bucket_spec, buckets)?;
         let name = bucket_spec.get_str("name").unwrap_or_default().to_string();
         let key = key_of(&bucket_spec);
         if let Some(existing) = current

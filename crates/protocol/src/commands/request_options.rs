@@ -9,6 +9,7 @@
 //! - `let` (and an update statement's `c`) is bound once and substituted into the filters,
 //!   pipelines and pipeline updates that read its variables (`hourglass_query::let_vars`).
 
+use super::target::BUCKETS_PREFIX;
 use super::Request;
 use crate::error::CommandError;
 use bson::{Bson, Document};
@@ -59,16 +60,21 @@ pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>,
     };
     // Update and delete statements carry their own (checked here, made active by the
     // handler for each statement: `statement_collation`).
-    let mut in_statements = false;
     if let Some(f) = statements_field(&inner) {
         for v in statement_values(req, f, "collation") {
-            in_statements |= parse_collation(&v)?.is_some();
+            parse_collation(&v)?;
         }
     }
     let coll = body.get_str(&inner).ok();
     let resolved = match explicit {
         Some(c) => c,
-        None => match coll.and_then(|c| req.state.catalog.get(&req.db, c)) {
+        // A time-series collection's default is its buckets collection's.
+        None => match coll.and_then(|c| {
+            let catalog = &req.state.catalog;
+            catalog
+                .get(&req.db, c)
+                .or_else(|| catalog.get(&req.db, &format!("{BUCKETS_PREFIX}{c}")))
+        }) {
             Some(c) => match c.options().get("collation") {
                 Some(v) => parse_collation(v)?,
                 None => None,
@@ -76,20 +82,6 @@ pub fn collation_of(req: &Request, name: &str) -> Result<Option<Arc<Collation>>,
             None => None,
         },
     };
-    // Reads of a time-series collection run with the collation (its column paths step
-    // aside); its writes do not take one yet.
-    let writes = matches!(
-        inner.as_str(),
-        "update" | "delete" | "findAndModify" | "findandmodify"
-    );
-    if writes
-        && (resolved.is_some() || in_statements)
-        && coll.is_some_and(|c| is_timeseries(req, c))
-    {
-        return Err(CommandError::bad_value(
-            "a non-simple collation on a write to a time-series collection is not supported by this server",
-        ));
-    }
     Ok(resolved)
 }
 
@@ -100,13 +92,6 @@ pub fn statement_collation(stmt: &Document) -> Result<Option<collation::Scope>, 
         Some(v) => Ok(Some(collation::scope(parse_collation(v)?))),
         None => Ok(None),
     }
-}
-
-fn is_timeseries(req: &Request, coll: &str) -> bool {
-    !matches!(
-        super::target::Target::resolve(req, coll),
-        super::target::Target::Regular(_)
-    )
 }
 
 /// The statements of an update or delete, from the body or its document sequence.

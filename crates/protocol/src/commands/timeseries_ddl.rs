@@ -46,11 +46,11 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
     if let Some(v) = req.body.get("archive") {
         stored.insert("archive", super::archive_rule::archive_option(v, &options)?);
     }
+    // The default collation of its reads, writes and indexes (stored with every option
+    // filled in; the simple one is none).
     if let Some(v) = req.body.get("collation") {
-        if hourglass_query::collation::parse(v)?.is_some() {
-            return Err(CommandError::bad_value(
-                "a non-simple collation on a time-series collection is not supported by this server",
-            ));
+        if let Some(c) = hourglass_query::collation::parse(v)? {
+            stored.insert("collation", c.spec().clone());
         }
     }
     for k in ["storageEngine", "indexOptionDefaults"] {

@@ -21,7 +21,16 @@ impl TimeseriesStore {
     ) -> Result<Vec<Document>, StoreError> {
         let snap = buckets.engine().snapshot();
         match snap.get(buckets.tree(), INDEXES)? {
-            None => Ok(default_index(options).into_iter().collect()),
+            None => Ok(default_index(options)
+                .map(|mut d| {
+                    // MongoDB gives it the collection's default collation.
+                    if let Ok(c) = buckets.options().get_document("collation") {
+                        d.insert("collation", c.clone());
+                    }
+                    d
+                })
+                .into_iter()
+                .collect()),
             Some(bytes) => {
                 let d =
                     Document::from_reader(bytes.as_slice()).map_err(|e| corrupt(e.to_string()))?;

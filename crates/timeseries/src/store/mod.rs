@@ -50,7 +50,7 @@ use hourglass_storage::{Batch, Snapshot, StorageError};
 use insert_log::{InsertLog, Retired, StoredMarks};
 use keys::*;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Errors of the time-series store, each with MongoDB's code.
@@ -343,6 +343,7 @@ fn reopen_candidate(
     snap: &Snapshot,
     buckets: &Collection,
     closing: &HashMap<ObjectId, Arc<Bucket>>,
+    rewritten: &HashSet<ObjectId>,
     key: &[u8],
     t: i64,
     span: i64,
@@ -355,7 +356,7 @@ fn reopen_candidate(
             let Some(id) = meta_index_id(&k) else {
                 continue;
             };
-            if closing.contains_key(&id) {
+            if closing.contains_key(&id) || rewritten.contains(&id) {
                 continue;
             }
             let Some(bytes) = snap.get(buckets.tree(), &bucket_key(CLOSED, &id))? else {
@@ -552,7 +553,8 @@ impl TimeseriesStore {
         engine.check_space(bytes as u64)?;
         let mut s = series.lock();
         let mut batch = engine.batch();
-        let (out, closing) = Self::stage_insert(&mut s, &mut batch, &measurements, ordered)?;
+        let (out, closing) =
+            Self::stage_insert(&mut s, &mut batch, &measurements, ordered, &HashSet::new())?;
         let appended = engine.apply(batch);
         if appended.is_ok() {
             s.log.garbage_applied();
@@ -692,11 +694,15 @@ impl TimeseriesStore {
     /// Stages an insert under the series lock: one log record with the new measurements
     /// of every bucket it appends to goes into `batch`; the buckets it closes are
     /// returned (and listed in `closing`) for the caller to store.
+    ///
+    /// Buckets in `rewritten` (staged in `batch` by an update) are not reopened: the
+    /// snapshot reopening reads from still holds their old contents.
     fn stage_insert(
         s: &mut Series,
         batch: &mut Batch,
         measurements: &[&RawDocument],
         ordered: bool,
+        rewritten: &HashSet<ObjectId>,
     ) -> Result<(TsInsertOutcome, Closing), StoreError> {
         // Only series with a closed bucket (the series directory) are queried: a new
         // series has nothing to reopen.
@@ -722,7 +728,7 @@ impl TimeseriesStore {
                 return Reopening::None;
             }
             let snap = snap.get_or_insert_with(|| buckets.engine().snapshot());
-            reopen_candidate(snap, buckets, closing, key, t, span)
+            reopen_candidate(snap, buckets, closing, rewritten, key, t, span)
         };
         let out = catalog.insert(measurements, ordered, &mut reopen);
         for id in &out.reopened {

@@ -30,6 +30,7 @@ use hourglass_query::filter::Filter;
 use hourglass_query::update::Update;
 use hourglass_storage::Batch;
 use parking_lot::{Mutex, MutexGuard};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -237,13 +238,14 @@ impl TimeseriesStore {
         let mut batch = buckets.engine().batch();
         let mut retired = Vec::new();
         let meta_changed = rewrites.iter().any(|r| r.meta.as_ref() != r.view.meta());
+        let rewritten: HashSet<ObjectId> = rewrites.iter().map(|r| r.view.id()).collect();
         for r in rewrites {
             stage_rewrite(&mut s, &mut batch, buckets, options, r, &mut retired);
         }
         if meta_changed {
             s.directory = None;
         }
-        Self::stage_reinsert(&mut s, &mut batch, &reinsert, &mut retired)?;
+        Self::stage_reinsert(&mut s, &mut batch, &reinsert, &rewritten, &mut retired)?;
         s.commit_retiring(batch, retired)?;
         Ok(out)
     }
@@ -360,9 +362,11 @@ impl TimeseriesStore {
         let mut retired = Vec::new();
         let mut out = FindAndModifyOutcome::default();
         let mut reinsert = Vec::new();
+        let mut rewritten = HashSet::new();
         match chosen {
             Some((view, row, old)) => {
                 out.n = 1;
+                rewritten.insert(view.id());
                 let mut remaining = view.unpack(options, None)?;
                 remaining.remove(row);
                 match fam.update {
@@ -407,18 +411,20 @@ impl TimeseriesStore {
                 }
             }
         }
-        Self::stage_reinsert(&mut s, &mut batch, &reinsert, &mut retired)?;
+        Self::stage_reinsert(&mut s, &mut batch, &reinsert, &rewritten, &mut retired)?;
         s.commit_retiring(batch, retired)?;
         Ok(out)
     }
 
     /// Stages the insert of updated (or upserted) measurements into `batch`, with the
     /// buckets it closes stored in the same batch (they join `retired`); the first
-    /// measurement refused fails the write.
+    /// measurement refused fails the write. The buckets they came from (`rewritten`,
+    /// staged in the same batch) are not reopened for them.
     fn stage_reinsert(
         s: &mut Series,
         batch: &mut Batch,
         measurements: &[Document],
+        rewritten: &HashSet<ObjectId>,
         retired: &mut Vec<Retired>,
     ) -> Result<(), StoreError> {
         if measurements.is_empty() {
@@ -426,7 +432,7 @@ impl TimeseriesStore {
         }
         let raw = raw_measurements(measurements)?;
         let raw: Vec<&bson::RawDocument> = raw.iter().map(|r| &**r).collect();
-        let (ins, closed) = Self::stage_insert(s, batch, &raw, true)?;
+        let (ins, closed) = Self::stage_insert(s, batch, &raw, true, rewritten)?;
         if let Some((_, e)) = ins.errors.into_iter().next() {
             return Err(e);
         }
