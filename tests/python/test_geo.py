@@ -499,3 +499,60 @@ def test_geo_within_on_a_2d_index_of_32_bits_finds_every_point_inside(db):
     assert ids(db.fine, q) == sorted(["1:1", "1:170", "170:1", "170:170"])
     assert ids(db.fine, {"loc": {"$geoWithin": {"$box": [[-180, -180], [180, 180]]}}}) == sorted(grid)
     assert _winning_stages(db.fine.find(q).explain()) == ["FETCH", "IXSCAN"]
+
+
+def _near_stage(explain, section):
+    """The GEO_NEAR stage of a find's explain (queryPlanner or executionStats), outermost
+    stages skipped, and the stage names under it."""
+    stage = (explain["queryPlanner"]["winningPlan"] if section == "queryPlanner"
+             else explain["executionStats"]["executionStages"])
+    while not stage["stage"].startswith("GEO_NEAR"):
+        stage = stage["inputStage"]
+    below, inner = [], stage["inputStages"][0]
+    while inner:
+        below.append(inner)
+        inner = inner.get("inputStage")
+    return stage, below
+
+
+@pytest.mark.parametrize("op", ["$near", "$nearSphere"])
+def test_near_with_a_max_distance_reads_a_2dsphere_index_of_points_bounded_by_the_circle(db, op):
+    db.g.insert_many(GRID)
+    db.g.create_index([("loc", "2dsphere")])
+    flt = {"loc": {op: {"$geometry": point(5, 5), "$maxDistance": 160e3}}}
+    got = [d["_id"] for d in db.g.find(flt)]
+    want = sorted((d for d in GRID if haversine([5, 5], d["loc"]["coordinates"]) <= 160e3),
+                  key=lambda d: haversine([5, 5], d["loc"]["coordinates"]))
+    assert got == [d["_id"] for d in want] and len(got) == 9
+    explain = db.g.find(flt).explain()
+    near, below = _near_stage(explain, "queryPlanner")
+    assert (near["stage"], near["indexName"], near["keyPattern"]) == (
+        "GEO_NEAR_2DSPHERE", "loc_2dsphere", {"loc": "2dsphere"})
+    assert [s["stage"] for s in below] == ["FETCH", "IXSCAN"]
+    _, below = _near_stage(explain, "executionStats")
+    assert 9 <= below[1]["keysExamined"] < 100, below[1]["keysExamined"]
+    # Without a maximum the whole index is read, still through the GEO_NEAR stage.
+    explain = db.g.find({"loc": {op: {"$geometry": point(5, 5)}}}).limit(3).explain()
+    assert _near_stage(explain, "queryPlanner")[0]["stage"] == "GEO_NEAR_2DSPHERE"
+
+
+def test_near_finds_a_line_passing_close_by_whose_vertices_are_far(db):
+    # A line's vertices are its only keys: once the index holds one, a bounded scan could
+    # miss it, so $near and $geoIntersects read the index whole.
+    db.g.insert_many(GRID[:10])
+    db.g.insert_one({"_id": "road", "loc": line([-30, 0.5], [30, 0.5])})
+    db.g.create_index([("loc", "2dsphere")])
+    flt = {"loc": {"$near": {"$geometry": point(0.5, 0.5), "$maxDistance": 10e3}}}
+    assert [d["_id"] for d in db.g.find(flt)] == ["road"]
+    crossing = {"loc": {"$geoIntersects": {"$geometry": line([0.5, 0], [0.5, 1])}}}
+    assert [d["_id"] for d in db.g.find(crossing)] == ["road"]
+
+
+def test_near_on_a_2d_index_is_explained_as_geo_near_2d(db):
+    db.f.insert_many([{"_id": i, "loc": [i, i]} for i in range(50)])
+    db.f.create_index([("loc", "2d")])
+    flt = {"loc": {"$near": [10, 10], "$maxDistance": 3}}
+    assert [d["_id"] for d in db.f.find(flt)] == [10, 9, 11, 8, 12]
+    near, below = _near_stage(db.f.find(flt).explain(), "queryPlanner")
+    assert (near["stage"], near["indexName"]) == ("GEO_NEAR_2D", "loc_2d")
+    assert [s["stage"] for s in below] == ["FETCH", "IXSCAN"]

@@ -173,7 +173,8 @@ fn bounds_for(
     collation: Option<&Collation>,
 ) -> FieldBounds {
     if part.kind.is_geo() {
-        return cell_bounds(part, grid, preds).map_or(FieldBounds::All, FieldBounds::Cells);
+        return cell_bounds(part, grid, preds, multikey)
+            .map_or(FieldBounds::All, FieldBounds::Cells);
     }
     let keyed = |v: Bson| match collation {
         Some(c) => c.key_value(&v),

@@ -2,9 +2,10 @@
 //! of a document's geometry (`index/geo.rs`). A `$geoWithin` region lies inside a
 //! longitude/latitude box (`hourglass_query::geo::bbox`), so every vertex of a geometry
 //! within it lies in the cells covering that box: those cells bound the scan, and the
-//! filter, applied to each fetched document, decides. `$geoIntersects` and `$near` are not
-//! bounded this way (a line or polygon can meet a region with no vertex inside it); they
-//! scan.
+//! filter, applied to each fetched document, decides. `$geoIntersects` and `$near` with a
+//! `$maxDistance` are bounded the same way only while the index holds points alone (one
+//! cell per document: not multikey): a line or polygon can meet a region, or pass near a
+//! point, with no vertex inside its box.
 
 use crate::index::spec::FlatGrid;
 use crate::index::{KeyKind, KeyPart};
@@ -12,18 +13,19 @@ use hourglass_query::filter::Pred;
 use hourglass_query::geo::cells::{cover, GridBox, SPHERE_LEVEL};
 use hourglass_query::geo::{bbox, GeoPred};
 
-/// The cell ranges (inclusive, ascending) a geo part is bounded by: those covering a
-/// `$geoWithin` region among its field's predicates; None without one.
+/// The cell ranges (inclusive, ascending) a geo part is bounded by: those covering the box
+/// of a geo predicate on its field that can bound it; None without one.
 pub(crate) fn cell_bounds(
     part: &KeyPart,
     grid: Option<FlatGrid>,
     preds: &[&Pred],
+    multikey: bool,
 ) -> Option<Vec<(i64, i64)>> {
-    let within = preds.iter().find_map(|p| match p {
-        Pred::Geo(g) if matches!(g.as_ref(), GeoPred::Within(_)) => bbox::of(g),
+    let bounding = preds.iter().find_map(|p| match p {
+        Pred::Geo(g) if matches!(g.as_ref(), GeoPred::Within(_)) || !multikey => bbox::of(g),
         _ => None,
     });
-    let b = within?;
+    let b = bounding?;
     let grid_box = match part.kind {
         KeyKind::Sphere => GridBox {
             x: b.lon.unwrap_or((-180.0, 180.0)),

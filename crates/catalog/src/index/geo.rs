@@ -2,9 +2,8 @@
 //! geometry (`hourglass_query::geo::cells`), after checking that the value is a geometry
 //! the index can hold. A value it cannot hold fails the write with MongoDB's error (16755
 //! for 2dsphere; 16804 or 13027 for 2d), so an indexed field never holds bad geometry.
-//! The planner bounds a scan of these keys by the cells covering a `$geoWithin` region
-//! (`plan_geo.rs`); other geo queries scan and filter, and the index decides which field
-//! `$near` and `$geoNear` use.
+//! The planner bounds a scan of these keys by the cells covering a geo predicate's box
+//! (`plan_geo.rs`), and the index decides which field `$near` and `$geoNear` use.
 
 use super::spec::{IndexSpec, KeyKind, KeyPart};
 use crate::error::{CatalogError, Result};
@@ -16,13 +15,20 @@ fn error(code: i32, msg: String) -> CatalogError {
     CatalogError::Query(QueryError::Coded(code, msg))
 }
 
-/// The cells `doc` has under geo field `part`, or None when the field is absent (the
-/// document is then not in the index).
-pub fn cells(spec: &IndexSpec, part: &KeyPart, doc: &Document) -> Result<Option<Vec<Bson>>> {
+/// The cells `doc` has under geo field `part`, and whether it holds anything but one point
+/// there (the index is then multikey: a geometry with edges has points between its
+/// vertices' cells); None when the field is absent (the document is then not in the
+/// index).
+pub fn cells(
+    spec: &IndexSpec,
+    part: &KeyPart,
+    doc: &Document,
+) -> Result<Option<(Vec<Bson>, bool)>> {
     let found = shape::geometries_at(doc, &part.path);
     if found.is_empty() {
         return Ok(None);
     }
+    let mut not_a_point = found.len() > 1;
     let mut out = Vec::new();
     for v in found.iter().copied() {
         match part.kind {
@@ -36,6 +42,7 @@ pub fn cells(spec: &IndexSpec, part: &KeyPart, doc: &Document) -> Result<Option<
                 let Some(geometry) = shape::stored(v) else {
                     continue;
                 };
+                not_a_point |= geometry.as_point().is_none();
                 out.extend(
                     geometry
                         .positions()
@@ -71,5 +78,5 @@ pub fn cells(spec: &IndexSpec, part: &KeyPart, doc: &Document) -> Result<Option<
     }
     out.sort_by_key(|b| b.as_i64());
     out.dedup();
-    Ok(Some(out))
+    Ok(Some((out, not_a_point)))
 }

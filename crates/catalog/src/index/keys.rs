@@ -32,11 +32,15 @@ pub fn document_keys(index: &Index, doc: &Document) -> Result<(Vec<EntryKey>, bo
     let mut per_field: Vec<Vec<Bson>> = Vec::with_capacity(parts.len());
     let mut array_fields: Vec<&str> = Vec::new();
     let mut any_present = false;
+    let mut geo_multi = false;
     for part in parts {
         if part.kind.is_geo() {
             // A document without the geo field is not indexed (2dsphere v2+ and 2d).
             match geo::cells(&index.spec, part, doc)? {
-                Some(cells) => per_field.push(cells),
+                Some((cells, not_a_point)) => {
+                    geo_multi |= not_a_point;
+                    per_field.push(cells)
+                }
                 None => return Ok((Vec::new(), false)),
             }
             continue;
@@ -84,7 +88,7 @@ pub fn document_keys(index: &Index, doc: &Document) -> Result<(Vec<EntryKey>, bo
     }
     out.sort_by(|a, b| a.key.cmp(&b.key));
     out.dedup_by(|a, b| a.key == b.key);
-    Ok((out, !array_fields.is_empty()))
+    Ok((out, !array_fields.is_empty() || geo_multi))
 }
 
 /// The values at `path` (missing = null, array elements unwound, empty array = undefined),

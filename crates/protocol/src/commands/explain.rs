@@ -200,9 +200,19 @@ pub fn explain(req: &Request) -> CmdResult {
     let sort = shape.sort.map(SortSpec::parse).transpose()?;
     let (mut planner, plan) =
         query_planner(req, &shape.coll, shape.filter, sort.as_ref(), shape.hint)?;
-    let sorted = plan.as_ref().is_some_and(|p| p.provides_sort);
+    // `$near` orders by distance; a sort then reorders.
+    let near = matches!(shape.filter.map(Filter::parse), Some(Ok(f)) if f.near().is_some());
+    let sorted = !near && plan.as_ref().is_some_and(|p| p.provides_sort);
+    let coll = match Target::resolve(req, &shape.coll) {
+        Target::Regular(c) => c,
+        _ => None,
+    };
+    let near_over = |input: Document| match &coll {
+        Some(c) => super::geo_index::near_stage(c, shape.filter, input),
+        None => Ok(input),
+    };
     if let Ok(w) = planner.get_document("winningPlan") {
-        let wrapped = wrap_stages(w.clone(), &shape, sorted);
+        let wrapped = wrap_stages(near_over(w.clone())?, &shape, sorted);
         planner.insert("winningPlan", wrapped);
     }
     let mut reply = doc! {"explainVersion": "1", "queryPlanner": planner};
@@ -245,7 +255,7 @@ pub fn explain(req: &Request) -> CmdResult {
                     shape.filter,
                     Some((&read.stats, matched as u64)),
                 );
-                let mut stages = wrap_stages(access, &shape, read.plan.provides_sort);
+                let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
                 stages.insert("nReturned", n as i64);
                 (n, read.stats.keys(), read.stats.docs(), stages)
             }

@@ -186,3 +186,43 @@ pub fn resolve_geo_near_key(
         }
     }
 }
+
+/// The stage a `$near`/`$nearSphere` find puts over its access path (`input`), as
+/// MongoDB's explain shows it: `GEO_NEAR_2DSPHERE` or `GEO_NEAR_2D`, naming the geo index
+/// of the field (documents come out nearest first). `input` unchanged without `$near`.
+pub fn near_stage(
+    c: &hourglass_catalog::Collection,
+    filter: Option<&Document>,
+    input: Document,
+) -> Result<Document, CommandError> {
+    let Some(spec) = filter else {
+        return Ok(input);
+    };
+    let parsed = hourglass_query::filter::Filter::parse(spec)?;
+    let Some((path, _)) = parsed.near() else {
+        return Ok(input);
+    };
+    let indexes = c.indexes();
+    let found = indexes.iter().filter(|i| !i.spec.hidden).find_map(|i| {
+        i.spec
+            .parts
+            .iter()
+            .find(|p| p.kind.is_geo() && p.path == path)
+            .map(|p| (i, p.kind))
+    });
+    let Some((index, kind)) = found else {
+        return Ok(input);
+    };
+    let stage = if kind == KeyKind::Sphere {
+        "GEO_NEAR_2DSPHERE"
+    } else {
+        "GEO_NEAR_2D"
+    };
+    Ok(bson::doc! {
+        "stage": stage,
+        "keyPattern": index.spec.key.clone(),
+        "indexName": index.spec.name.clone(),
+        "indexVersion": 2,
+        "inputStages": [input],
+    })
+}
