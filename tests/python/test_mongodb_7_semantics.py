@@ -425,3 +425,30 @@ def test_updating_measurements_of_closed_buckets_leaves_no_copy_of_their_old_val
     assert db.ts.count_documents({}) == len(rows)
     assert db.ts.count_documents({"w": "X"}) == changed
     assert db.ts.count_documents({"w": "x"}) == 6 - changed
+
+
+def reopened_bucket(db):
+    """A time-series collection whose series "a" has an open bucket that was reopened: a
+    change of a field's type closes the first bucket, and an earlier measurement reopens
+    it (it is then stored closed too, with what it held)."""
+    D = datetime.datetime
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m", "granularity": "hours"})
+    db.ts.insert_many([{"t": D(2024, 1, 1, 14), "m": "a", "v": 7, "w": "q"},
+                       {"t": D(2024, 1, 5, 2), "m": "a", "v": 0, "w": 3}])
+    db.ts.insert_many([{"t": D(2024, 1, 1, 4), "m": "a", "v": 5, "w": "q"}])
+    return db.ts
+
+
+def test_a_meta_update_of_a_reopened_bucket_leaves_later_inserts_their_own_meta(db):
+    ts = reopened_bucket(db)
+    assert ts.update_many({"m": "a"}, {"$set": {"m": "z"}}).modified_count == 3
+    ts.insert_one({"t": datetime.datetime(2024, 1, 1, 20), "m": "a", "v": 2})
+    assert sorted((d["m"], d["v"]) for d in ts.find()) == [("a", 2), ("z", 0), ("z", 5), ("z", 7)]
+
+
+def test_deleting_every_measurement_of_a_reopened_bucket_leaves_none_behind(db):
+    ts = reopened_bucket(db)
+    assert ts.delete_many({"w": "q"}).deleted_count == 2
+    assert [d["v"] for d in ts.find()] == [0]
+    ts.insert_one({"t": datetime.datetime(2024, 1, 1, 20), "m": "a", "v": 2, "w": "q"})
+    assert sorted(d["v"] for d in ts.find()) == [0, 2]

@@ -447,8 +447,9 @@ impl TimeseriesStore {
 }
 
 /// Stages one bucket rewrite: an open bucket is taken out of the catalog (its stored
-/// mark covers its log entries; it joins `retired`); the bucket is stored again with its
-/// remaining measurements, or removed.
+/// mark covers its log entries; it joins `retired`) and its stored copy, if it was
+/// reopened, removed; the bucket is stored again with its remaining measurements, or
+/// removed.
 fn stage_rewrite(
     s: &mut Series,
     batch: &mut Batch,
@@ -468,16 +469,17 @@ fn stage_rewrite(
                 retired.push((id, seqs));
             }
         }
-        BucketView::Stored(b) => {
-            if r.remaining.is_empty() {
-                stage_remove(batch, buckets, &id, b.meta(), min_time_ms);
-            } else if r.meta.as_ref() != b.meta() {
-                batch.delete(
-                    buckets.tree(),
-                    &meta_index_key(&meta_key(b.meta()), min_time_ms, &id),
-                );
-            }
-        }
+        BucketView::Stored(_) => {}
+    }
+    // What is stored of the bucket (an open one that was reopened is also stored, closed,
+    // with what it held before) goes, or its meta index key when its meta changes.
+    if r.remaining.is_empty() {
+        stage_remove(batch, buckets, &id, r.view.meta(), min_time_ms);
+    } else if r.meta.as_ref() != r.view.meta() {
+        batch.delete(
+            buckets.tree(),
+            &meta_index_key(&meta_key(r.view.meta()), min_time_ms, &id),
+        );
     }
     if !r.remaining.is_empty() {
         let mut bucket = Bucket::with_id(options, id, r.meta, min_time_ms);
