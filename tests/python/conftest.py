@@ -14,6 +14,21 @@ from pymongo import MongoClient
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def run_node(script, uri, **env):
+    """Runs a Node.js driver script (the driver from .tools/node_modules, which
+    scripts/test.sh installs) with DRIVER, URI and `env` in its environment; returns the
+    JSON its last line prints. Skips, saying why, without node or the driver."""
+    import json
+    import shutil
+    driver = REPO_ROOT / ".tools" / "node_modules" / "mongodb"
+    if not driver.exists() or shutil.which("node") is None:
+        pytest.skip(f"the Node driver is not installed at {driver} (scripts/test.sh installs it)")
+    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, DRIVER=str(driver), URI=uri, **env))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 _HANDED_OUT: set = set()
 
 

@@ -4,11 +4,7 @@ once per session and txnNumber, transactions commit, `rs.status()`/`rs.conf()` d
 set, snapshot and linearizable reads are accepted, and the commands that would change the
 set are refused."""
 
-import json
-import os
-import shutil
 import signal
-import subprocess
 
 import pytest
 from bson import Int64
@@ -16,7 +12,7 @@ from pymongo import MongoClient, monitoring
 from pymongo.errors import OperationFailure
 from pymongo.read_concern import ReadConcern
 
-from conftest import REPO_ROOT, running_server
+from conftest import run_node, running_server
 
 
 class Writes(monitoring.CommandListener):
@@ -192,12 +188,6 @@ const { MongoClient } = require(process.env.DRIVER);
 
 
 def test_the_node_driver_connects_to_the_set_by_name_and_commits_a_transaction(rs_server):
-    driver = REPO_ROOT / ".tools" / "node_modules" / "mongodb"
-    if not driver.exists() or shutil.which("node") is None:
-        pytest.skip(f"the Node driver is not installed at {driver} (scripts/test.sh installs it)")
     _, port = rs_server
-    env = dict(os.environ, DRIVER=str(driver), URI=f"mongodb://localhost:{port}/?replicaSet=rs0")
-    out = subprocess.run(["node", "-e", NODE_SCRIPT], env=env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    outcome = json.loads(out.stdout.strip().splitlines()[-1])
+    outcome = run_node(NODE_SCRIPT, f"mongodb://localhost:{port}/?replicaSet=rs0")
     assert outcome == {"docs": [{"_id": "a", "n": 2}, {"_id": "b"}], "setName": "rs0"}, outcome

@@ -4,11 +4,7 @@ outside it, write conflicts labelled TransientTransactionError (so `with_transac
 retries), the errors of the protocol (225, 251, 256, 263, 72), the lifetime limit, and a
 commit that is all or nothing across `kill -9`."""
 
-import json
-import os
-import shutil
 import signal
-import subprocess
 import threading
 import time
 
@@ -17,7 +13,7 @@ from bson import Int64, Timestamp
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from conftest import REPO_ROOT, running_server
+from conftest import run_node, running_server
 
 
 def test_a_committed_transaction_applies_every_write_across_collections_and_databases(client, db):
@@ -435,16 +431,8 @@ const { MongoClient } = require(process.env.DRIVER);
 
 
 def test_node_driver_transactions_commit_and_abort(server, db):
-    driver = REPO_ROOT / ".tools" / "node_modules" / "mongodb"
-    if not driver.exists() or shutil.which("node") is None:
-        pytest.skip(f"the Node driver is not installed at {driver} (scripts/test.sh installs it)")
     host, port = server
     db.create_collection("c")
-    env = dict(os.environ, DRIVER=str(driver), DB=db.name,
-               URI=f"mongodb://{host}:{port}/?directConnection=true")
-    out = subprocess.run(["node", "-e", NODE_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    outcome = json.loads(out.stdout.strip().splitlines()[-1])
+    outcome = run_node(NODE_SCRIPT, f"mongodb://{host}:{port}/?directConnection=true", DB=db.name)
     assert outcome == {"seenInside": 1, "seenOutside": 0,
                        "after": [{"_id": "committed", "v": 1}]}, outcome

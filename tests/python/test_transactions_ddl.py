@@ -6,18 +6,14 @@ mongod refuses (a new index on an existing or non-empty collection: 263; a read 
 other than `local`: 72; an existing name: 48; views and time-series collections: 263) is
 refused and aborts the transaction."""
 
-import json
-import os
-import shutil
 import signal
-import subprocess
 
 import pytest
 from pymongo import MongoClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 from pymongo.read_concern import ReadConcern
 
-from conftest import REPO_ROOT, running_server
+from conftest import run_node, running_server
 
 
 def assert_aborted(s):
@@ -253,15 +249,7 @@ const { MongoClient } = require(process.env.DRIVER);
 
 
 def test_node_driver_creates_a_collection_and_index_inside_with_transaction(server, db):
-    driver = REPO_ROOT / ".tools" / "node_modules" / "mongodb"
-    if not driver.exists() or shutil.which("node") is None:
-        pytest.skip(f"the Node driver is not installed at {driver} (scripts/test.sh installs it)")
     host, port = server
-    env = dict(os.environ, DRIVER=str(driver), DB=db.name,
-               URI=f"mongodb://{host}:{port}/?directConnection=true")
-    out = subprocess.run(["node", "-e", NODE_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    outcome = json.loads(out.stdout.strip().splitlines()[-1])
+    outcome = run_node(NODE_SCRIPT, f"mongodb://{host}:{port}/?directConnection=true", DB=db.name)
     assert outcome == {"seenOutside": [], "after": ["made"], "indexes": ["_id_", "k_1"],
                        "docs": [{"_id": 1, "k": "x"}]}, outcome
