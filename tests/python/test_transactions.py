@@ -121,17 +121,62 @@ def test_two_transactions_writing_one_document_conflict_and_the_second_gets_a_tr
     s2.end_session()
 
 
-def test_a_write_outside_that_changes_a_document_the_transaction_wrote_makes_its_commit_conflict(client, db):
+def in_thread(fn):
+    """Runs `fn` in a thread; returns the thread and a list that gets its result or error."""
+    out = []
+
+    def run():
+        try:
+            out.append(fn())
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            out.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+@pytest.mark.parametrize("end", ["commit", "abort"])
+def test_a_write_outside_to_a_document_a_transaction_wrote_waits_for_the_transaction_to_end(client, db, end):
     db.a.insert_one({"_id": 0, "n": 0})
     with client.start_session() as s:
         s.start_transaction()
         db.a.update_one({"_id": 0}, {"$inc": {"n": 1}}, session=s)
-        db.a.update_one({"_id": 0}, {"$inc": {"n": 100}})
-        with pytest.raises(OperationFailure) as e:
-            s.commit_transaction()
-        assert e.value.code == 112
-        assert e.value.has_error_label("TransientTransactionError")
-    assert db.a.find_one()["n"] == 100
+        db.a.insert_one({"_id": 1}, session=s)
+        waiting = [in_thread(lambda: db.a.update_one({"_id": 0}, {"$inc": {"n": 100}}).modified_count),
+                   in_thread(lambda: db.a.insert_one({"_id": 1, "outside": True}).inserted_id)]
+        time.sleep(0.5)
+        assert all(t.is_alive() for t, _ in waiting), "the writes outside did not wait"
+        assert db.a.find_one({"_id": 0}) == {"_id": 0, "n": 0}
+        # Writes to other documents go on meanwhile.
+        db.a.insert_one({"_id": 2})
+        s.commit_transaction() if end == "commit" else s.abort_transaction()
+        for t, _ in waiting:
+            t.join(10)
+    (_, updated), (_, inserted) = waiting
+    assert updated == [1]
+    if end == "commit":
+        assert db.a.find_one({"_id": 0})["n"] == 101
+        # The transaction inserted `_id: 1` first: the insert outside then finds it.
+        assert isinstance(inserted[0], DuplicateKeyError), inserted
+        assert db.a.find_one({"_id": 1}) == {"_id": 1}
+    else:
+        assert db.a.find_one({"_id": 0})["n"] == 100
+        assert inserted == [1]
+        assert db.a.find_one({"_id": 1}) == {"_id": 1, "outside": True}
+
+
+def test_a_write_outside_waiting_for_a_transaction_stops_at_its_max_time_ms(client, db):
+    db.a.insert_one({"_id": 0, "n": 0})
+    with client.start_session() as s:
+        s.start_transaction()
+        db.a.update_one({"_id": 0}, {"$inc": {"n": 1}}, session=s)
+        reply = db.command("update", "a", updates=[{"q": {"_id": 0}, "u": {"$inc": {"n": 100}}}],
+                           maxTimeMS=300)
+        # As mongod reports a write stopped by maxTimeMS: a write error.
+        assert [e["code"] for e in reply.get("writeErrors", [])] == [50], reply
+        s.commit_transaction()
+    assert db.a.find_one()["n"] == 1
 
 
 def test_with_transaction_retries_a_conflicting_transaction_until_it_commits(client, db):

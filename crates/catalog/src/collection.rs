@@ -235,13 +235,25 @@ impl Collection {
 
 /// Gives `doc` an ObjectId `_id` (first) when it has none, and checks the `_id` type.
 pub fn with_id(doc: Document) -> Result<Document> {
+    check_id(&doc)?;
+    Ok(add_id(doc))
+}
+
+/// `doc` with an ObjectId `_id` first when it has none.
+pub(crate) fn add_id(doc: Document) -> Document {
+    if doc.contains_key("_id") {
+        return doc;
+    }
+    let mut d = Document::new();
+    d.insert("_id", ObjectId::new());
+    d.extend(doc);
+    d
+}
+
+/// Refuses an `_id` MongoDB cannot store: an array, a regex, undefined, or a document with
+/// a `$`-prefixed field.
+pub(crate) fn check_id(doc: &Document) -> Result<()> {
     match doc.get("_id") {
-        None => {
-            let mut d = Document::new();
-            d.insert("_id", ObjectId::new());
-            d.extend(doc);
-            Ok(d)
-        }
         Some(Bson::Array(_)) => Err(CatalogError::InvalidIdField(
             "The '_id' value cannot be of type array".into(),
         )),
@@ -258,9 +270,9 @@ pub fn with_id(doc: Document) -> Result<Document> {
                     "_id fields may not contain '$'-prefixed fields: {k} is not valid for storage."
                 ),
             ))),
-            None => Ok(doc),
+            None => Ok(()),
         },
-        Some(_) => Ok(doc),
+        _ => Ok(()),
     }
 }
 

@@ -1,8 +1,10 @@
 //! Document-level writes: insert, and those that read before they write: update (with
 //! upsert), delete and findAndModify. Each runs under the collection's write lock against
-//! one snapshot and commits all its changes as one atomic, durable batch.
+//! one snapshot and commits all its changes as one atomic, durable batch. A write that
+//! changes a document an open transaction holds waits, without the lock, for that
+//! transaction to end and runs again (as mongod makes it wait): see [`Collection::retrying`].
 
-use crate::collection::{with_id, Collection};
+use crate::collection::{add_id, check_id, with_id, Collection};
 use crate::error::{CatalogError, Result};
 use crate::index::staging::Staging;
 use crate::plan::{Hint, Query};
@@ -10,7 +12,8 @@ use bson::{Bson, Document};
 use hourglass_query::filter::Filter;
 use hourglass_query::sort::SortSpec;
 use hourglass_query::update::Update;
-use hourglass_storage::Snapshot;
+use hourglass_storage::{Snapshot, StorageError};
+use std::time::Duration;
 
 /// Outcome of an insert: how many were written and the per-document errors by index.
 #[derive(Debug, Default)]
@@ -48,33 +51,74 @@ pub struct FindAndModifyOutcome {
 }
 
 impl Collection {
+    /// Runs `attempt` (which builds a write under the write lock, applies it, lets go of
+    /// the lock and returns its outcome and durability ticket) until no open transaction
+    /// holds a key it writes, waiting for each such transaction to end (interruptible, e.g.
+    /// by `maxTimeMS`); then waits for durability.
+    fn retrying<T>(&self, mut attempt: impl FnMut() -> Result<(T, u64)>) -> Result<T> {
+        loop {
+            match attempt() {
+                Ok((out, ticket)) => {
+                    self.engine().wait_durable(ticket)?;
+                    return Ok(out);
+                }
+                Err(CatalogError::Storage(StorageError::HeldByTransaction(id))) => {
+                    while !self
+                        .engine()
+                        .wait_for_transaction(id, Duration::from_millis(100))
+                    {
+                        hourglass_query::interrupt::check()?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Inserts `docs`, giving each without `_id` a new ObjectId (as the first field). With
     /// `ordered`, stops at the first failing document; otherwise keeps going. Documents
     /// before (or besides) the failures are committed in one durable batch.
     pub fn insert(&self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
-        let mut out = InsertOutcome::default();
-        let guard = self.lock_writes();
-        let mut staging = Staging::new(self);
+        // With their `_id`; one whose `_id` is refused is kept as given, to fail again in
+        // each attempt.
+        let docs: Vec<std::result::Result<Document, Document>> = docs
+            .into_iter()
+            .map(|d| match check_id(&d) {
+                Ok(()) => Ok(add_id(d)),
+                Err(_) => Err(d),
+            })
+            .collect();
         let validator = self.validator();
         let ns = self.namespace().to_string();
-        for (i, doc) in docs.into_iter().enumerate() {
-            let checked = with_id(doc).and_then(|d| match &validator {
-                Some(v) => v.check_insert(&ns, &d).map(|()| d),
-                None => Ok(d),
-            });
-            match checked.and_then(|d| staging.insert(&d)) {
-                Ok(()) => out.inserted += 1,
-                Err(e) => {
-                    out.errors.push((i, e));
-                    if ordered {
-                        break;
+        let mut out = InsertOutcome::default();
+        let committed = self.retrying(|| {
+            out = InsertOutcome::default();
+            let guard = self.lock_writes();
+            let mut staging = Staging::new(self);
+            for (i, doc) in docs.iter().enumerate() {
+                let checked = match doc {
+                    Ok(d) => match &validator {
+                        Some(v) => v.check_insert(&ns, d),
+                        None => Ok(()),
+                    }
+                    .and_then(|()| staging.insert(d)),
+                    Err(refused) => check_id(refused),
+                };
+                match checked {
+                    Ok(()) => out.inserted += 1,
+                    Err(e) => {
+                        out.errors.push((i, e));
+                        if ordered {
+                            break;
+                        }
                     }
                 }
             }
-        }
-        let commit = staging.finish().and_then(|b| Ok(self.engine().apply(b)?));
-        drop(guard);
-        if let Err(e) = commit.and_then(|t| Ok(self.engine().wait_durable(t)?)) {
+            let ticket = self.engine().apply(staging.finish()?)?;
+            drop(guard);
+            Ok(((), ticket))
+        });
+        if let Err(e) = committed {
             let failed = out.inserted;
             out.inserted = 0;
             out.errors.insert(0, (0, e));
@@ -170,37 +214,38 @@ impl Collection {
         upsert: bool,
         hint: Option<&Hint>,
     ) -> Result<UpdateOutcome> {
-        let guard = self.lock_writes();
-        let mut st = Staging::new(self);
-        let docs = self.matching(
-            &st.snap,
-            filter,
-            None,
-            hint,
-            if multi { None } else { Some(1) },
-        )?;
-        let mut out = UpdateOutcome::default();
-        for old in docs {
-            hourglass_query::interrupt::check()?;
-            out.matched += 1;
-            let mut new = old.clone();
-            if update.apply_matched(&mut new, false, Some(filter))? && new != old {
-                self.validate_update(&old, &new)?;
-                st.replace(&old, &new)?;
-                out.modified += 1;
+        self.retrying(|| {
+            let guard = self.lock_writes();
+            let mut st = Staging::new(self);
+            let docs = self.matching(
+                &st.snap,
+                filter,
+                None,
+                hint,
+                if multi { None } else { Some(1) },
+            )?;
+            let mut out = UpdateOutcome::default();
+            for old in docs {
+                hourglass_query::interrupt::check()?;
+                out.matched += 1;
+                let mut new = old.clone();
+                if update.apply_matched(&mut new, false, Some(filter))? && new != old {
+                    self.validate_update(&old, &new)?;
+                    st.replace(&old, &new)?;
+                    out.modified += 1;
+                }
             }
-        }
-        if out.matched == 0 && upsert {
-            let doc = Self::upsert_document(filter, update)?;
-            let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-            self.validate_insert(&doc)?;
-            st.insert(&doc)?;
-            out.upserted = Some(id);
-        }
-        let ticket = self.engine().apply(st.finish()?)?;
-        drop(guard);
-        self.engine().wait_durable(ticket)?;
-        Ok(out)
+            if out.matched == 0 && upsert {
+                let doc = Self::upsert_document(filter, update)?;
+                let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+                self.validate_insert(&doc)?;
+                st.insert(&doc)?;
+                out.upserted = Some(id);
+            }
+            let ticket = self.engine().apply(st.finish()?)?;
+            drop(guard);
+            Ok((out, ticket))
+        })
     }
 
     /// Deletes the first (`limit_one`) or every document matching `filter`.
@@ -215,22 +260,27 @@ impl Collection {
         limit_one: bool,
         hint: Option<&Hint>,
     ) -> Result<u64> {
-        let guard = self.lock_writes();
-        let mut st = Staging::new(self);
-        let docs = self.matching(&st.snap, filter, None, hint, limit_one.then_some(1))?;
-        for d in &docs {
-            hourglass_query::interrupt::check()?;
-            st.remove(d)?;
-        }
-        let ticket = self.engine().apply(st.finish()?)?;
-        drop(guard);
-        self.engine().wait_durable(ticket)?;
-        Ok(docs.len() as u64)
+        self.retrying(|| {
+            let guard = self.lock_writes();
+            let mut st = Staging::new(self);
+            let docs = self.matching(&st.snap, filter, None, hint, limit_one.then_some(1))?;
+            for d in &docs {
+                hourglass_query::interrupt::check()?;
+                st.remove(d)?;
+            }
+            let ticket = self.engine().apply(st.finish()?)?;
+            drop(guard);
+            Ok((docs.len() as u64, ticket))
+        })
     }
 
     /// findAndModify: picks the first match (by `sort` when given), then removes or updates
     /// it (or upserts), returning the document before or after.
     pub fn find_and_modify(&self, req: &FindAndModify<'_>) -> Result<FindAndModifyOutcome> {
+        self.retrying(|| self.find_and_modify_once(req))
+    }
+
+    fn find_and_modify_once(&self, req: &FindAndModify<'_>) -> Result<(FindAndModifyOutcome, u64)> {
         let guard = self.lock_writes();
         let mut st = Staging::new(self);
         let target = self
@@ -267,8 +317,7 @@ impl Collection {
         }
         let ticket = self.engine().apply(st.finish()?)?;
         drop(guard);
-        self.engine().wait_durable(ticket)?;
-        Ok(out)
+        Ok((out, ticket))
     }
 }
 

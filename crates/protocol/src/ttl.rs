@@ -84,6 +84,10 @@ pub fn expire_regular(c: &Collection) -> u64 {
                         break;
                     }
                 }
+                // A document an open transaction holds: the next pass tries again.
+                Err(hourglass_catalog::CatalogError::Storage(
+                    hourglass_storage::StorageError::HeldByTransaction(_),
+                )) => break,
                 Err(e) => {
                     tracing::warn!(ns = %c.namespace(), index = %name, error = %e, "TTL deletion failed");
                     break;

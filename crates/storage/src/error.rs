@@ -22,6 +22,10 @@ pub enum StorageError {
     /// transaction holds.
     #[error("Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.")]
     WriteConflict,
+    /// A write outside transactions changes a key open transaction `0` holds: the caller
+    /// waits for it to end ([`crate::Engine::wait_for_transaction`]) and tries again.
+    #[error("a key this write changes is held by open transaction {0}")]
+    HeldByTransaction(u64),
     /// A transaction's writes would take more memory than one transaction may hold.
     #[error("Total size of all transaction operations must be less than {limit} bytes")]
     TransactionTooLarge { limit: u64 },
@@ -52,7 +56,7 @@ impl StorageError {
         match self {
             _ if self.is_out_of_space() => 14031,
             StorageError::DbPathInUse(_) => 98,
-            StorageError::WriteConflict => 112,
+            StorageError::WriteConflict | StorageError::HeldByTransaction(_) => 112,
             StorageError::TransactionTooLarge { .. } => 257,
             _ => 1,
         }

@@ -105,6 +105,9 @@ pub struct Batch {
     /// Built while the thread worked for a transaction: [`Engine::apply`] puts its writes
     /// (also kept here) into the transaction instead of the engine.
     txn: Option<(Arc<Transaction>, Vec<txn::Op>)>,
+    /// Built outside transactions while some were open: the keys it writes (tree name,
+    /// key), which [`Engine::apply`] checks against the transactions' holds.
+    keys: Option<Vec<(String, Vec<u8>)>>,
 }
 
 impl Batch {
@@ -118,6 +121,9 @@ impl Batch {
             if let Some((_, ops)) = &mut self.txn {
                 ops.push((tree.clone(), key.to_vec(), Some(value.to_vec())));
             }
+            if let Some(keys) = &mut self.keys {
+                keys.push((tree.name().to_string(), key.to_vec()));
+            }
         }
     }
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) {
@@ -125,6 +131,9 @@ impl Batch {
             self.inner.remove(&tree.ks, key);
             if let Some((_, ops)) = &mut self.txn {
                 ops.push((tree.clone(), key.to_vec(), None));
+            }
+            if let Some(keys) = &mut self.keys {
+                keys.push((tree.name().to_string(), key.to_vec()));
             }
         }
     }
@@ -274,9 +283,15 @@ impl Engine {
 
     /// An empty batch; built while the thread works for a transaction, it belongs to that
     /// transaction (see [`Engine::apply`]).
+    /// Outside a transaction, while some are open, it records its keys, and
+    /// [`Engine::apply`] refuses it when one of them is held
+    /// ([`StorageError::HeldByTransaction`]).
     pub fn batch(&self) -> Batch {
         let mut b = self.plain_batch();
         b.txn = Transaction::active().map(|t| (t, Vec::new()));
+        if b.txn.is_none() && self.holds.any_open() {
+            b.keys = Some(Vec::new());
+        }
         b
     }
 
@@ -287,6 +302,7 @@ impl Engine {
             put_bytes: 0,
             refused: None,
             txn: None,
+            keys: None,
         }
     }
 
@@ -295,6 +311,7 @@ impl Engine {
     /// Always writes to the engine, also on a thread working for a transaction.
     pub fn commit(&self, mut batch: Batch) -> Result<()> {
         batch.txn = None;
+        batch.keys = None;
         let ticket = self.apply(batch)?;
         self.wait_durable(ticket)
     }
@@ -320,6 +337,9 @@ impl Engine {
         if let Some((txn, ops)) = batch.txn {
             self.apply_in_transaction(&txn, ops)?;
             return Ok(0);
+        }
+        if let Some(id) = batch.keys.as_deref().and_then(|k| self.holder(k)) {
+            return Err(StorageError::HeldByTransaction(id));
         }
         batch.inner.commit()?;
         Ok(self.group.ticket())

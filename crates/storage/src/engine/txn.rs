@@ -12,13 +12,17 @@
 //!
 //! A key written by an open transaction is held by it until it ends: another transaction
 //! writing the same key gets a write conflict at once (first writer wins, as in MongoDB).
-//! Writes outside transactions do not wait for these holds; a transaction whose keys they
-//! changed fails at commit instead.
+//! A write outside transactions to a held key waits for the transaction to end, as in
+//! MongoDB: a batch from [`Engine::batch`] built while transactions are open records its
+//! keys, [`Engine::apply`] refuses it with [`StorageError::HeldByTransaction`], and the
+//! caller, having let go of its locks, waits ([`Engine::wait_for_transaction`]) and builds
+//! the write again. (A transaction that starts after such a batch was built, and writes
+//! one of its keys first, fails at commit instead.)
 
 use super::{Engine, KeyValue, Tree};
 use crate::error::{Result, StorageError};
 use fjall::Readable;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -168,7 +172,16 @@ impl Transaction {
 pub(crate) struct Holds {
     map: Mutex<HashMap<(String, Vec<u8>), u64>>,
     open: Mutex<HashMap<u64, Weak<Transaction>>>,
+    /// Signalled (with `open` locked) whenever a transaction ends.
+    ended: Condvar,
     next_id: AtomicU64,
+}
+
+impl Holds {
+    /// Whether any transaction is open (a batch built now records its keys).
+    pub(crate) fn any_open(&self) -> bool {
+        !self.open.lock().is_empty()
+    }
 }
 
 fn conflict() -> StorageError {
@@ -288,14 +301,42 @@ impl Engine {
     }
 
     fn release(&self, txn: &Transaction, overlay: &Overlay) {
-        self.holds.open.lock().remove(&txn.id);
-        let mut holds = self.holds.map.lock();
-        for (tree, key, _) in overlay.keys() {
-            let k = (tree.name().to_string(), key.clone());
-            if holds.get(&k) == Some(&txn.id) {
-                holds.remove(&k);
+        {
+            let mut holds = self.holds.map.lock();
+            for (tree, key, _) in overlay.keys() {
+                let k = (tree.name().to_string(), key.clone());
+                if holds.get(&k) == Some(&txn.id) {
+                    holds.remove(&k);
+                }
             }
         }
+        self.holds.open.lock().remove(&txn.id);
+        self.holds.ended.notify_all();
+    }
+
+    /// The open transaction holding one of `keys` (tree name, key), if any. A hold of a
+    /// transaction that no longer exists (dropped without ending) does not count.
+    pub(crate) fn holder(&self, keys: &[(String, Vec<u8>)]) -> Option<u64> {
+        let holds = self.holds.map.lock();
+        let open = self.holds.open.lock();
+        keys.iter().find_map(|k| {
+            let id = *holds.get(k)?;
+            open.get(&id)
+                .is_some_and(|w| w.strong_count() > 0)
+                .then_some(id)
+        })
+    }
+
+    /// Waits until transaction `id` has ended, or `timeout` passed; true once it ended.
+    pub fn wait_for_transaction(&self, id: u64, timeout: std::time::Duration) -> bool {
+        let mut open = self.holds.open.lock();
+        let alive = |open: &HashMap<u64, Weak<Transaction>>| {
+            open.get(&id).is_some_and(|w| w.strong_count() > 0)
+        };
+        if alive(&open) {
+            self.holds.ended.wait_for(&mut open, timeout);
+        }
+        !alive(&open)
     }
 }
 
@@ -427,11 +468,40 @@ mod tests {
             let _in = txn.enter();
             put(&e, &t, "k", "inside").unwrap();
         }
-        put(&e, &t, "k", "outside").unwrap();
+        // `commit` (DDL's way) does not wait for holds.
+        let mut b = e.batch();
+        b.put(&t, b"k", b"outside");
+        e.commit(b).unwrap();
         assert!(matches!(
             e.commit_transaction(&txn),
             Err(StorageError::WriteConflict)
         ));
+        assert_eq!(read(&e, &t, "k").as_deref(), Some("outside"));
+    }
+
+    #[test]
+    fn a_write_outside_to_a_held_key_is_refused_until_the_transaction_ends() {
+        let (_d, e, t) = engine();
+        let txn = e.begin_transaction();
+        {
+            let _in = txn.enter();
+            put(&e, &t, "k", "inside").unwrap();
+        }
+        let held = put(&e, &t, "k", "outside");
+        assert!(matches!(held, Err(StorageError::HeldByTransaction(id)) if id == txn.id()));
+        // Other keys are free; the refused write changed nothing.
+        put(&e, &t, "other", "x").unwrap();
+        assert_eq!(read(&e, &t, "k"), None);
+        assert!(!e.wait_for_transaction(txn.id(), std::time::Duration::from_millis(10)));
+        let waiter = {
+            let (e, id) = (e.clone(), txn.id());
+            std::thread::spawn(move || {
+                e.wait_for_transaction(id, std::time::Duration::from_secs(30))
+            })
+        };
+        e.commit_transaction(&txn).unwrap();
+        assert!(waiter.join().unwrap());
+        put(&e, &t, "k", "outside").unwrap();
         assert_eq!(read(&e, &t, "k").as_deref(), Some("outside"));
     }
 
