@@ -556,3 +556,32 @@ def test_near_on_a_2d_index_is_explained_as_geo_near_2d(db):
     near, below = _near_stage(db.f.find(flt).explain(), "queryPlanner")
     assert (near["stage"], near["indexName"]) == ("GEO_NEAR_2D", "loc_2d")
     assert [s["stage"] for s in below] == ["FETCH", "IXSCAN"]
+
+
+@pytest.mark.parametrize("center", [(2.35, 48.86), (179.9, -16.5), (0.0, 89.5)],
+                         ids=["paris", "antimeridian", "pole"])
+def test_near_with_a_limit_returns_the_nearest_points_as_a_full_sort_would(db, center):
+    # With an index of points, $near reads rings of growing radius; the answer must be
+    # that of sorting every point by its distance, including across the antimeridian and
+    # near a pole, with and without $minDistance.
+    import random
+    rnd = random.Random(7)
+    pts = [[rnd.uniform(-180, 180), rnd.uniform(-90, 90)] for _ in range(1500)]
+    pts += [[center[0] + rnd.uniform(-3, 3), max(-90, min(90, center[1] + rnd.uniform(-3, 3)))]
+            for _ in range(500)]
+    pts = [[(x + 180) % 360 - 180, y] for x, y in pts]
+    db.p.insert_many([{"_id": i, "loc": point(*xy)} for i, xy in enumerate(pts)])
+    db.p.create_index([("loc", "2dsphere")])
+    by_distance = sorted(range(len(pts)), key=lambda i: (haversine(list(center), pts[i]), i))
+    def nearest_first(ids):
+        d = [haversine(list(center), pts[i]) for i in ids]
+        return all(a <= b * (1 + 1e-9) for a, b in zip(d, d[1:]))
+
+    for limit in (1, 7, 60):
+        got = [d["_id"] for d in db.p.find({"loc": {"$near": {"$geometry": point(*center)}}}).limit(limit)]
+        assert sorted(got) == sorted(by_distance[:limit]) and nearest_first(got), limit
+    lo = 200e3
+    far = [i for i in by_distance if haversine(list(center), pts[i]) >= lo][:20]
+    got = [d["_id"] for d in db.p.find({"loc": {"$nearSphere": {"$geometry": point(*center),
+                                                                 "$minDistance": lo}}}).limit(20)]
+    assert sorted(got) == sorted(far) and len(got) == 20 and nearest_first(got)

@@ -133,16 +133,15 @@ pub fn find(req: &Request) -> CmdResult {
     if let Some((path, _)) = &near {
         super::geo_index::require(req, &coll, path)?;
     }
-    let (docs, sorted) =
-        Target::resolve(req, &coll).scan_with(req, filter, req.opt_document("filter")?, &opts)?;
-    // `$near`/`$nearSphere`: nearest first (a `sort` then reorders them).
-    let (docs, sorted): (DocSource, bool) = match near {
-        Some((path, n)) => {
-            let all = docs.collect::<Result<Vec<_>, _>>()?;
-            let ordered = hourglass_query::geo::near::order(all, &path, &n);
-            (Box::new(ordered.into_iter().map(|(d, _, _)| Ok(d))), false)
+    // `$near`/`$nearSphere` (regular collections only): nearest first (a `sort` then
+    // reorders them).
+    let (docs, sorted): (DocSource, bool) = match (near, Target::resolve(req, &coll)) {
+        (Some((path, n)), Target::Regular(Some(c))) => {
+            let spec = req.opt_document("filter")?;
+            let docs = super::near_find::nearest_first(&c, filter, spec, &path, &n)?;
+            (docs, false)
         }
-        None => (docs, sorted),
+        (_, target) => target.scan_with(req, filter, req.opt_document("filter")?, &opts)?,
     };
     let source = shape(
         docs,

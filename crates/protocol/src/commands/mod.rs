@@ -31,6 +31,7 @@ mod indexes_ts;
 mod insert;
 mod list_catalog;
 mod local_sessions;
+mod near_find;
 mod out_timeseries;
 mod parameters;
 mod pipeline_context;

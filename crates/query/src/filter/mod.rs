@@ -170,6 +170,29 @@ impl Filter {
         })
     }
 
+    /// This filter with its top-level `$near`/`$nearSphere` limited to `max` (its own
+    /// `$maxDistance` when smaller): one ring of an expanding nearest-first search.
+    pub fn with_near_max(&self, max: f64) -> Filter {
+        let mut out = self.clone();
+        let fields: Vec<&mut Node> = match &mut out.root {
+            Node::And(children) => children.iter_mut().collect(),
+            other => vec![other],
+        };
+        for n in fields {
+            if let Node::Field { preds, .. } = n {
+                for p in preds.iter_mut() {
+                    if let Pred::Geo(g) = p {
+                        if let crate::geo::GeoPred::Near(near) = g.as_mut() {
+                            near.max = Some(near.max.map_or(max, |m| m.min(max)));
+                            return out;
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// If the filter pins `_id` to one exact value, return it.
     pub fn id_equality(&self) -> Option<Bson> {
         find_id(&self.root)
