@@ -14,7 +14,8 @@ and runs two passes through pytest with DB_IP/DB_PORT:
 
 Each pass fails when fewer than MIN_PASS_RATE of the tests that ran (passed + failed +
 errors) passed. Tests the runner skips (topologies, server versions, features) do not
-count. Prints one line per failing test and a closing 'N passed, N failed' line per pass.
+count. Prints one line per failing test, the counts per test file, and a closing
+'N passed, N failed' line per pass.
 """
 
 import os
@@ -111,14 +112,21 @@ def run_pass(tree, binary, label, suites, extra_args=(), deselect=()):
                         *args, *suites],
                        cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
         passed, failed, skipped = [], [], 0
+        per_suite = {}
         for case in ET.parse(junit).getroot().iter("testcase"):
             name = f"{case.get('classname')}::{case.get('name')}"
+            # classname "test.test_crud_unified.TestX": counts per test file.
+            parts = case.get("classname", "").split(".")
+            suite = per_suite.setdefault(parts[1] if len(parts) > 1 else parts[0], [0, 0, 0])
             if case.find("failure") is not None or case.find("error") is not None:
                 failed.append(name)
+                suite[1] += 1
             elif case.find("skipped") is not None:
                 skipped += 1
+                suite[2] += 1
             else:
                 passed.append(name)
+                suite[0] += 1
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -126,6 +134,8 @@ def run_pass(tree, binary, label, suites, extra_args=(), deselect=()):
         shutil.rmtree(dbpath, ignore_errors=True)
     for name in failed:
         print(f"FAILED {name}")
+    for suite, (p, f, k) in sorted(per_suite.items()):
+        print(f"  {suite}: {p} passed, {f} failed, {k} skipped by the runner")
     ran = len(passed) + len(failed)
     rate = len(passed) / ran if ran else 0.0
     print(f"pymongo specification tests ({label}): {rate:.1%} of {ran} run passed "
