@@ -203,3 +203,59 @@ def test_each_statement_of_a_bulk_write_runs_with_its_own_collation(cities):
     assert result.modified_count == 3 + 1
     assert result.deleted_count == 1
     assert cities.count_documents({"ci": True}) == 3 and cities.count_documents({"binary": True}) == 1
+
+
+def words_in(db, kind, words):
+    """A collection of `kind` ("regular" or "timeseries") holding one document per word."""
+    import datetime
+    name = f"w_{kind}"
+    if kind == "timeseries":
+        db.create_collection(name, timeseries={"timeField": "t", "metaField": "m"})
+    t0 = datetime.datetime(2024, 1, 1)
+    db[name].insert_many([{"t": t0 + datetime.timedelta(seconds=i), "m": i % 2, "w": w}
+                          for i, w in enumerate(words)])
+    return db[name]
+
+
+# Each option, golden answers (ICU's, which MongoDB uses): words that equal "a"/"ab"/"é",
+# or the sorted order.
+GOLDEN = [
+    ("strength-1", {"locale": "en", "strength": 1}, ["a", "A", "á", "b"], "a", 3),
+    ("strength-2", {"locale": "en", "strength": 2}, ["a", "A", "á", "b"], "a", 2),
+    ("strength-3", {"locale": "en", "strength": 3}, ["a", "A", "á", "b"], "a", 1),
+    ("caseLevel", {"locale": "en", "strength": 1, "caseLevel": True}, ["a", "A", "á", "Á"], "a", 2),
+    ("alternate-shifted", {"locale": "en", "alternate": "shifted"}, ["ab", "a-b", "a b", "a_b", "abc"], "ab", 4),
+    ("maxVariable-space", {"locale": "en", "alternate": "shifted", "maxVariable": "space"},
+     ["ab", "a-b", "a b", "abc"], "ab", 2),
+    ("non-ignorable", {"locale": "en", "alternate": "non-ignorable"}, ["ab", "a-b", "a b"], "ab", 1),
+    ("normalization", {"locale": "en", "normalization": True}, ["\u00e9", "e\u0301", "e"], "\u00e9", 2),
+]
+ORDERS = [
+    ("caseFirst-upper", {"locale": "en", "caseFirst": "upper"}, ["b", "a", "B", "A"], ["A", "a", "B", "b"]),
+    ("caseFirst-lower", {"locale": "en", "caseFirst": "lower"}, ["b", "A", "B", "a"], ["a", "A", "b", "B"]),
+    ("numericOrdering", {"locale": "en", "numericOrdering": True}, ["10", "9", "2", "100"], ["2", "9", "10", "100"]),
+    ("locale-sv", {"locale": "sv"}, ["z", "\u00e4", "a"], ["a", "z", "\u00e4"]),
+    ("locale-en", {"locale": "en"}, ["z", "\u00e4", "a"], ["a", "\u00e4", "z"]),
+    # Accents compared from the end of the word (fr_CA), or from its start (fr).
+    ("backwards-fr_CA", {"locale": "fr_CA", "backwards": True}, ["c\u00f4t\u00e9", "c\u00f4te", "cot\u00e9", "cote"],
+     ["cote", "c\u00f4te", "cot\u00e9", "c\u00f4t\u00e9"]),
+    ("forwards-fr", {"locale": "fr"}, ["c\u00f4t\u00e9", "c\u00f4te", "cot\u00e9", "cote"],
+     ["cote", "cot\u00e9", "c\u00f4te", "c\u00f4t\u00e9"]),
+]
+
+
+@pytest.mark.parametrize("kind", ["regular", "timeseries"])
+@pytest.mark.parametrize("name,collation,words,probe,equal", GOLDEN, ids=[g[0] for g in GOLDEN])
+def test_each_collation_option_equates_what_icu_equates(db, kind, name, collation, words, probe, equal):
+    c = words_in(db, kind, words)
+    assert c.count_documents({"w": probe}, collation=collation) == equal
+    assert len(list(c.find({"w": probe}, collation=collation))) == equal
+
+
+@pytest.mark.parametrize("kind", ["regular", "timeseries"])
+@pytest.mark.parametrize("name,collation,words,order", ORDERS, ids=[o[0] for o in ORDERS])
+def test_each_collation_option_sorts_as_icu_sorts(db, kind, name, collation, words, order):
+    c = words_in(db, kind, words)
+    assert [d["w"] for d in c.find({}, sort=[("w", 1)], collation=collation)] == order
+    assert [d["_id"] for d in c.aggregate([{"$sort": {"w": 1}}, {"$project": {"_id": "$w"}}],
+                                          collation=collation)] == order
