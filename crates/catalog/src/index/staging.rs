@@ -32,7 +32,7 @@ impl<'a> Staging<'a> {
         Staging {
             coll,
             snap: coll.engine().snapshot(),
-            batch: coll.engine().batch(),
+            batch: coll.engine().document_batch(),
             indexes: coll.indexes(),
             pending_ids: HashSet::new(),
             unique: HashMap::new(),

@@ -283,12 +283,17 @@ impl Engine {
 
     /// An empty batch; built while the thread works for a transaction, it belongs to that
     /// transaction (see [`Engine::apply`]).
-    /// Outside a transaction, while some are open, it records its keys, and
-    /// [`Engine::apply`] refuses it when one of them is held
-    /// ([`StorageError::HeldByTransaction`]).
     pub fn batch(&self) -> Batch {
         let mut b = self.plain_batch();
         b.txn = Transaction::active().map(|t| (t, Vec::new()));
+        b
+    }
+
+    /// A [`Engine::batch`] of document writes, which transactions may hold: outside a
+    /// transaction, while some are open, it records its keys, and [`Engine::apply`] refuses
+    /// it when one of them is held ([`StorageError::HeldByTransaction`]).
+    pub fn document_batch(&self) -> Batch {
+        let mut b = self.batch();
         if b.txn.is_none() && self.holds.any_open() {
             b.keys = Some(Vec::new());
         }

@@ -13,8 +13,8 @@
 //! A key written by an open transaction is held by it until it ends: another transaction
 //! writing the same key gets a write conflict at once (first writer wins, as in MongoDB).
 //! A write outside transactions to a held key waits for the transaction to end, as in
-//! MongoDB: a batch from [`Engine::batch`] built while transactions are open records its
-//! keys, [`Engine::apply`] refuses it with [`StorageError::HeldByTransaction`], and the
+//! MongoDB: a batch from [`Engine::document_batch`] built while transactions are open
+//! records its keys, [`Engine::apply`] refuses it with [`StorageError::HeldByTransaction`], and the
 //! caller, having let go of its locks, waits ([`Engine::wait_for_transaction`]) and builds
 //! the write again. (A transaction that starts after such a batch was built, and writes
 //! one of its keys first, fails at commit instead.)
@@ -413,7 +413,7 @@ mod tests {
     }
 
     fn put(e: &Engine, t: &Tree, k: &str, v: &str) -> Result<u64> {
-        let mut b = e.batch();
+        let mut b = e.document_batch();
         b.put(t, k.as_bytes(), v.as_bytes());
         e.apply(b)
     }
