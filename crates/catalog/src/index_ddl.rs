@@ -120,7 +120,7 @@ impl Catalog {
         })
     }
 
-    fn drop_trees(&self, indexes: &[Arc<Index>]) {
+    pub(crate) fn drop_trees(&self, indexes: &[Arc<Index>]) {
         for i in indexes {
             if let Err(e) = self.engine().drop_tree(i.tree().clone()) {
                 tracing::warn!(index = %i.spec.name, error = %e, "dropping an index tree failed");

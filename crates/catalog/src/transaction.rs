@@ -154,13 +154,9 @@ impl Catalog {
     /// Drops the trees of `c` (its own and its indexes'), logging a failure: for a
     /// collection no catalog entry names, whose trees the next start drops anyway.
     pub(crate) fn drop_trees_of(&self, c: &Collection) {
-        let mut trees: Vec<_> = c.indexes().iter().map(|i| i.tree().clone()).collect();
-        trees.push(c.tree().clone());
-        for t in trees {
-            let name = t.name().to_string();
-            if let Err(e) = self.engine().drop_tree(t) {
-                tracing::warn!(tree = %name, error = %e, "could not drop the tree of a collection no transaction committed");
-            }
+        self.drop_trees(&c.indexes());
+        if let Err(e) = self.engine().drop_tree(c.tree().clone()) {
+            tracing::warn!(ns = %c.namespace(), error = %e, "could not drop the tree of a collection no transaction committed");
         }
     }
 }

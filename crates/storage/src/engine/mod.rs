@@ -118,23 +118,22 @@ impl Batch {
         if self.refused.is_none() {
             self.put_bytes += (key.len() + value.len()) as u64;
             self.inner.insert(&tree.ks, key, value);
-            if let Some((_, ops)) = &mut self.txn {
-                ops.push((tree.clone(), key.to_vec(), Some(value.to_vec())));
-            }
-            if let Some(keys) = &mut self.keys {
-                keys.push((tree.name().to_string(), key.to_vec()));
-            }
+            self.record(tree, key, Some(value));
         }
     }
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) {
         if self.fits(key) {
             self.inner.remove(&tree.ks, key);
-            if let Some((_, ops)) = &mut self.txn {
-                ops.push((tree.clone(), key.to_vec(), None));
-            }
-            if let Some(keys) = &mut self.keys {
-                keys.push((tree.name().to_string(), key.to_vec()));
-            }
+            self.record(tree, key, None);
+        }
+    }
+    /// Keeps a write for the transaction the batch is for, or its key for the hold check.
+    fn record(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) {
+        if let Some((_, ops)) = &mut self.txn {
+            ops.push((tree.clone(), key.to_vec(), value.map(<[u8]>::to_vec)));
+        }
+        if let Some(keys) = &mut self.keys {
+            keys.push((tree.name().to_string(), key.to_vec()));
         }
     }
     /// Records a key too long for the engine; false when the batch is refused.
