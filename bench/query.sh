@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# TSBS cpu-only query benchmark, one run: the 7 TSBS queries on Hourglass (MongoDB
-# aggregations through the Rust driver, target/release/tsbs_query), InfluxDB 1.x (HTTP,
-# the InfluxQL of ../shared/influx_queries.py) and DuckDB (file and in-memory, the SQL of
-# ../shared/duckdb_baseline.py) on the same TSBS-like data; Hourglass's answers checked
+# TSBS cpu-only query benchmark, one run: the 7 TSBS queries (plus high-cpu-all projected
+# and sorted) on Hourglass (MongoDB aggregations through the Rust driver,
+# target/release/tsbs_query), InfluxDB 1.x (HTTP, the InfluxQL of
+# ../shared/influx_queries.py), DuckDB (file and in-memory, the SQL of
+# ../shared/duckdb_baseline.py) and ClickHouse (chDB in-process, ../shared/chdb_baseline.py)
+# on the same TSBS-like data; Hourglass's answers checked
 # against DuckDB's; then an index-served query on a high-cardinality set (10,000 series).
 # Prints markdown tables. See bench/README.md.
 #
@@ -35,6 +37,7 @@ build
 ensure_influx
 # pytz: DuckDB's TIMESTAMPTZ results need it.
 ensure_py duckdb pytz
+ensure_py chdb
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-query.XXXXXX")"
 trap 'bench_cleanup "$WORK"' EXIT
@@ -99,9 +102,15 @@ if [ "${SKIP_INDEX:-0}" != 1 ]; then
 fi
 log "duckdb done at $(( SECONDS - START )) s"
 
+# --- ClickHouse (chDB) ----------------------------------------------------------------
+log "clickhouse (chdb): load + queries"
+"$PY" "$HERE/tsbs_peers.py" chdb "$WORK/cpu.csv" --runs "$RUNS" --out "$WORK/chdb.json"
+log "clickhouse done at $(( SECONDS - START )) s"
+
 # --- answers and tables -----------------------------------------------------------------
 STATUS=0
 python3 "$HERE/tsbs_compare.py" --hg "$WORK/hg.json" --duckdb "$WORK/duckdb.json" --influx "$WORK/influx.json" \
+    --chdb "$WORK/chdb.json" \
     "${INDEX_ARGS[@]}" --title " ($HOSTS hosts x ${DURATION}s = $ROWS rows, median of $RUNS runs after a warm-up)" \
     >"$WORK/tables.md" || STATUS=$?
 cat "$WORK/tables.md"

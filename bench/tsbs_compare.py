@@ -2,14 +2,16 @@
 """TSBS cpu-only query benchmark: check Hourglass's answers against DuckDB's and print the
 markdown tables (see bench/README.md).
 
-  tsbs_compare.py --hg hg.json --duckdb duckdb.json --influx influx.json
+  tsbs_compare.py --hg hg.json --duckdb duckdb.json --influx influx.json [--chdb chdb.json]
                   [--hg-index hg-index.json --duckdb-index duckdb-index.json]
 
 Inputs are written by target/release/tsbs_query (Hourglass) and bench/tsbs_peers.py
-(InfluxDB, DuckDB). Answers are compared in full: floats to 1e-9 relative tolerance,
+(InfluxDB, DuckDB, ClickHouse). The last ratio is to the faster of DuckDB in-memory and
+ClickHouse, the target of issue #21 (at most 1.0). Answers are compared in full: floats to 1e-9 relative tolerance,
 everything else exactly (tags as strings, since DuckDB's CSV reader types numeric tags as
 integers); ordered queries row by row, lastpoint per host, high-cpu-all as the row count
-plus the set of (time, hostname, usage_user), the index query per timestamp.
+plus the set of (time, hostname, usage_user) (its projected form also row by row in
+order), the index query per timestamp.
 Exit status 1 if any answer differs or is missing, 0 otherwise. Timings are only printed.
 """
 import argparse, json, math, re, sys
@@ -20,7 +22,7 @@ FIELDS = ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowai
 TAGS = ["hostname", "region", "datacenter", "rack", "os", "arch", "team", "service",
         "service_version", "service_environment"]
 ORDER = ["single-groupby-1-1-1", "single-groupby-5-1-12", "double-groupby-1", "cpu-max-all-8",
-         "high-cpu-all", "lastpoint", "groupby-orderby-limit"]
+         "high-cpu-all", "high-cpu-all-projected", "lastpoint", "groupby-orderby-limit"]
 MAX_DIFFS = 3
 
 
@@ -151,6 +153,27 @@ def check_high_cpu(hg, dk):
     return errs
 
 
+def check_high_cpu_projected(hg, dk):
+    """{time, host, usage_user} rows in (time, host) order, as DuckDB's ORDER BY gives."""
+    cols = dk["columns"]
+    errs = []
+    exp = [dict(zip(cols, e)) for e in dk["answers"]]
+    if len(hg["answers"]) != len(exp):
+        errs.append(f"{len(hg['answers'])} rows, expected {len(exp)}")
+    for i, (g, e) in enumerate(zip(hg["answers"], exp)):
+        try:
+            if set(g) != {"time", "usage_user", "host"}:
+                raise Diff(f"fields {list(g)}, expected time, usage_user, host")
+            same(date_ms(g["time"], "time"), date_ms(e["time"], "time"), "time")
+            same(g["host"], e["hostname"], "host")
+            same(g["usage_user"], e["usage_user"], "usage_user")
+        except Diff as d:
+            errs.append(f"row {i}: {d}")
+        if len(errs) >= MAX_DIFFS:
+            break
+    return errs
+
+
 def check_index(hg, dk):
     cols = dk["columns"]
     exp = {}
@@ -183,6 +206,8 @@ def check(name, hg, dk):
         errs = check_lastpoint(hg, dk)
     elif name == "high-cpu-all":
         errs = check_high_cpu(hg, dk)
+    elif name == "high-cpu-all-projected":
+        errs = check_high_cpu_projected(hg, dk)
     elif name == "index-eq":
         errs = check_index(hg, dk)
     else:
@@ -208,6 +233,7 @@ def main():
     ap.add_argument("--hg", required=True)
     ap.add_argument("--duckdb", required=True)
     ap.add_argument("--influx")
+    ap.add_argument("--chdb")
     ap.add_argument("--hg-index")
     ap.add_argument("--duckdb-index")
     ap.add_argument("--title", default="")
@@ -217,14 +243,19 @@ def main():
     hgq = hgall["queries"]
     dkq = json.load(open(a.duckdb))["queries"]
     inq = json.load(open(a.influx))["queries"] if a.influx else {}
+    chq = json.load(open(a.chdb))["queries"] if a.chdb else {}
     ok = True
     notes = []
     print(f"\n### TSBS cpu-only queries{a.title}\n")
     print("| query | hourglass ms | influxdb ms | duckdb (file) ms | duckdb (in-memory) ms "
-          "| hourglass/influx | hourglass/duckdb-mem | answers match |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| clickhouse (chDB) ms | hourglass/influx | hourglass/duckdb-mem "
+          "| hourglass/faster peer | answers match |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in ORDER:
-        h, d, i = hgq.get(name), dkq.get(name), inq.get(name) or {}
+        h, d, i, c = hgq.get(name), dkq.get(name), inq.get(name) or {}, chq.get(name) or {}
+        if "error" in c:
+            notes.append(f"- {name}: ClickHouse error: {c['error']}")
+        peers = [v for v in ((d or {}).get("mem_ms"), c.get("median_ms")) if isinstance(v, (int, float))]
         verdict, errs = check(name, h, d)
         ok &= verdict.startswith("yes")
         hm = (h or {}).get("median_ms")
@@ -242,8 +273,8 @@ def main():
         for e in errs:
             notes.append(f"- {name}: {e}")
         print(f"| {label} | {ms(hm)} | {ms(i.get('median_ms'))} | {ms((d or {}).get('file_ms'))} "
-              f"| {ms((d or {}).get('mem_ms'))} | {ratio(hm, i.get('median_ms'))} "
-              f"| {ratio(hm, (d or {}).get('mem_ms'))} | {verdict} |")
+              f"| {ms((d or {}).get('mem_ms'))} | {ms(c.get('median_ms'))} | {ratio(hm, i.get('median_ms'))} "
+              f"| {ratio(hm, (d or {}).get('mem_ms'))} | {ratio(hm, min(peers) if peers else None)} | {verdict} |")
     if a.hg_index and a.duckdb_index:
         hi = json.load(open(a.hg_index))
         di = json.load(open(a.duckdb_index))

@@ -10,6 +10,14 @@
       in-memory answers (the file db's are checked equal to them).
   tsbs_peers.py duckdb CSV --file-db PATH --index --host H --from MS --to MS ...
       the same for one query: all rows of host H with from <= time < to.
+  tsbs_peers.py chdb CSV [--runs 5] --out chdb.json
+      ClickHouse in-process (PyPI chdb): the table and queries of ../shared/chdb_baseline.py,
+      results fetched as Arrow, as that script times them (its high-cpu-all is the projected
+      and sorted form, reported as high-cpu-all-projected).
+
+DuckDB also runs high-cpu-all-projected, the projected and sorted form in DuckDB's SQL
+(`SELECT time, hostname, usage_user ... ORDER BY time, hostname`), which
+duckdb_baseline.py does not have.
 
 The SQL and InfluxQL are read from the files in ../shared (so they stay the single
 source): QUERIES of influx_queries.py (a literal) and M / Q of duckdb_baseline.py (the
@@ -41,6 +49,26 @@ def duckdb_queries():
     if "Q" not in ns:
         raise SystemExit("Q not found in duckdb_baseline.py")
     return ns["Q"]
+
+
+def chdb_script():
+    """chdb_baseline.py's assignments (F, M, W, Q) and its CREATE TABLE statement (a
+    function of `csv`), executed alone."""
+    mod = _module("chdb_baseline.py")
+    keep = [n for n in mod.body if isinstance(n, ast.Assign)
+            and any(getattr(t, "id", None) in ("F", "M", "W", "Q") for t in n.targets)]
+    create = None
+    for n in ast.walk(mod):
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.JoinedStr) \
+                and "CREATE TABLE" in ast.unparse(n.args[0]):
+            create = n.args[0]
+    if create is None:
+        raise SystemExit("CREATE TABLE not found in chdb_baseline.py")
+    keep.append(ast.Assign(targets=[ast.Name("CREATE", ast.Store())],
+                           value=ast.Lambda(ast.arguments([], [ast.arg("csv")], None, [], [], None, []), create)))
+    ns = {}
+    exec(compile(ast.fix_missing_locations(ast.Module(body=keep, type_ignores=[])), "chdb_baseline.py", "exec"), ns)
+    return ns["CREATE"], ns["Q"]
 
 
 def median_ms(fn, runs):
@@ -120,7 +148,9 @@ def cmd_duckdb(a):
     if a.index:
         queries = {"index-eq": f"SELECT * FROM cpu WHERE hostname='{a.host}' AND time >= '{ts_literal(a.frm)}' AND time < '{ts_literal(a.to)}'"}
     else:
-        queries = duckdb_queries()
+        queries = dict(duckdb_queries())
+        where = queries["high-cpu-all"].split(" WHERE ", 1)[1]
+        queries["high-cpu-all-projected"] = f"SELECT time, hostname, usage_user FROM cpu WHERE {where} ORDER BY time, hostname"
     if os.path.exists(a.file_db):
         os.remove(a.file_db)
     dbs = {"file": duckdb.connect(a.file_db), "mem": duckdb.connect(":memory:")}
@@ -141,7 +171,7 @@ def cmd_duckdb(a):
             cols = [d[0] for d in cur.description]
             mem = cur.fetchall()
             fil = dbs["file"].execute(q).fetchall()
-            if name not in ("high-cpu-all", "lastpoint", "index-eq"):
+            if name not in ("high-cpu-all", "high-cpu-all-projected", "lastpoint", "index-eq"):
                 # ordered results with aggregates: DuckDB's parallel sums differ in the last bits
                 r["file_equals_mem"] = len(mem) == len(fil) and all(map(rows_close, mem, fil))
             else:  # stored values only, in no particular order
@@ -153,6 +183,29 @@ def cmd_duckdb(a):
         res[name] = r
         print(f"duckdb {name}: file {r.get('file_ms')} mem {r.get('mem_ms')} {r.get('error', '')}", file=sys.stderr)
     json.dump({"load": loads, "version": duckdb.__version__, "queries": res}, open(a.out, "w"))
+
+
+def cmd_chdb(a):
+    from chdb import session
+    create, queries = chdb_script()
+    s = session.Session()
+    s.query("CREATE DATABASE IF NOT EXISTS b")
+    s.query("DROP TABLE IF EXISTS b.cpu")
+    t = time.perf_counter()
+    s.query(create(a.csv))
+    load = {"seconds": time.perf_counter() - t}
+    res = {}
+    for name, q in queries.items():
+        name = "high-cpu-all-projected" if name == "high-cpu-all" else name
+        try:
+            s.query(q, "Arrow")  # warm-up
+            med, ts, _ = median_ms(lambda: s.query(q, "Arrow"), a.runs)
+            res[name] = {"query": q, "median_ms": med, "runs_ms": ts}
+        except Exception as e:
+            res[name] = {"query": q, "error": str(e).splitlines()[0]}
+        print(f"chdb {name}: {res[name].get('median_ms')} {res[name].get('error', '')}", file=sys.stderr)
+    import chdb
+    json.dump({"load": load, "version": chdb.__version__, "queries": res}, open(a.out, "w"))
 
 
 def main():
@@ -173,8 +226,12 @@ def main():
     d.add_argument("--host", default="host_7")
     d.add_argument("--from", dest="frm", type=int, default=0)
     d.add_argument("--to", type=int, default=0)
+    c = sub.add_parser("chdb")
+    c.add_argument("csv")
+    c.add_argument("--runs", type=int, default=5)
+    c.add_argument("--out", required=True)
     a = ap.parse_args()
-    {"influx": cmd_influx, "duckdb": cmd_duckdb}[a.cmd](a)
+    {"influx": cmd_influx, "duckdb": cmd_duckdb, "chdb": cmd_chdb}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -195,6 +195,16 @@ fn tsbs_queries(arith: bool) -> Vec<(&'static str, Vec<Document>)> {
             ],
         ),
         (
+            // high-cpu-all as a client asks for a table: ClickHouse's form in
+            // ../shared/chdb_baseline.py (SELECT time, hostname, usage_user ... ORDER BY).
+            "high-cpu-all-projected",
+            vec![
+                doc! {"$match": {"usage_user": {"$gt": 90.0}, "time": {"$gte": at(6), "$lt": at(18)}}},
+                doc! {"$project": {"_id": 0, "time": 1, "host": "$tags.hostname", "usage_user": 1}},
+                doc! {"$sort": {"time": 1, "host": 1}},
+            ],
+        ),
+        (
             // The classic form; MongoDB 5.2+ also offers {$top: {sortBy, output}}.
             "lastpoint",
             vec![

@@ -217,14 +217,19 @@ fn handle(
     let reply = match wire::parse_message(header, whole) {
         Ok(Message::Msg(msg)) => {
             let more_to_come = msg.more_to_come();
-            let reply = run(state, conn, msg.body, msg.sequences, interrupt);
+            let (reply, batch) = run(state, conn, msg.body, msg.sequences, interrupt, true);
             if conn.take_close_request() {
                 return Outcome::Close;
             }
             if more_to_come {
                 return Outcome::NoReply;
             }
-            wire::encode_op_msg(next_request_id(), header.request_id, &reply)
+            wire::encode_op_msg_with_batch(
+                next_request_id(),
+                header.request_id,
+                &reply,
+                batch.as_ref(),
+            )
         }
         Ok(Message::Query(q)) => {
             let reply = answer_op_query(state, conn, q, interrupt);
@@ -266,11 +271,14 @@ fn run(
     body: Document,
     sequences: Vec<(String, DocSequence)>,
     interrupt: Arc<Interrupt>,
-) -> Document {
+    // Whether the reply may carry rows as bytes (OP_MSG; not the OP_QUERY handshake).
+    raw_batches: bool,
+) -> (Document, Option<crate::cursor::RawBatch>) {
     let db = match body.get("$db") {
         Some(bson::Bson::String(s)) => s.clone(),
         _ => {
-            return CommandError::new(40571, "OP_MSG requests require a $db argument").to_reply();
+            let e = CommandError::new(40571, "OP_MSG requests require a $db argument");
+            return (e.to_reply(), None);
         }
     };
     let req = Request {
@@ -281,11 +289,13 @@ fn run(
         sequences: parking_lot::Mutex::new(sequences),
         interrupt,
         plan_summary: Default::default(),
+        raw_batch: raw_batches.then(Default::default),
     };
     state.connections.active.fetch_add(1, Ordering::Relaxed);
     let reply = commands::dispatch(&req);
     state.connections.active.fetch_sub(1, Ordering::Relaxed);
-    reply
+    let batch = req.raw_batch.and_then(|b| b.into_inner());
+    (reply, batch)
 }
 
 /// Answers a legacy OP_QUERY: only the handshake on `<db>.$cmd` is accepted.
@@ -314,5 +324,5 @@ fn answer_op_query(
         .to_reply();
     }
     body.insert("$db", db);
-    run(state, conn, body, Vec::new(), interrupt)
+    run(state, conn, body, Vec::new(), interrupt, false).0
 }

@@ -2,7 +2,7 @@
 //! `killCursors`, by exhaustion, or after `cursorTimeoutMillis` (10 minutes) idle.
 
 use crate::error::CommandError;
-use bson::Document;
+use bson::{Document, RawDocumentBuf};
 use hourglass_query::interrupt::Interrupt;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -13,6 +13,79 @@ use std::time::{Duration, Instant};
 /// Documents still to return.
 pub type DocSource = Box<dyn Iterator<Item = Result<Document, CommandError>> + Send>;
 
+/// A result row: a document, or BSON bytes a read wrote straight from stored columns
+/// (sent as they are: no document is built for them).
+#[derive(Debug, Clone)]
+pub enum Row {
+    Doc(Document),
+    Raw(RawDocumentBuf),
+}
+
+impl Row {
+    /// The encoded size.
+    fn size(&self) -> usize {
+        match self {
+            Row::Doc(d) => hourglass_query::bson_size::bson_size(d),
+            Row::Raw(r) => r.as_bytes().len(),
+        }
+    }
+
+    pub fn into_document(self) -> Result<Document, CommandError> {
+        match self {
+            Row::Doc(d) => Ok(d),
+            Row::Raw(r) => r
+                .to_document()
+                .map_err(|e| CommandError::new(22, e.to_string())),
+        }
+    }
+}
+
+/// A batch of rows written into the reply, as the elements of a BSON array (`"0"`, `"1"`,
+/// ...), in place of its empty `firstBatch`/`nextBatch` array.
+#[derive(Debug, Default)]
+pub struct RawBatch {
+    rows: Vec<Row>,
+}
+
+impl RawBatch {
+    pub fn new(rows: Vec<Row>) -> RawBatch {
+        RawBatch { rows }
+    }
+
+    pub fn count(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The encoded size of the array's elements.
+    pub fn elements_len(&self) -> usize {
+        let digits = |i: usize| i.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let rows = self.rows.iter().enumerate();
+        rows.map(|(i, r)| 2 + digits(i) + r.size()).sum()
+    }
+
+    /// Appends the array's elements to `out`.
+    pub fn write_elements(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        for (i, row) in self.rows.iter().enumerate() {
+            out.push(0x03);
+            out.extend_from_slice(i.to_string().as_bytes());
+            out.push(0);
+            match row {
+                Row::Doc(d) => hourglass_query::bson_write::write_document(d, out)?,
+                Row::Raw(r) => out.extend_from_slice(r.as_bytes()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rows still to return.
+pub type RowSource = Box<dyn Iterator<Item = Result<Row, CommandError>> + Send>;
+
+/// The rows of a document source.
+pub fn rows(docs: DocSource) -> RowSource {
+    Box::new(docs.map(|d| d.map(Row::Doc)))
+}
+
 /// Largest reply batch in bytes (MongoDB caps batches at 16 MiB).
 const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
 
@@ -21,9 +94,9 @@ pub struct Cursor {
     /// The user (`name@db`) whose command opened it, with access control on: only that
     /// user may fetch from it.
     owner: Option<String>,
-    source: DocSource,
-    /// A document that did not fit in the previous batch.
-    pending: Option<Document>,
+    source: RowSource,
+    /// A row that did not fit in the previous batch.
+    pending: Option<Row>,
     /// What is left of the creating command's `maxTimeMS`: MongoDB counts the time spent
     /// producing every batch against it.
     time_left: Option<Duration>,
@@ -32,8 +105,8 @@ pub struct Cursor {
     collation: Option<Arc<hourglass_query::collation::Collation>>,
 }
 
-/// One `getMore` answer: the cursor's namespace, its documents, and whether it stays open.
-pub type Batch = (String, Vec<Document>, bool);
+/// One `getMore` answer: the cursor's namespace, its rows, and whether it stays open.
+pub type Batch = (String, Vec<Row>, bool);
 
 #[derive(Default)]
 pub struct CursorRegistry {
@@ -47,10 +120,10 @@ pub struct CursorRegistry {
 /// single document over MongoDB's object size (an aggregation can build one) fails with
 /// 10334 BSONObjectTooLarge, as MongoDB fails.
 pub fn take_batch(
-    source: &mut DocSource,
-    pending: &mut Option<Document>,
+    source: &mut RowSource,
+    pending: &mut Option<Row>,
     batch_size: Option<usize>,
-) -> Result<(Vec<Document>, bool), CommandError> {
+) -> Result<(Vec<Row>, bool), CommandError> {
     let mut out = Vec::new();
     let mut bytes = 0usize;
     let limit = batch_size.filter(|&n| n > 0).unwrap_or(usize::MAX);
@@ -59,10 +132,18 @@ pub fn take_batch(
             return Ok((out, false));
         };
         let doc = doc?;
-        let size = hourglass_query::bson_size::bson_size(&doc);
+        let size = doc.size();
         let max = hourglass_query::limits::MAX_INTERNAL_OBJECT_SIZE;
         if size > max {
-            let first = doc.keys().next().cloned().unwrap_or_default();
+            let first = match &doc {
+                Row::Doc(d) => d.keys().next().cloned().unwrap_or_default(),
+                Row::Raw(r) => r
+                    .iter()
+                    .next()
+                    .and_then(|e| e.ok())
+                    .map(|(k, _)| k.to_string())
+                    .unwrap_or_default(),
+            };
             return Err(CommandError::new(10334, format!("BSONObj size: {size} ({size:#X}) is invalid. Size must be between 0 and {max}(16MB) First element: {first}"),
             ));
         }
@@ -82,8 +163,8 @@ impl CursorRegistry {
         &self,
         ns: String,
         owner: Option<String>,
-        source: DocSource,
-        pending: Option<Document>,
+        source: RowSource,
+        pending: Option<Row>,
         time_left: Option<Duration>,
     ) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed)
@@ -167,8 +248,8 @@ mod tests {
     use super::*;
     use bson::doc;
 
-    fn source(n: i32) -> DocSource {
-        Box::new((0..n).map(|i| Ok(doc! {"i": i})))
+    fn source(n: i32) -> RowSource {
+        rows(Box::new((0..n).map(|i| Ok(doc! {"i": i}))))
     }
 
     #[test]
@@ -198,8 +279,10 @@ mod tests {
         assert!(reg.is_empty());
     }
 
-    fn big(n: usize, mib: usize) -> DocSource {
-        Box::new((0..n).map(move |i| Ok(doc! {"i": i as i32, "s": "x".repeat(mib << 20)})))
+    fn big(n: usize, mib: usize) -> RowSource {
+        rows(Box::new((0..n).map(move |i| {
+            Ok(doc! {"i": i as i32, "s": "x".repeat(mib << 20)})
+        })))
     }
 
     #[test]
@@ -208,10 +291,10 @@ mod tests {
         let mut pending = None;
         let (b1, more) = take_batch(&mut src, &mut pending, None).unwrap();
         assert_eq!((b1.len(), more), (3, true));
-        assert_eq!(pending.as_ref().and_then(|d| d.get_i32("i").ok()), Some(3));
+        assert!(matches!(&pending, Some(Row::Doc(d)) if d.get_i32("i") == Ok(3)));
         let (b2, more) = take_batch(&mut src, &mut pending, None).unwrap();
         assert_eq!((b2.len(), more), (2, false));
-        assert_eq!(b2[0].get_i32("i").ok(), Some(3));
+        assert!(matches!(&b2[0], Row::Doc(d) if d.get_i32("i") == Ok(3)));
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct Finished<'a> {
     pub op: &'a str,
     pub command: &'a Document,
     pub reply: &'a Document,
+    /// The rows and bytes of a batch sent as bytes beside `reply` (its batch array is
+    /// then empty).
+    pub raw_batch: Option<(usize, usize)>,
     pub elapsed: Duration,
     pub plan_summary: Option<String>,
     pub client: &'a str,
@@ -223,7 +226,8 @@ fn profile_entry(op: &Finished<'_>, millis: i64) -> Document {
             .or_else(|_| c.get_array("nextBatch"))
             .ok()
     }) {
-        d.insert("nreturned", batch.len() as i32);
+        let raw = op.raw_batch.map_or(0, |(n, _)| n);
+        d.insert("nreturned", (batch.len() + raw) as i32);
         if let Ok(id) = cursor.map_or(Ok(0), |c| c.get_i64("id")) {
             if id != 0 {
                 d.insert("cursorid", id);
@@ -244,7 +248,8 @@ fn profile_entry(op: &Finished<'_>, millis: i64) -> Document {
         }
         _ => {}
     }
-    d.insert("responseLength", bson_size(op.reply) as i64);
+    let raw_bytes = op.raw_batch.map_or(0, |(_, b)| b as u64);
+    d.insert("responseLength", (bson_size(op.reply) + raw_bytes) as i64);
     d.insert("protocol", "op_msg");
     d.insert("millis", millis);
     if let Some(p) = &op.plan_summary {
@@ -307,6 +312,7 @@ mod tests {
             op: "query",
             command,
             reply,
+            raw_batch: None,
             elapsed: Duration::from_millis(ms),
             plan_summary: Some("COLLSCAN".into()),
             client: "127.0.0.1:5000",

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bson_size;
+pub mod bson_write;
 pub mod collation;
 pub mod compare;
 pub mod error;

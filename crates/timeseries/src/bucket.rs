@@ -56,7 +56,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use bson::oid::ObjectId;
-use bson::{doc, Bson, DateTime, Document};
+use bson::{doc, Bson, DateTime, Document, RawDocumentBuf};
 
 use crate::column::decode_column;
 use crate::column_builder::ColumnBuilder;
@@ -503,48 +503,130 @@ fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
     })
 }
 
-/// Builds measurements in MongoDB's unpack order: time field, meta field
-/// (named as the user's metaField, when the bucket has a meta), then the
-/// other fields in `data` order. `wanted` limits the output fields.
-#[allow(clippy::too_many_arguments)]
-fn assemble(
+/// The columns of a bucket as an unpack reads them, and which of its rows.
+struct Unpack<'a> {
     count: usize,
-    time_field: &str,
-    meta_field: Option<&str>,
-    meta: Option<&Bson>,
-    columns: &[(&str, Vec<Option<Bson>>)],
-    wanted: Option<&[&str]>,
-    rows: Option<&[bool]>,
-) -> Vec<Document> {
-    let want = |f: &str| is_wanted(wanted, f);
-    let time_col = columns.iter().find(|(n, _)| *n == time_field);
-    let mut out = Vec::with_capacity(count);
-    for i in 0..count {
-        if rows.is_some_and(|r| !r.get(i).copied().unwrap_or(false)) {
-            continue;
-        }
-        let mut d = Document::new();
-        if let Some((_, col)) = time_col {
-            if let Some(Some(v)) = col.get(i) {
-                d.insert(time_field, v.clone());
-            }
-        }
-        if let (Some(mf), Some(m)) = (meta_field, meta) {
-            if want(mf) {
-                d.insert(mf, m.clone());
-            }
-        }
-        for (name, col) in columns {
-            if *name == time_field {
+    time_field: &'a str,
+    meta_field: Option<&'a str>,
+    meta: Option<&'a Bson>,
+    columns: &'a [(&'a str, Vec<Option<Bson>>)],
+    wanted: Option<&'a [&'a str]>,
+    rows: Option<&'a [bool]>,
+}
+
+/// One field of an unpacked row.
+enum Part<'a> {
+    /// The bucket's meta value, under the metaField's name.
+    Meta,
+    /// A value of `columns[i]`.
+    Column(usize, &'a Bson),
+}
+
+impl Unpack<'_> {
+    /// Calls `emit` with the fields of each selected row, in MongoDB's unpack order:
+    /// time field, meta field (named as the user's metaField, when the bucket has a
+    /// meta), then the other fields in `data` order. `wanted` limits the fields.
+    fn for_each_row(&self, mut emit: impl FnMut(&[Part<'_>])) {
+        let meta = matches!((self.meta_field, self.meta), (Some(mf), Some(_)) if is_wanted(self.wanted, mf));
+        let time = self.columns.iter().position(|(n, _)| *n == self.time_field);
+        let mut parts: Vec<Part<'_>> = Vec::with_capacity(self.columns.len() + 1);
+        for i in 0..self.count {
+            if self
+                .rows
+                .is_some_and(|r| !r.get(i).copied().unwrap_or(false))
+            {
                 continue;
             }
-            if let Some(Some(v)) = col.get(i) {
-                d.insert(*name, v.clone());
+            parts.clear();
+            if let Some(t) = time {
+                if let Some(Some(v)) = self.columns[t].1.get(i) {
+                    parts.push(Part::Column(t, v));
+                }
             }
+            if meta {
+                parts.push(Part::Meta);
+            }
+            for (c, (_, col)) in self.columns.iter().enumerate() {
+                if Some(c) != time {
+                    if let Some(Some(v)) = col.get(i) {
+                        parts.push(Part::Column(c, v));
+                    }
+                }
+            }
+            emit(&parts);
         }
-        out.push(d);
     }
-    out
+
+    fn documents(&self) -> Vec<Document> {
+        let mut out = Vec::with_capacity(self.count);
+        let (mf, meta) = (self.meta_field.unwrap_or_default(), self.meta);
+        self.for_each_row(|parts| {
+            let mut d = Document::new();
+            for p in parts {
+                match p {
+                    Part::Meta => {
+                        d.insert(mf, meta.cloned().unwrap_or(Bson::Null));
+                    }
+                    Part::Column(c, v) => {
+                        d.insert(self.columns[*c].0, (*v).clone());
+                    }
+                }
+            }
+            out.push(d);
+        });
+        out
+    }
+
+    /// The rows as BSON bytes, written straight from the columns (no document is
+    /// built: this is how a read that returns measurements as they are sends them). The
+    /// meta element and the fields' names are encoded once per bucket.
+    fn raw_documents(&self) -> Result<Vec<RawDocumentBuf>, TsError> {
+        let bad = |e: String| TsError::CorruptBucket(e);
+        let mut meta = Vec::new();
+        if let (Some(mf), Some(m)) = (self.meta_field, self.meta) {
+            hourglass_query::bson_write::write_element(mf, m, &mut meta).map_err(bad)?;
+        }
+        let mut names = Vec::with_capacity(self.columns.len());
+        for (name, _) in self.columns {
+            if name.as_bytes().contains(&0) {
+                return Err(bad(format!("field name contains a null byte: {name:?}")));
+            }
+            let mut n = name.as_bytes().to_vec();
+            n.push(0);
+            names.push(n);
+        }
+        let mut out = Vec::with_capacity(self.count);
+        let mut failed = None;
+        let mut size_hint = 64;
+        self.for_each_row(|parts| {
+            let mut buf = Vec::with_capacity(size_hint);
+            buf.extend_from_slice(&[0; 4]);
+            for p in parts {
+                match p {
+                    Part::Meta => buf.extend_from_slice(&meta),
+                    Part::Column(c, v) => {
+                        buf.push(v.element_type() as u8);
+                        buf.extend_from_slice(&names[*c]);
+                        if let Err(e) = hourglass_query::bson_write::write_value(v, &mut buf) {
+                            failed = Some(e);
+                        }
+                    }
+                }
+            }
+            buf.push(0);
+            size_hint = buf.len();
+            let len = buf.len() as i32;
+            buf[..4].copy_from_slice(&len.to_le_bytes());
+            match RawDocumentBuf::from_bytes(buf) {
+                Ok(d) => out.push(d),
+                Err(e) => failed = Some(e.to_string()),
+            }
+        });
+        match failed {
+            Some(e) => Err(bad(e)),
+            None => Ok(out),
+        }
+    }
 }
 
 fn is_wanted(wanted: Option<&[&str]>, f: &str) -> bool {
@@ -633,6 +715,24 @@ impl DecodedBucket {
         fields: Option<&[&str]>,
         rows: Option<&[bool]>,
     ) -> Result<Vec<Document>, TsError> {
+        self.unpack_with(fields, rows, |u| Ok(u.documents()))
+    }
+
+    /// [`DecodedBucket::unpack_rows`] as BSON bytes.
+    pub fn unpack_rows_raw(
+        &self,
+        fields: Option<&[&str]>,
+        rows: Option<&[bool]>,
+    ) -> Result<Vec<RawDocumentBuf>, TsError> {
+        self.unpack_with(fields, rows, |u| u.raw_documents())
+    }
+
+    fn unpack_with<T>(
+        &self,
+        fields: Option<&[&str]>,
+        rows: Option<&[bool]>,
+        out: impl FnOnce(&Unpack<'_>) -> Result<T, TsError>,
+    ) -> Result<T, TsError> {
         let mut cols = Vec::new();
         for (name, _) in &self.directory {
             if is_wanted(fields, name) {
@@ -641,15 +741,15 @@ impl DecodedBucket {
                 }
             }
         }
-        Ok(assemble(
-            self.count,
-            &self.time_field,
-            self.meta_field.as_deref(),
-            self.meta(),
-            &cols,
-            fields,
+        out(&Unpack {
+            count: self.count,
+            time_field: &self.time_field,
+            meta_field: self.meta_field.as_deref(),
+            meta: self.meta(),
+            columns: &cols,
+            wanted: fields,
             rows,
-        ))
+        })
     }
 
     /// Rebuilds an open [`Bucket`] (same id, meta and minimum time) from
@@ -726,28 +826,49 @@ pub fn unpack_measurements(bucket: &Bucket, options: &TimeseriesOptions) -> Vec<
     unpack_measurement_rows(bucket, options, None, None)
 }
 
-/// [`unpack_measurements`] limited to the fields in `wanted` and the rows set in `rows`.
-pub fn unpack_measurement_rows(
+/// The measurements of an open bucket, built by `out` from its [`Unpack`].
+fn unpack_open<T>(
     bucket: &Bucket,
     options: &TimeseriesOptions,
     wanted: Option<&[&str]>,
     rows: Option<&[bool]>,
-) -> Vec<Document> {
+    out: impl FnOnce(&Unpack<'_>) -> Result<T, TsError>,
+) -> Result<T, TsError> {
     let cols: Vec<(&str, Vec<Option<Bson>>)> = bucket
         .columns
         .iter()
         .filter(|c| is_wanted(wanted, &c.name))
         .map(|c| (c.name.as_str(), c.to_values(bucket.count)))
         .collect();
-    assemble(
-        bucket.count(),
-        &options.time_field,
-        options.meta_field.as_deref(),
-        bucket.meta.as_ref(),
-        &cols,
+    out(&Unpack {
+        count: bucket.count(),
+        time_field: &options.time_field,
+        meta_field: options.meta_field.as_deref(),
+        meta: bucket.meta.as_ref(),
+        columns: &cols,
         wanted,
         rows,
-    )
+    })
+}
+
+/// The measurements of an open bucket (only `rows`, when given) as documents.
+pub fn unpack_measurement_rows(
+    bucket: &Bucket,
+    options: &TimeseriesOptions,
+    wanted: Option<&[&str]>,
+    rows: Option<&[bool]>,
+) -> Vec<Document> {
+    unpack_open(bucket, options, wanted, rows, |u| Ok(u.documents())).unwrap_or_default()
+}
+
+/// [`unpack_measurement_rows`] as BSON bytes.
+pub fn unpack_measurement_rows_raw(
+    bucket: &Bucket,
+    options: &TimeseriesOptions,
+    wanted: Option<&[&str]>,
+    rows: Option<&[bool]>,
+) -> Result<Vec<RawDocumentBuf>, TsError> {
+    unpack_open(bucket, options, wanted, rows, |u| u.raw_documents())
 }
 
 #[cfg(test)]

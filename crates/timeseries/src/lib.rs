@@ -27,7 +27,7 @@ pub use bucket::{
 pub use bucket_catalog::{BucketCatalog, CloseReason, InsertOutcome, Limits};
 pub use column::{column_codec, decode_column, encode_column, ColumnCodec};
 pub use error::TsError;
-pub use exec::{TsExecution, TsPlan};
+pub use exec::{TsExecution, TsPlan, TsRows};
 pub use meta::{meta_key, normalize_meta};
 pub use options::{validate_expire_after_seconds, Granularity, TimeseriesOptions};
 pub use stats::BucketStats;

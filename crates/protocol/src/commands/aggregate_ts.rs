@@ -3,7 +3,8 @@
 //! grouping: `hourglass_timeseries::exec`); the query layer runs the remaining stages.
 //! `explain` shows what was pushed down and, after running the scan, what it examined.
 
-use super::cursor_reply::{cursor_batch_size, cursor_reply};
+use super::cursor_reply::{cursor_batch_size, row_cursor_reply};
+use super::target::ts_rows;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
@@ -70,19 +71,22 @@ pub fn aggregate_view(
             &counters,
         ));
     }
+    // With nothing left to run, measurements stream to the cursor bucket by bucket, as
+    // BSON written from the columns when the reply goes on the wire.
+    let nothing_left = stages.len() == plan.consumed;
+    plan.raw_output = nothing_left && req.raw_batch.is_some();
     let ex = store.execute(buckets, options, &plan)?;
-    // With nothing left to run, measurements stream to the cursor bucket by bucket.
-    let output: crate::cursor::DocSource = if stages.len() > plan.consumed {
-        let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
-        Box::new(
+    let output = if nothing_left {
+        ts_rows(ex.rows)
+    } else {
+        let input = ex.rows.documents().collect::<Result<Vec<Document>, _>>()?;
+        crate::cursor::rows(Box::new(
             rest.run_with(input, &ctx.run_options()?)?
                 .into_iter()
                 .map(Ok),
-        )
-    } else {
-        Box::new(ex.docs.map(|r| r.map_err(CommandError::from)))
+        ))
     };
-    cursor_reply(
+    row_cursor_reply(
         req,
         format!("{}.{coll}", req.db),
         output,
@@ -103,7 +107,7 @@ fn run_for_explain(
 ) -> Result<(ExplainRun, Arc<hourglass_timeseries::ScanCounters>), CommandError> {
     let started = std::time::Instant::now();
     let ex = req.state.timeseries.execute(buckets, options, plan)?;
-    let input = ex.docs.collect::<Result<Vec<Document>, _>>()?;
+    let input = ex.rows.documents().collect::<Result<Vec<Document>, _>>()?;
     let unpacked = input.len();
     let returned = if rest.writes() {
         None

@@ -39,6 +39,11 @@ pub struct Request {
     /// The plan a read chose (`COLLSCAN`, `IXSCAN { a: 1 }`), for the slow-operation log
     /// and the profiler; shared with sub-requests (a view's read runs as one).
     pub plan_summary: Arc<parking_lot::Mutex<Option<String>>>,
+    /// Where a read answered on the wire leaves its batch when the batch holds rows
+    /// written from columns ([`crate::cursor::Row::Raw`]): the reply carries an empty
+    /// array that the encoder fills with these bytes. `None` for requests whose reply is
+    /// read as a document (a view's aggregate, the HTTP console): they get documents.
+    pub raw_batch: Option<parking_lot::Mutex<Option<crate::cursor::RawBatch>>>,
 }
 
 /// Checks the number of statements in a write command.
@@ -124,6 +129,7 @@ impl Request {
             sequences: Default::default(),
             interrupt: Default::default(),
             plan_summary: Default::default(),
+            raw_batch: None,
         }
     }
 
@@ -208,6 +214,7 @@ impl Request {
             sequences: Default::default(),
             interrupt: self.interrupt.clone(),
             plan_summary: self.plan_summary.clone(),
+            raw_batch: None,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::args::as_i64;
 use super::Request;
-use crate::cursor::{take_batch, DocSource};
+use crate::cursor::{rows, take_batch, DocSource, RawBatch, Row, RowSource};
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
 
@@ -14,7 +14,18 @@ pub const DEFAULT_FIRST_BATCH: usize = 101;
 pub fn cursor_reply(
     req: &Request,
     ns: String,
-    mut source: DocSource,
+    source: DocSource,
+    batch_size: Option<usize>,
+    single_batch: bool,
+) -> CmdResult {
+    row_cursor_reply(req, ns, rows(source), batch_size, single_batch)
+}
+
+/// [`cursor_reply`] of rows, some of which may be BSON bytes to send as they are.
+pub fn row_cursor_reply(
+    req: &Request,
+    ns: String,
+    mut source: RowSource,
     batch_size: Option<usize>,
     single_batch: bool,
 ) -> CmdResult {
@@ -36,7 +47,22 @@ pub fn cursor_reply(
     } else {
         0
     };
+    let docs = batch_documents(req, docs)?;
     Ok(doc! {"cursor": {"firstBatch": docs, "id": id, "ns": ns}})
+}
+
+/// The documents to put in a reply's batch. When the batch holds rows written from
+/// columns and the request is answered on the wire, the rows stay bytes: they go to the
+/// request's raw batch, which the encoder writes in place of the (empty) array returned
+/// here. Otherwise every row is a document.
+pub fn batch_documents(req: &Request, batch: Vec<Row>) -> Result<Vec<Document>, CommandError> {
+    match &req.raw_batch {
+        Some(slot) if batch.iter().any(|r| matches!(r, Row::Raw(_))) => {
+            *slot.lock() = Some(RawBatch::new(batch));
+            Ok(Vec::new())
+        }
+        _ => batch.into_iter().map(Row::into_document).collect(),
+    }
 }
 
 /// A non-negative batch size argument.

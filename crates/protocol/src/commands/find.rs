@@ -1,12 +1,12 @@
 //! `find`, `getMore`, `killCursors`, and the cursor reply shapes they share with
 //! `aggregate` and the listing commands.
 
-use super::cursor_reply::{batch_size, cursor_reply, DEFAULT_FIRST_BATCH};
+use super::cursor_reply::{batch_size, row_cursor_reply, DEFAULT_FIRST_BATCH};
 use super::planned::{parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::access::check::{self, Tgt};
-use crate::cursor::DocSource;
+use crate::cursor::{rows, DocSource, RowSource};
 use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Bson};
@@ -135,22 +135,44 @@ pub fn find(req: &Request) -> CmdResult {
     }
     // `$near`/`$nearSphere` (regular collections only): nearest first (a `sort` then
     // reorders them).
-    let (docs, sorted): (DocSource, bool) = match (near, Target::resolve(req, &coll)) {
-        (Some((path, n)), Target::Regular(Some(c))) => {
-            let spec = req.opt_document("filter")?;
-            let docs = super::near_find::nearest_first(&c, filter, spec, &path, &n)?;
-            (docs, false)
+    let target = Target::resolve(req, &coll);
+    // A time-series find that returns measurements as they are sends the bytes written
+    // from the columns (no document is built per measurement).
+    let raw = match (&near, sort.as_ref().filter(|s| !s.is_empty()), &projection) {
+        (None, None, None) if req.raw_batch.is_some() => {
+            target.raw_measurements(req, req.opt_document("filter")?, &opts)?
         }
-        (_, target) => target.scan_with(req, filter, req.opt_document("filter")?, &opts)?,
+        _ => None,
     };
-    let source = shape(
-        docs,
-        if sorted { None } else { sort },
-        skip,
-        limit,
-        projection,
-    )?;
-    cursor_reply(
+    let source: RowSource = match raw {
+        Some(rows) => {
+            let rows = rows.skip(skip);
+            match limit {
+                Some(l) => Box::new(rows.take(l)),
+                None => Box::new(rows),
+            }
+        }
+        None => {
+            // `$near`/`$nearSphere` (regular collections only): nearest first (a `sort`
+            // then reorders them).
+            let (docs, sorted): (DocSource, bool) = match (near, target) {
+                (Some((path, n)), Target::Regular(Some(c))) => {
+                    let spec = req.opt_document("filter")?;
+                    let docs = super::near_find::nearest_first(&c, filter, spec, &path, &n)?;
+                    (docs, false)
+                }
+                (_, target) => target.scan_with(req, filter, req.opt_document("filter")?, &opts)?,
+            };
+            rows(shape(
+                docs,
+                if sorted { None } else { sort },
+                skip,
+                limit,
+                projection,
+            )?)
+        }
+    };
+    row_cursor_reply(
         req,
         format!("{}.{coll}", req.db),
         source,
@@ -202,11 +224,12 @@ pub fn get_more(req: &Request) -> CmdResult {
         ));
     }
     let batch = batch_size(req, "batchSize")?;
-    let (ns, docs, open) = req
+    let (ns, rows, open) = req
         .state
         .cursors
         .get_more(id, batch, &req.interrupt)
         .ok_or_else(not_found)??;
+    let docs = super::cursor_reply::batch_documents(req, rows)?;
     Ok(doc! {"cursor": {"nextBatch": docs, "id": if open { id } else { 0 }, "ns": ns}})
 }
 

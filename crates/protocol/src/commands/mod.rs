@@ -597,6 +597,10 @@ pub fn dispatch(req: &Request) -> Document {
             op: kind,
             command: &req.body,
             reply: &reply,
+            raw_batch: req
+                .raw_batch
+                .as_ref()
+                .and_then(|b| b.lock().as_ref().map(|b| (b.count(), b.elements_len()))),
             elapsed,
             plan_summary: req.plan_summary.lock().take(),
             client: &req.conn.peer,

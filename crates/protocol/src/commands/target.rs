@@ -3,12 +3,12 @@
 
 use super::planned::{regular_read, ReadOpts};
 use super::Request;
-use crate::cursor::DocSource;
+use crate::cursor::{DocSource, Row, RowSource};
 use crate::error::CommandError;
 use bson::Document;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
-use hourglass_timeseries::{options_of, TimeseriesOptions, TsPlan};
+use hourglass_timeseries::{options_of, TimeseriesOptions, TsPlan, TsRows};
 use std::sync::Arc;
 
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
@@ -107,12 +107,9 @@ impl Target {
                 return Ok((source, read.plan.provides_sort));
             }
             Target::TimeSeries { buckets, options } => {
-                *req.plan_summary.lock() = Some("COLLSCAN".to_string());
-                let spec = spec.cloned().unwrap_or_default();
-                let plan = TsPlan::filtered_read(&spec, opts.after, &options)?;
-                let ex = store.execute(&buckets, &options, &plan)?;
-                let docs = ex
-                    .docs
+                let rows = measurements(req, &buckets, &options, spec, opts, false)?;
+                let docs = rows
+                    .documents()
                     .map(|r| r.map_err(CommandError::from))
                     .map(interruptible);
                 return Ok((Box::new(docs), false));
@@ -134,6 +131,55 @@ impl Target {
             ),
             false,
         ))
+    }
+}
+
+/// The measurements of a time-series collection matching `spec` (`raw`: as BSON written
+/// from the columns).
+fn measurements(
+    req: &Request,
+    buckets: &Arc<Collection>,
+    options: &TimeseriesOptions,
+    spec: Option<&Document>,
+    opts: &ReadOpts<'_>,
+    raw: bool,
+) -> Result<TsRows, CommandError> {
+    *req.plan_summary.lock() = Some("COLLSCAN".to_string());
+    let spec = spec.cloned().unwrap_or_default();
+    let mut plan = TsPlan::filtered_read(&spec, opts.after, options)?;
+    plan.raw_output = raw;
+    Ok(req.state.timeseries.execute(buckets, options, &plan)?.rows)
+}
+
+impl Target {
+    /// The measurements of a time-series collection matching `spec` as BSON written from
+    /// the columns, for a `find` without sort or projection to send as they are; `None`
+    /// for other targets.
+    pub fn raw_measurements(
+        &self,
+        req: &Request,
+        spec: Option<&Document>,
+        opts: &ReadOpts<'_>,
+    ) -> Result<Option<RowSource>, CommandError> {
+        let Target::TimeSeries { buckets, options } = self else {
+            return Ok(None);
+        };
+        if let Some(hint) = opts.hint {
+            super::indexes_ts::check_hint(buckets, options, true, hint)?;
+        }
+        let rows = measurements(req, buckets, options, spec, opts, true)?;
+        Ok(Some(Box::new(ts_rows(rows).map(|r| {
+            crate::operations::check_interrupt()?;
+            r
+        }))))
+    }
+}
+
+/// The rows of a time-series read for a cursor.
+pub fn ts_rows(rows: TsRows) -> RowSource {
+    match rows {
+        TsRows::Docs(d) => Box::new(d.map(|r| r.map(Row::Doc).map_err(CommandError::from))),
+        TsRows::Raw(r) => Box::new(r.map(|r| r.map(Row::Raw).map_err(CommandError::from))),
     }
 }
 

@@ -40,7 +40,9 @@ fn drain(req: &Request, reply: &Document) -> Result<Vec<Document>, CommandError>
     while id != 0 {
         match req.state.cursors.get_more(id, None, &req.interrupt) {
             Some(Ok((_, more, open))) => {
-                docs.extend(more);
+                for row in more {
+                    docs.push(row.into_document()?);
+                }
                 if !open {
                     id = 0;
                 }

@@ -1,6 +1,7 @@
 //! Byte-level codec of MongoDB wire messages.
 
-use bson::{Document, RawDocument};
+use crate::cursor::RawBatch;
+use bson::{Bson, Document, RawDocument};
 use hourglass_query::limits::{check_raw_document, RawCheckError, MAX_BSON_DEPTH};
 
 pub const HEADER_LEN: usize = 16;
@@ -431,19 +432,68 @@ pub fn encode_op_msg(
     response_to: i32,
     body: &Document,
 ) -> Result<Vec<u8>, WireError> {
-    let size = hourglass_query::bson_size::bson_size(body);
+    encode_op_msg_with_batch(request_id, response_to, body, None)
+}
+
+/// Encodes an OP_MSG reply whose `cursor.firstBatch` (or `nextBatch`), an empty array in
+/// `body`, holds `batch` (rows sent as they are).
+pub fn encode_op_msg_with_batch(
+    request_id: i32,
+    response_to: i32,
+    body: &Document,
+    batch: Option<&RawBatch>,
+) -> Result<Vec<u8>, WireError> {
+    let size =
+        hourglass_query::bson_size::bson_size(body) + batch.map_or(0, RawBatch::elements_len);
     let len = HEADER_LEN + 4 + 1 + size;
     let mut out = header_bytes(len, request_id, response_to, OP_MSG);
     out.reserve(len.saturating_sub(out.len()));
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(0);
-    super::bson_write::write_document(body, &mut out).map_err(WireError::InvalidBson)?;
+    match batch {
+        None => hourglass_query::bson_write::write_document(body, &mut out),
+        Some(batch) => write_with_batch(body, batch, &mut out),
+    }
+    .map_err(WireError::InvalidBson)?;
     // The header's length is exact: bson_size equals the bytes written (tested).
     let written = out.len();
     if let Ok(n) = i32::try_from(written) {
         out[0..4].copy_from_slice(&n.to_le_bytes());
     }
     Ok(out)
+}
+
+/// Writes `body` with `batch` as the elements of its `cursor`'s empty batch array.
+fn write_with_batch(body: &Document, batch: &RawBatch, out: &mut Vec<u8>) -> Result<(), String> {
+    use hourglass_query::bson_write::{write_element, write_len_prefixed};
+    write_len_prefixed(out, |out| {
+        for (k, v) in body {
+            match v {
+                Bson::Document(cursor) if k == "cursor" => {
+                    out.push(0x03);
+                    out.extend_from_slice(k.as_bytes());
+                    out.push(0);
+                    write_len_prefixed(out, |out| {
+                        for (ck, cv) in cursor {
+                            let is_batch = matches!(ck.as_str(), "firstBatch" | "nextBatch");
+                            match cv {
+                                Bson::Array(a) if is_batch && a.is_empty() => {
+                                    out.push(0x04);
+                                    out.extend_from_slice(ck.as_bytes());
+                                    out.push(0);
+                                    write_len_prefixed(out, |out| batch.write_elements(out))?;
+                                }
+                                _ => write_element(ck, cv, out)?,
+                            }
+                        }
+                        Ok(())
+                    })?;
+                }
+                _ => write_element(k, v, out)?,
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Encodes an OP_REPLY carrying one document (the answer to an OP_QUERY handshake).

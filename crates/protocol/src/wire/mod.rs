@@ -4,11 +4,10 @@
 //! Parsing never panics on hostile input: every length is checked against the bytes that
 //! are really there, and every failure is a [`WireError`].
 
-pub mod bson_write;
 pub mod codec;
 
 pub use codec::{
-    encode_op_msg, encode_op_reply, parse_message, DocSequence, Header, Message, OpMsg, OpQuery,
-    WireError, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH, OP_COMPRESSED, OP_MSG, OP_QUERY,
-    OP_REPLY,
+    encode_op_msg, encode_op_msg_with_batch, encode_op_reply, parse_message, DocSequence, Header,
+    Message, OpMsg, OpQuery, WireError, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH,
+    OP_COMPRESSED, OP_MSG, OP_QUERY, OP_REPLY,
 };

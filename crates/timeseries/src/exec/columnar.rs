@@ -13,7 +13,8 @@ use crate::store::{BucketView, StoreError};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array};
 use arrow_ord::sort::{lexsort_to_indices, SortColumn};
 use arrow_schema::SortOptions;
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
+use hourglass_query::bson_write;
 use hourglass_query::expr::Expr;
 use hourglass_query::pipeline::mem::{approx_size, MemLimits};
 use hourglass_query::projection::Projection;
@@ -276,6 +277,37 @@ impl ColumnarRun<'_> {
 
     /// The documents, ordered, skipped and limited.
     pub fn finish(mut self) -> Result<Vec<Document>, QueryError> {
+        Ok(match self.order()? {
+            Ordered::Rows(rows) => rows.into_iter().map(|r| self.build(r)).collect(),
+            Ordered::Docs(docs) => docs,
+        })
+    }
+
+    /// [`ColumnarRun::finish`] as BSON bytes, written from the gathered values.
+    pub fn finish_raw(mut self) -> Result<Vec<RawDocumentBuf>, QueryError> {
+        let bad = |e: String| QueryError::Coded(1, e);
+        match self.order()? {
+            Ordered::Rows(rows) => rows
+                .into_iter()
+                .map(|r| {
+                    let mut buf = Vec::with_capacity(64);
+                    bson_write::write_len_prefixed(&mut buf, |buf| {
+                        self.each_value(r, |name, v| bson_write::write_element(name, &v, buf))
+                    })
+                    .map_err(bad)?;
+                    RawDocumentBuf::from_bytes(buf).map_err(|e| bad(e.to_string()))
+                })
+                .collect(),
+            Ordered::Docs(docs) => docs
+                .iter()
+                .map(|d| super::raw_document(d).map_err(bad))
+                .collect(),
+        }
+    }
+
+    /// The output's row numbers in order, skipped and limited; or, when the sort keys
+    /// mix types, the documents themselves sorted by MongoDB's comparison.
+    fn order(&mut self) -> Result<Ordered, QueryError> {
         let n = self.bucket_of_row.len();
         let plan = self.plan;
         let rows: Vec<usize> = match &plan.sort {
@@ -297,39 +329,50 @@ impl ColumnarRun<'_> {
                         .limit
                         .map_or(usize::MAX, |l| l.saturating_add(plan.skip));
                     let docs = spec.top_k(docs, k);
-                    return Ok(self.window(docs));
+                    return Ok(Ordered::Docs(self.window(docs)));
                 }
             },
         };
-        let docs = rows.into_iter().map(|r| self.build(r)).collect();
-        Ok(self.window(docs))
+        Ok(Ordered::Rows(self.window(rows)))
     }
 
-    fn window(&self, docs: Vec<Document>) -> Vec<Document> {
-        let docs = docs.into_iter().skip(self.plan.skip);
+    fn window<T>(&self, items: Vec<T>) -> Vec<T> {
+        let items = items.into_iter().skip(self.plan.skip);
         match self.plan.limit {
-            Some(l) => docs.take(l).collect(),
-            None => docs.collect(),
+            Some(l) => items.take(l).collect(),
+            None => items.collect(),
         }
     }
 
     /// Row `r` as a document (its values move out).
     fn build(&mut self, r: usize) -> Document {
         let mut d = Document::new();
+        let _ = self.each_value(r, |name, v| {
+            d.insert(name, v);
+            Ok(())
+        });
+        d
+    }
+
+    /// Calls `f` with each output field of row `r` in order (its values move out).
+    fn each_value(
+        &mut self,
+        r: usize,
+        mut f: impl FnMut(&str, Bson) -> Result<(), String>,
+    ) -> Result<(), String> {
         let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
         let Some(order) = self.orders.get(bucket).cloned() else {
-            return d;
+            return Ok(());
         };
         for &slot in order.iter() {
             if let Some(v) = self.values.get_mut(slot).and_then(|c| c.get_mut(r)?.take()) {
                 if let Some((name, ..)) = self.plan.outputs.get(slot) {
-                    d.insert(name.clone(), v);
+                    f(name, v)?;
                 }
             }
         }
-        d
+        Ok(())
     }
-
     /// Arrow sort columns for the keys, when each key's values are of one type that
     /// Arrow orders as MongoDB does; the row number last, so ties keep scan order.
     fn sort_columns(&self, keys: &[(usize, bool)]) -> Option<Vec<SortColumn>> {
@@ -352,6 +395,12 @@ impl ColumnarRun<'_> {
         });
         Some(columns)
     }
+}
+
+/// What [`ColumnarRun::order`] gives.
+enum Ordered {
+    Rows(Vec<usize>),
+    Docs(Vec<Document>),
 }
 
 /// One Arrow array for a column of values of one kind (numbers, strings or dates, with

@@ -19,7 +19,8 @@ pub use vgroup::VectorGroup;
 
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketPredicate, BucketView, ScanCounters, StoreError, TimeseriesStore};
-use bson::{doc, Bson, Document};
+use crate::TsError;
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use col::Cols;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
@@ -46,6 +47,9 @@ pub struct TsPlan {
     pub limits: MemLimits,
     /// How many leading stages the plan runs; the caller runs the rest.
     pub consumed: usize,
+    /// Measurements returned as they are unpacked come out as BSON bytes written from
+    /// the columns ([`TsRows::Raw`]); set by a caller that sends them on unchanged.
+    pub raw_output: bool,
 }
 
 impl TsPlan {
@@ -68,6 +72,7 @@ impl TsPlan {
                 columnar: None,
                 limits: MemLimits::default(),
                 consumed: 2,
+                raw_output: false,
             });
         }
         let mut matches = Vec::new();
@@ -116,6 +121,7 @@ impl TsPlan {
                 columnar: None,
                 limits: MemLimits::default(),
                 consumed: consumed + 1,
+                raw_output: false,
             });
         }
         let mut all = vec![doc! {"$match": filter_spec.clone()}];
@@ -134,6 +140,7 @@ impl TsPlan {
             consumed: consumed + columnar.as_ref().map_or(0, |c| c.stages),
             columnar,
             limits: MemLimits::default(),
+            raw_output: false,
         })
     }
 
@@ -158,6 +165,7 @@ impl TsPlan {
             columnar: None,
             limits: MemLimits::default(),
             consumed: 1,
+            raw_output: false,
         })
     }
 
@@ -208,9 +216,33 @@ impl TsPlan {
     }
 }
 
+type Rows<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
+
+/// What a planned read produces: documents, or BSON bytes when the plan asked for raw
+/// output and the rows are measurements as stored.
+pub enum TsRows {
+    Docs(Rows<Document>),
+    Raw(Rows<RawDocumentBuf>),
+}
+
+impl TsRows {
+    /// The rows as documents (raw rows parsed).
+    pub fn documents(self) -> Rows<Document> {
+        match self {
+            TsRows::Docs(d) => d,
+            TsRows::Raw(r) => Box::new(r.map(|r| {
+                r.and_then(|d| {
+                    d.to_document()
+                        .map_err(|e| StoreError::Ts(TsError::CorruptBucket(e.to_string())))
+                })
+            })),
+        }
+    }
+}
+
 /// The output of a planned read and the scan's counters.
 pub struct TsExecution {
-    pub docs: Box<dyn Iterator<Item = Result<Document, StoreError>> + Send>,
+    pub rows: TsRows,
     pub counters: Arc<ScanCounters>,
 }
 
@@ -226,7 +258,7 @@ impl TimeseriesStore {
             let latest = self.latest_per_series(buckets, options)?;
             let out = lp.run(latest.into_iter().map(|(_, d)| d).collect())?;
             return Ok(TsExecution {
-                docs: Box::new(out.into_iter().map(Ok)),
+                rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),
                 counters: Arc::new(ScanCounters::default()),
             });
         }
@@ -249,7 +281,7 @@ impl TimeseriesStore {
             }
             let out = run.finish();
             return Ok(TsExecution {
-                docs: Box::new(out.into_iter().map(Ok)),
+                rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),
                 counters,
             });
         }
@@ -265,51 +297,83 @@ impl TimeseriesStore {
                 let mask = row_mask(plan, plan.rows.as_ref(), &cols, &options, wanted.as_deref())?;
                 run.feed(&cols, &options, mask.as_deref())?;
             }
-            let out = run.finish()?;
-            return Ok(TsExecution {
-                docs: Box::new(out.into_iter().map(Ok)),
-                counters,
-            });
+            let rows = if plan.raw_output {
+                TsRows::Raw(Box::new(run.finish_raw()?.into_iter().map(Ok)))
+            } else {
+                TsRows::Docs(Box::new(run.finish()?.into_iter().map(Ok)))
+            };
+            return Ok(TsExecution { rows, counters });
         }
         let fields = plan.fields.clone();
-        let filter = plan.filter.clone();
+        let plan_filter = plan.filter.clone();
+        let match_all = plan_filter.is_match_all();
         let rows = plan.rows.clone();
-        let docs = scan.flat_map(move |view| -> Vec<Result<Document, StoreError>> {
+        let time_field = options.time_field.clone();
+        // The rows of a bucket that pass, and whether the row filter already decided them
+        // (else the filter matches the unpacked documents).
+        let mask_of = move |v: &BucketView| -> Result<(Option<Vec<bool>>, bool), StoreError> {
+            Ok(match &rows {
+                // Only meta conditions: the scan passed the whole bucket.
+                Some(r) if r.is_empty() => (None, true),
+                Some(r) => {
+                    let mask = r.mask(&Cols::new(v), &time_field)?;
+                    let decided = mask.is_some();
+                    (mask, decided)
+                }
+                None => (None, match_all),
+            })
+        };
+        let unpack = move |v: &BucketView, raw: bool| -> Result<Unpacked, StoreError> {
             let wanted: Option<Vec<&str>> = fields
                 .as_ref()
                 .map(|f| f.iter().map(String::as_str).collect());
-            // The documents of a bucket, and whether the row filter already decided them.
-            let unpack = |v: BucketView| -> Result<(Vec<Document>, bool), StoreError> {
-                let (mask, decided) = match &rows {
-                    // Only meta conditions: the scan passed the whole bucket.
-                    Some(r) if r.is_empty() => (None, true),
-                    Some(r) => {
-                        let mask = r.mask(&Cols::new(&v), &options.time_field)?;
-                        let decided = mask.is_some();
-                        (mask, decided)
-                    }
-                    None => (None, false),
-                };
-                Ok((
-                    v.unpack_rows(&options, wanted.as_deref(), mask.as_deref())?,
-                    decided,
-                ))
-            };
-            match view.and_then(unpack) {
-                Ok((docs, true)) => docs.into_iter().map(Ok).collect(),
-                Ok((docs, false)) => docs
-                    .into_iter()
-                    .filter(|d| filter.matches(d))
-                    .map(Ok)
-                    .collect(),
-                Err(e) => vec![Err(e)],
-            }
-        });
-        Ok(TsExecution {
-            docs: Box::new(docs),
-            counters,
-        })
+            let (mask, decided) = mask_of(v)?;
+            let (opts, wanted, mask) = (&options, wanted.as_deref(), mask.as_deref());
+            Ok(match (raw && decided, decided) {
+                (true, _) => Unpacked::Raw(v.unpack_rows_raw(opts, wanted, mask)?),
+                (false, true) => Unpacked::Docs(v.unpack_rows(opts, wanted, mask)?),
+                (false, false) => {
+                    let mut docs = v.unpack_rows(opts, wanted, mask)?;
+                    docs.retain(|d| plan_filter.matches(d));
+                    Unpacked::Docs(docs)
+                }
+            })
+        };
+        let rows = if plan.raw_output {
+            TsRows::Raw(Box::new(scan.flat_map(
+                move |view| match view.and_then(|v| unpack(&v, true)) {
+                    Ok(Unpacked::Raw(r)) => r.into_iter().map(Ok).collect(),
+                    Ok(Unpacked::Docs(d)) => d.iter().map(raw_of).collect(),
+                    Err(e) => vec![Err(e)],
+                },
+            )))
+        } else {
+            TsRows::Docs(Box::new(scan.flat_map(move |view| {
+                match view.and_then(|v| unpack(&v, false)) {
+                    Ok(Unpacked::Docs(d)) => d.into_iter().map(Ok).collect(),
+                    Ok(Unpacked::Raw(_)) => Vec::new(),
+                    Err(e) => vec![Err(e)],
+                }
+            })))
+        };
+        Ok(TsExecution { rows, counters })
     }
+}
+
+/// One bucket's rows.
+enum Unpacked {
+    Docs(Vec<Document>),
+    Raw(Vec<RawDocumentBuf>),
+}
+
+/// A document's BSON bytes.
+fn raw_document(d: &Document) -> Result<RawDocumentBuf, String> {
+    let bytes = hourglass_query::bson_write::to_vec(d)?;
+    RawDocumentBuf::from_bytes(bytes).map_err(|e| e.to_string())
+}
+
+fn raw_of(d: &Document) -> Result<RawDocumentBuf, StoreError> {
+    raw_document(d).map_err(|e| StoreError::Ts(TsError::CorruptBucket(e)))
 }
 
 /// The rows of a bucket that pass the plan's filter (`None`: all of them): decided on the
@@ -377,7 +441,7 @@ mod tests {
     ) -> (Vec<Document>, Vec<Document>, TsPlan) {
         let plan = TsPlan::new(stages, o).unwrap();
         let ex = store.execute(c, o, &plan).unwrap();
-        let input: Vec<Document> = ex.docs.collect::<Result<_, _>>().unwrap();
+        let input: Vec<Document> = ex.rows.documents().collect::<Result<_, _>>().unwrap();
         let fast = Pipeline::parse(&stages[plan.consumed..])
             .unwrap()
             .run(input)
@@ -562,6 +626,7 @@ mod tests {
         store.close_all().unwrap();
         store.insert_docs(&c, &o, open, true).unwrap();
         let m = doc! {"$match": {"u": {"$gt": 50.0}}};
+        let mut raw_checked = 0;
         let cases: Vec<Vec<Document>> = vec![
             vec![
                 doc! {"$project": {"_id": 0, "time": 1, "host": "$tags.hostname", "u": 1}},
@@ -610,6 +675,87 @@ mod tests {
             };
             assert_eq!(fields(&fast), fields(&slow), "{stages:?}");
             assert!(!fast.is_empty());
+            if plan.consumed == stages.len() {
+                let mut plan = plan;
+                plan.raw_output = true;
+                let TsRows::Raw(raw) = store.execute(&c, &o, &plan).unwrap().rows else {
+                    panic!("raw output was asked for");
+                };
+                let raw: Vec<Document> = raw.map(|r| r.unwrap().to_document().unwrap()).collect();
+                assert_eq!(fields(&raw), fields(&fast), "raw {stages:?}");
+                raw_checked += 1;
+            }
+        }
+        assert_eq!(raw_checked, 5);
+    }
+
+    #[test]
+    fn raw_output_holds_the_same_documents_as_the_document_path_field_for_field() {
+        let (_dir, c, o, store) = cpu();
+        let mut docs = Vec::new();
+        for i in 0..2000i64 {
+            let mut d = doc! {
+                "time": bson::DateTime::from_millis(T0 + (i / 4) * 10_000),
+                "tags": {"hostname": format!("host_{}", i % 4), "rack": i % 3},
+                "u": ((i * 7919) % 1000) as f64 / 10.0,
+            };
+            match i % 5 {
+                0 => {}
+                1 => {
+                    d.insert("v", vec![Bson::Int64(i % 4), Bson::String("s".into())]);
+                }
+                2 => {
+                    d.insert("v", doc! {"x": i, "y": null});
+                }
+                _ => {
+                    d.insert("v", i as i32);
+                }
+            }
+            docs.push(d);
+        }
+        let open = docs.split_off(1000);
+        store.insert_docs(&c, &o, docs, true).unwrap();
+        store.close_all().unwrap();
+        store.insert_docs(&c, &o, open, true).unwrap();
+        // Filters the row filter decides, one it cannot (an array field), meta only, none.
+        for filter in [
+            doc! {"u": {"$gt": 50.0}},
+            doc! {"v": {"$gte": 2}},
+            doc! {"tags.rack": 1},
+            doc! {},
+        ] {
+            for after in [vec![], vec![doc! {"$project": {"u": 1, "_id": 0}}]] {
+                let mut plan = TsPlan::filtered_read(&filter, &after, &o).unwrap();
+                let docs: Vec<Document> = store
+                    .execute(&c, &o, &plan)
+                    .unwrap()
+                    .rows
+                    .documents()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                plan.raw_output = true;
+                let raw = match store.execute(&c, &o, &plan).unwrap().rows {
+                    TsRows::Raw(r) => r.collect::<Result<Vec<_>, _>>().unwrap(),
+                    TsRows::Docs(_) => panic!("raw output was asked for"),
+                };
+                // Field order counts; open buckets may come in another order per scan.
+                let fields_of = |d: Document| format!("{:?}", d.into_iter().collect::<Vec<_>>());
+                let mut parsed: Vec<String> = raw
+                    .iter()
+                    .map(|r| fields_of(r.to_document().unwrap()))
+                    .collect();
+                let mut expected: Vec<String> = docs.into_iter().map(fields_of).collect();
+                parsed.sort();
+                expected.sort();
+                assert!(!expected.is_empty(), "{filter:?}");
+                assert_eq!(parsed.len(), expected.len(), "{filter:?} {after:?}");
+                if let Some(i) = (0..parsed.len()).find(|&i| parsed[i] != expected[i]) {
+                    panic!(
+                        "{filter:?} {after:?} row {i}: {:?} != {:?}",
+                        parsed[i], expected[i]
+                    );
+                }
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! decoded on demand, a snapshot of an open bucket held in memory, or archived rows
 //! gathered into a bucket.
 
-use crate::bucket::{unpack_measurement_rows, Bucket, DecodedBucket};
+use crate::bucket::{unpack_measurement_rows, unpack_measurement_rows_raw, Bucket, DecodedBucket};
 use crate::error::TsError;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
@@ -104,6 +104,21 @@ impl BucketView {
             BucketView::Stored(b) => b.unpack_rows(fields, rows),
             BucketView::Open(b) | BucketView::Archived(b) => {
                 Ok(unpack_measurement_rows(b, options, fields, rows))
+            }
+        }
+    }
+
+    /// [`BucketView::unpack_rows`] as BSON bytes, written from the columns.
+    pub fn unpack_rows_raw(
+        &self,
+        options: &TimeseriesOptions,
+        fields: Option<&[&str]>,
+        rows: Option<&[bool]>,
+    ) -> Result<Vec<bson::RawDocumentBuf>, TsError> {
+        match self {
+            BucketView::Stored(b) => b.unpack_rows_raw(fields, rows),
+            BucketView::Open(b) | BucketView::Archived(b) => {
+                unpack_measurement_rows_raw(b, options, fields, rows)
             }
         }
     }

@@ -8,11 +8,22 @@ use bson::{Bson, Document};
 
 /// The BSON bytes of `doc` appended to `out`.
 pub fn write_document(doc: &Document, out: &mut Vec<u8>) -> Result<(), String> {
+    write_len_prefixed(out, |out| {
+        for (k, v) in doc {
+            write_element(k, v, out)?;
+        }
+        Ok(())
+    })
+}
+
+/// A document or array body: its length, the elements `elements` writes, the final NUL.
+pub fn write_len_prefixed(
+    out: &mut Vec<u8>,
+    elements: impl FnOnce(&mut Vec<u8>) -> Result<(), String>,
+) -> Result<(), String> {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    for (k, v) in doc {
-        write_element(k, v, out)?;
-    }
+    elements(out)?;
     out.push(0);
     patch_len(out, start)
 }
@@ -38,23 +49,25 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
     out.push(0);
 }
 
-fn write_element(key: &str, v: &Bson, out: &mut Vec<u8>) -> Result<(), String> {
+pub fn write_element(key: &str, v: &Bson, out: &mut Vec<u8>) -> Result<(), String> {
     out.push(v.element_type() as u8);
     write_cstring(key, out)?;
+    write_value(v, out)
+}
+
+/// The bytes of a value after its element's type byte and name.
+pub fn write_value(v: &Bson, out: &mut Vec<u8>) -> Result<(), String> {
     match v {
         Bson::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
         Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => write_string(s, out),
         Bson::Document(d) => write_document(d, out)?,
-        Bson::Array(a) => {
-            let start = out.len();
-            out.extend_from_slice(&[0; 4]);
+        Bson::Array(a) => write_len_prefixed(out, |out| {
             let mut key = itoa_buf();
             for (i, x) in a.iter().enumerate() {
                 write_element(index_key(i, &mut key), x, out)?;
             }
-            out.push(0);
-            patch_len(out, start)?;
-        }
+            Ok(())
+        })?,
         Bson::Binary(b) => {
             let old = b.subtype == BinarySubtype::BinaryOld;
             let len = if old {
@@ -119,7 +132,7 @@ fn index_key(i: usize, buf: &mut String) -> &str {
 
 /// The BSON bytes of `doc` in a buffer of exactly the right size.
 pub fn to_vec(doc: &Document) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(hourglass_query::bson_size::bson_size(doc));
+    let mut out = Vec::with_capacity(crate::bson_size::bson_size(doc));
     write_document(doc, &mut out)?;
     Ok(out)
 }
@@ -175,7 +188,7 @@ mod tests {
         fn matches_the_bson_crate(kv in prop::collection::vec(("[a-z]{1,4}", value()), 0..6)) {
             let d: Document = kv.into_iter().collect();
             prop_assert_eq!(to_vec(&d).unwrap(), bson::to_vec(&d).unwrap());
-            prop_assert_eq!(to_vec(&d).unwrap().len(), hourglass_query::bson_size::bson_size(&d));
+            prop_assert_eq!(to_vec(&d).unwrap().len(), crate::bson_size::bson_size(&d));
         }
     }
 }
