@@ -124,8 +124,8 @@ def _max_of(fields):
 
 
 def tsbs_pipelines():
-    """name -> aggregation pipeline: the seven TSBS cpu-only queries as
-    bench/src/bin/tsbs_query.rs runs them (the `$dateTrunc` form)."""
+    """name -> aggregation pipeline: the seven TSBS cpu-only queries (and high-cpu-all
+    projected and sorted) as bench/src/bin/tsbs_query.rs runs them (the `$dateTrunc` form)."""
     hosts8 = [f"host_{i}" for i in range(1, 9)]
     return {
         "single-groupby-1-1-1": [
@@ -152,6 +152,11 @@ def tsbs_pipelines():
         "high-cpu-all": [
             {"$match": {"usage_user": {"$gt": 90.0}, "time": {"$gte": at(6), "$lt": at(18)}}},
         ],
+        "high-cpu-all-projected": [
+            {"$match": {"usage_user": {"$gt": 90.0}, "time": {"$gte": at(6), "$lt": at(18)}}},
+            {"$project": {"_id": 0, "time": 1, "host": "$tags.hostname", "usage_user": 1}},
+            {"$sort": {"time": 1, "host": 1}},
+        ],
         "lastpoint": [
             {"$sort": {"tags.hostname": 1, "time": -1}},
             {"$group": {"_id": "$tags.hostname", "last": {"$first": "$$ROOT"}}},
@@ -166,7 +171,7 @@ def tsbs_pipelines():
 
 
 def run_tsbs(coll):
-    """name -> list of answer documents of the seven queries on `coll`."""
+    """name -> list of answer documents of the queries on `coll`."""
     return {name: list(coll.aggregate(p, allowDiskUse=True)) for name, p in tsbs_pipelines().items()}
 
 

@@ -1,7 +1,7 @@
 """The online archive pinned through pymongo: closed buckets older than `afterSeconds` move
 to Parquet files (a local directory or S3) and stay queryable with the hot data.
 
-- the seven TSBS queries answer the same on hot, half-archived and fully archived data,
+- the seven TSBS queries (and high-cpu-all projected and sorted) answer the same on hot, half-archived and fully archived data,
   lastpoint also over series wholly archived beside series wholly hot, and find / count /
   distinct / countDocuments see every measurement once;
 - the files: hive layout `db=/coll=/date=`, ZSTD, statistics, one UTC day (and one

@@ -33,21 +33,28 @@ impl Col {
         }
     }
 
+    /// The value of measurement `i` when it is a double of a typed column.
+    pub fn double(&self, i: usize) -> Option<f64> {
+        match self {
+            Col::Typed(
+                t @ TypedColumn {
+                    values: NumericValues::Doubles(d),
+                    ..
+                },
+            ) if t.has(i) => d.get(i).copied(),
+            _ => None,
+        }
+    }
+
     /// The date of measurement `i` in milliseconds, if it is a date.
     pub fn date_ms(&self, i: usize) -> Option<i64> {
         match self {
-            Col::Typed(TypedColumn {
-                values: NumericValues::Dates(d),
-                present,
-            }) => {
-                if present
-                    .as_ref()
-                    .is_some_and(|p| !p.get(i).copied().unwrap_or(false))
-                {
-                    return None;
-                }
-                d.get(i).copied()
-            }
+            Col::Typed(
+                t @ TypedColumn {
+                    values: NumericValues::Dates(d),
+                    ..
+                },
+            ) if t.has(i) => d.get(i).copied(),
             Col::Typed(_) => None,
             Col::Values(v) => match v.get(i) {
                 Some(Some(Bson::DateTime(d))) => Some(d.timestamp_millis()),

@@ -117,6 +117,12 @@ impl RowFilter {
         for c in &self.conds {
             match c {
                 Cond::Time(op, t) => {
+                    // A bucket whose time range passes passes whole (its control min is
+                    // rounded down, so at most the smallest time).
+                    let (lo, hi) = (cols.view.min_time_ms(), cols.view.max_time_ms());
+                    if hi.is_some_and(|hi| op.holds(lo.cmp(t)) && op.holds(hi.cmp(t))) {
+                        continue;
+                    }
                     let col = cols.get(time_field)?;
                     for (i, m) in mask.iter_mut().enumerate() {
                         *m &= col.date_ms(i).is_some_and(|ms| op.holds(ms.cmp(t)));

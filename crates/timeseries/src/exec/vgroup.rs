@@ -15,7 +15,8 @@ use hourglass_query::compare::{compare_values, OrdBson};
 use hourglass_query::expr::Expr;
 use hourglass_query::num::Num;
 use hourglass_query::QueryError;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// `$dateTrunc` reference point for bins (2000-01-01T00:00:00Z).
@@ -226,11 +227,13 @@ impl VectorGroup {
     pub fn start(&self) -> GroupRun<'_> {
         GroupRun {
             group: self,
-            raw: HashMap::new(),
-            simple: HashMap::new(),
+            raw: HashMap::default(),
+            simple: HashMap::default(),
             by_key: BTreeMap::new(),
             groups: Vec::new(),
-            meta_ids: HashMap::new(),
+            meta_ids: HashMap::default(),
+            meta_docs: Vec::new(),
+            scratch: Document::new(),
         }
     }
 }
@@ -243,6 +246,11 @@ pub struct GroupRun<'a> {
     by_key: BTreeMap<OrdBson, usize>,
     groups: Vec<(Bson, Vec<State>)>,
     meta_ids: HashMap<Vec<u8>, u32>,
+    /// Per series (`meta_ids`' values): the meta document expressions read, also where
+    /// the `_id` expression's other inputs are set to evaluate it.
+    meta_docs: Vec<Document>,
+    /// Where the `_id` expression's inputs are set when it reads no meta.
+    scratch: Document,
 }
 
 fn initial(acc: Acc) -> State {
@@ -302,6 +310,25 @@ fn accumulate(acc: Acc, state: &mut State, v: Option<&Bson>) {
     }
 }
 
+/// [`accumulate`] of a double for the common states; false when the state needs the
+/// general path (NaN, a state holding another type, `$sum`, `$first`, `$last`).
+fn accumulate_double(acc: Acc, state: &mut State, x: f64) -> bool {
+    match (acc, state) {
+        (Acc::Avg, State::Avg(sum, count, _)) => {
+            *sum += x;
+            *count += 1;
+            true
+        }
+        (Acc::Min | Acc::Max, State::Best(Some(Bson::Double(b)))) if !b.is_nan() && !x.is_nan() => {
+            if (acc == Acc::Min && x < *b) || (acc == Acc::Max && x > *b) {
+                *b = x;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 fn finish(state: State) -> Bson {
     match state {
         State::Sum(n) => n.to_bson(),
@@ -334,47 +361,25 @@ impl GroupRun<'_> {
             .iter()
             .map(|f| load(f))
             .collect::<Result<_, _>>()?;
-        let meta_doc = std::cell::OnceCell::new();
-        let meta_doc = || {
-            meta_doc.get_or_init(|| {
-                let mut d = Document::new();
-                if let (Some(mf), Some(m)) = (&g.meta_field, bucket.meta()) {
-                    d.insert(mf.clone(), m.clone());
-                }
-                d
-            })
-        };
-        let meta_id = if g.reads_meta {
-            // Stored buckets are keyed by their meta's bytes without parsing it.
-            // Two disjoint key spaces: raw meta bytes (0) and key strings (1).
-            let mut k = Vec::with_capacity(64);
-            let raw = match bucket {
-                BucketView::Stored(b) => b.meta_bytes(),
-                BucketView::Open(_) | BucketView::Archived(_) => None,
-            };
-            match raw {
-                Some(bytes) => {
-                    k.push(0);
-                    k.extend_from_slice(bytes);
-                }
-                None => {
-                    k.push(1);
-                    k.extend_from_slice(&keystring::encode(
-                        bucket.meta().unwrap_or(&Bson::Undefined),
-                    ));
-                }
-            }
-            let next = self.meta_ids.len() as u32;
-            *self.meta_ids.entry(k).or_insert(next)
+        // The meta document is parsed once per series, not per bucket.
+        let needs_meta = g.reads_meta || g.accs.iter().any(|(_, _, a)| matches!(a, Arg::Meta(_)));
+        let series = if needs_meta {
+            Some(self.series_of(bucket))
         } else {
-            0
+            None
         };
+        let no_meta = Document::new();
+        let meta_doc = match series {
+            Some(s) => self.meta_docs.get(s as usize).unwrap_or(&no_meta),
+            None => &no_meta,
+        };
+        let meta_id = if g.reads_meta { series.unwrap_or(0) } else { 0 };
         let args: Vec<ArgValues> = g
             .accs
             .iter()
             .map(|(_, _, a)| match a {
                 Arg::Const(c) => Ok(ArgValues::Const(Some(c.clone()))),
-                Arg::Meta(e) => Ok(ArgValues::Const(e.eval_optional(meta_doc())?)),
+                Arg::Meta(e) => Ok(ArgValues::Const(e.eval_optional(meta_doc)?)),
                 Arg::Field(f) => Ok(ArgValues::Column(load(f)?)),
             })
             .collect::<Result<_, QueryError>>()?;
@@ -403,7 +408,7 @@ impl GroupRun<'_> {
                         let s = match self.simple.get(&(meta_id, bin_ms)) {
                             Some(s) => *s,
                             None => {
-                                let s = self.slot_for(meta_doc(), bin_ms, &key_cols, i)?;
+                                let s = self.slot_for(series, bin_ms, &key_cols, i)?;
                                 self.simple.insert((meta_id, bin_ms), s);
                                 s
                             }
@@ -437,7 +442,7 @@ impl GroupRun<'_> {
                         let s = match self.raw.get(&raw) {
                             Some(s) => *s,
                             None => {
-                                let s = self.slot_for(meta_doc(), bin_ms, &key_cols, i)?;
+                                let s = self.slot_for(series, bin_ms, &key_cols, i)?;
                                 self.raw.insert(raw.clone(), s);
                                 s
                             }
@@ -453,32 +458,77 @@ impl GroupRun<'_> {
             for ((_, acc, _), (state, arg)) in g.accs.iter().zip(states.iter_mut().zip(&args)) {
                 match arg {
                     ArgValues::Const(c) => accumulate(*acc, state, c.as_ref()),
-                    ArgValues::Column(c) => accumulate(*acc, state, c.get(i).as_ref()),
+                    ArgValues::Column(c) => match c.double(i) {
+                        // A double the state can take without a BSON value.
+                        Some(x) if accumulate_double(*acc, state, x) => {}
+                        _ => accumulate(*acc, state, c.get(i).as_ref()),
+                    },
                 }
             }
         }
         Ok(())
     }
 
+    /// The series of `bucket`, numbered in first-seen order; its meta document parsed
+    /// (under the metaField's name) on first sight.
+    fn series_of(&mut self, bucket: &BucketView) -> u32 {
+        // Stored buckets are keyed by their meta's bytes without parsing it.
+        // Two disjoint key spaces: raw meta bytes (0) and key strings (1).
+        let mut k = Vec::with_capacity(64);
+        let raw = match bucket {
+            BucketView::Stored(b) => b.meta_bytes(),
+            BucketView::Open(_) | BucketView::Archived(_) => None,
+        };
+        match raw {
+            Some(bytes) => {
+                k.push(0);
+                k.extend_from_slice(bytes);
+            }
+            None => {
+                k.push(1);
+                k.extend_from_slice(&keystring::encode(
+                    bucket.meta().unwrap_or(&Bson::Undefined),
+                ));
+            }
+        }
+        let next = self.meta_ids.len() as u32;
+        let id = *self.meta_ids.entry(k).or_insert(next);
+        if id == next {
+            let mut d = Document::new();
+            if let (Some(mf), Some(m)) = (&self.group.meta_field, bucket.meta()) {
+                d.insert(mf.clone(), m.clone());
+            }
+            self.meta_docs.push(d);
+        }
+        id
+    }
+
     /// Evaluates the `_id` expression for a new raw key.
     fn slot_for(
         &mut self,
-        meta_doc: &Document,
+        series: Option<u32>,
         bin_ms: Option<i64>,
         key_cols: &[Rc<Col>],
         row: usize,
     ) -> Result<usize, QueryError> {
         let g = self.group;
-        let mut d = meta_doc.clone();
-        if let Some(b) = bin_ms {
-            d.insert(g.time_field.clone(), DateTime::from_millis(b));
-        }
+        // The key's inputs go into the series' meta document (or an empty one), each
+        // set or removed, so nothing of an earlier key is left.
+        let scratch = match series.and_then(|s| self.meta_docs.get_mut(s as usize)) {
+            Some(d) => d,
+            None => &mut self.scratch,
+        };
+        match bin_ms {
+            Some(b) => scratch.insert(g.time_field.clone(), DateTime::from_millis(b)),
+            None => scratch.remove(&g.time_field),
+        };
         for (f, c) in g.key_fields.iter().zip(key_cols) {
-            if let Some(v) = c.get(row) {
-                d.insert(f.clone(), v);
-            }
+            match c.get(row) {
+                Some(v) => scratch.insert(f.clone(), v),
+                None => scratch.remove(f),
+            };
         }
-        let key = g.id.eval(&d)?;
+        let key = g.id.eval(scratch)?;
         Ok(match self.by_key.get(&OrdBson(key.clone())) {
             Some(s) => *s,
             None => {
