@@ -133,8 +133,6 @@ pub fn find(req: &Request) -> CmdResult {
     if let Some((path, _)) = &near {
         super::geo_index::require(req, &coll, path)?;
     }
-    // `$near`/`$nearSphere` (regular collections only): nearest first (a `sort` then
-    // reorders them).
     let target = Target::resolve(req, &coll);
     // A time-series find that returns measurements as they are sends the bytes written
     // from the columns (no document is built per measurement).

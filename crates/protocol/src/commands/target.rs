@@ -132,26 +132,7 @@ impl Target {
             false,
         ))
     }
-}
 
-/// The measurements of a time-series collection matching `spec` (`raw`: as BSON written
-/// from the columns).
-fn measurements(
-    req: &Request,
-    buckets: &Arc<Collection>,
-    options: &TimeseriesOptions,
-    spec: Option<&Document>,
-    opts: &ReadOpts<'_>,
-    raw: bool,
-) -> Result<TsRows, CommandError> {
-    *req.plan_summary.lock() = Some("COLLSCAN".to_string());
-    let spec = spec.cloned().unwrap_or_default();
-    let mut plan = TsPlan::filtered_read(&spec, opts.after, options)?;
-    plan.raw_output = raw;
-    Ok(req.state.timeseries.execute(buckets, options, &plan)?.rows)
-}
-
-impl Target {
     /// The measurements of a time-series collection matching `spec` as BSON written from
     /// the columns, for a `find` without sort or projection to send as they are; `None`
     /// for other targets.
@@ -173,6 +154,23 @@ impl Target {
             r
         }))))
     }
+}
+
+/// The measurements of a time-series collection matching `spec` (`raw`: as BSON written
+/// from the columns).
+fn measurements(
+    req: &Request,
+    buckets: &Arc<Collection>,
+    options: &TimeseriesOptions,
+    spec: Option<&Document>,
+    opts: &ReadOpts<'_>,
+    raw: bool,
+) -> Result<TsRows, CommandError> {
+    *req.plan_summary.lock() = Some("COLLSCAN".to_string());
+    let spec = spec.cloned().unwrap_or_default();
+    let mut plan = TsPlan::filtered_read(&spec, opts.after, options)?;
+    plan.raw_output = raw;
+    Ok(req.state.timeseries.execute(buckets, options, &plan)?.rows)
 }
 
 /// The rows of a time-series read for a cursor.

@@ -230,12 +230,7 @@ impl TsRows {
     pub fn documents(self) -> Rows<Document> {
         match self {
             TsRows::Docs(d) => d,
-            TsRows::Raw(r) => Box::new(r.map(|r| {
-                r.and_then(|d| {
-                    d.to_document()
-                        .map_err(|e| StoreError::Ts(TsError::CorruptBucket(e.to_string())))
-                })
-            })),
+            TsRows::Raw(r) => Box::new(r.map(|r| r.and_then(|d| document_of(&d)))),
         }
     }
 }
@@ -339,21 +334,17 @@ impl TimeseriesStore {
                 }
             })
         };
-        let rows = if plan.raw_output {
-            TsRows::Raw(Box::new(scan.flat_map(
-                move |view| match view.and_then(|v| unpack(&v, true)) {
-                    Ok(Unpacked::Raw(r)) => r.into_iter().map(Ok).collect(),
-                    Ok(Unpacked::Docs(d)) => d.iter().map(raw_of).collect(),
-                    Err(e) => vec![Err(e)],
-                },
-            )))
+        let raw = plan.raw_output;
+        let rows = scan.map(move |view| view.and_then(|v| unpack(&v, raw)));
+        let rows = if raw {
+            TsRows::Raw(Box::new(rows.flat_map(|u| match u {
+                Ok(u) => u.raw(),
+                Err(e) => vec![Err(e)],
+            })))
         } else {
-            TsRows::Docs(Box::new(scan.flat_map(move |view| {
-                match view.and_then(|v| unpack(&v, false)) {
-                    Ok(Unpacked::Docs(d)) => d.into_iter().map(Ok).collect(),
-                    Ok(Unpacked::Raw(_)) => Vec::new(),
-                    Err(e) => vec![Err(e)],
-                }
+            TsRows::Docs(Box::new(rows.flat_map(|u| match u {
+                Ok(u) => u.documents(),
+                Err(e) => vec![Err(e)],
             })))
         };
         Ok(TsExecution { rows, counters })
@@ -366,10 +357,31 @@ enum Unpacked {
     Raw(Vec<RawDocumentBuf>),
 }
 
+impl Unpacked {
+    fn documents(self) -> Vec<Result<Document, StoreError>> {
+        match self {
+            Unpacked::Docs(d) => d.into_iter().map(Ok).collect(),
+            Unpacked::Raw(r) => r.iter().map(document_of).collect(),
+        }
+    }
+
+    fn raw(self) -> Vec<Result<RawDocumentBuf, StoreError>> {
+        match self {
+            Unpacked::Raw(r) => r.into_iter().map(Ok).collect(),
+            Unpacked::Docs(d) => d.iter().map(raw_of).collect(),
+        }
+    }
+}
+
 /// A document's BSON bytes.
 fn raw_document(d: &Document) -> Result<RawDocumentBuf, String> {
     let bytes = hourglass_query::bson_write::to_vec(d)?;
     RawDocumentBuf::from_bytes(bytes).map_err(|e| e.to_string())
+}
+
+fn document_of(d: &RawDocumentBuf) -> Result<Document, StoreError> {
+    d.to_document()
+        .map_err(|e| StoreError::Ts(TsError::CorruptBucket(e.to_string())))
 }
 
 fn raw_of(d: &Document) -> Result<RawDocumentBuf, StoreError> {
