@@ -2,6 +2,7 @@
 //! `killCursors`, by exhaustion, or after `cursorTimeoutMillis` (10 minutes) idle.
 
 use crate::error::CommandError;
+use bson::spec::ElementType;
 use bson::{Document, RawDocumentBuf};
 use hourglass_query::interrupt::Interrupt;
 use parking_lot::Mutex;
@@ -58,19 +59,19 @@ impl RawBatch {
 
     /// The encoded size of the array's elements.
     pub fn elements_len(&self) -> usize {
-        let digits = |i: usize| i.checked_ilog10().map_or(1, |d| d as usize + 1);
         let rows = self.rows.iter().enumerate();
-        rows.map(|(i, r)| 2 + digits(i) + r.size()).sum()
+        rows.map(|(i, r)| 2 + hourglass_query::bson_size::index_key_len(i) + r.size())
+            .sum()
     }
 
     /// Appends the array's elements to `out`.
     pub fn write_elements(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        use hourglass_query::bson_write::{index_key, write_document, write_header};
+        let mut key = String::new();
         for (i, row) in self.rows.iter().enumerate() {
-            out.push(0x03);
-            out.extend_from_slice(i.to_string().as_bytes());
-            out.push(0);
+            write_header(ElementType::EmbeddedDocument, index_key(i, &mut key), out)?;
             match row {
-                Row::Doc(d) => hourglass_query::bson_write::write_document(d, out)?,
+                Row::Doc(d) => write_document(d, out)?,
                 Row::Raw(r) => out.extend_from_slice(r.as_bytes()),
             }
         }

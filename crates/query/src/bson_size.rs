@@ -15,7 +15,8 @@ pub fn element_size(name_len: usize, v: &Bson) -> usize {
     2 + name_len + value_size(v)
 }
 
-fn digits(mut i: usize) -> usize {
+/// Length of array index `i` as an element name (`"0"`, `"1"`, ...).
+pub fn index_key_len(mut i: usize) -> usize {
     let mut n = 1;
     while i >= 10 {
         i /= 10;
@@ -39,7 +40,7 @@ pub fn value_size(v: &Bson) -> usize {
             5 + a
                 .iter()
                 .enumerate()
-                .map(|(i, x)| element_size(digits(i), x))
+                .map(|(i, x)| element_size(index_key_len(i), x))
                 .sum::<usize>()
         }
         Bson::Binary(b) => {

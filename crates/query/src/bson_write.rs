@@ -3,7 +3,7 @@
 //! documents; the bson crate's serde serializer grows its buffer step by step and is
 //! several times slower. Property-tested against `bson::to_vec`.
 
-use bson::spec::BinarySubtype;
+use bson::spec::{BinarySubtype, ElementType};
 use bson::{Bson, Document};
 
 /// The BSON bytes of `doc` appended to `out`.
@@ -34,7 +34,8 @@ fn patch_len(out: &mut [u8], start: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn write_cstring(s: &str, out: &mut Vec<u8>) -> Result<(), String> {
+/// A key or regex string: its bytes and a NUL (a NUL inside it is refused).
+pub fn write_cstring(s: &str, out: &mut Vec<u8>) -> Result<(), String> {
     if s.as_bytes().contains(&0) {
         return Err(format!("key contains an interior null byte: {s:?}"));
     }
@@ -50,9 +51,14 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
 }
 
 pub fn write_element(key: &str, v: &Bson, out: &mut Vec<u8>) -> Result<(), String> {
-    out.push(v.element_type() as u8);
-    write_cstring(key, out)?;
+    write_header(v.element_type(), key, out)?;
     write_value(v, out)
+}
+
+/// An element's type byte and name; its value follows.
+pub fn write_header(t: ElementType, key: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    out.push(t as u8);
+    write_cstring(key, out)
 }
 
 /// The bytes of a value after its element's type byte and name.
@@ -123,7 +129,8 @@ fn itoa_buf() -> String {
     String::with_capacity(8)
 }
 
-fn index_key(i: usize, buf: &mut String) -> &str {
+/// Array index `i` as an element name, written into `buf`.
+pub fn index_key(i: usize, buf: &mut String) -> &str {
     use std::fmt::Write;
     buf.clear();
     let _ = write!(buf, "{i}");

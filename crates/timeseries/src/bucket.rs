@@ -581,18 +581,18 @@ impl Unpack<'_> {
     /// built: this is how a read that returns measurements as they are sends them). The
     /// meta element and the fields' names are encoded once per bucket.
     fn raw_documents(&self) -> Result<Vec<RawDocumentBuf>, TsError> {
+        use hourglass_query::bson_write::{
+            write_cstring, write_element, write_len_prefixed, write_value,
+        };
         let bad = |e: String| TsError::CorruptBucket(e);
         let mut meta = Vec::new();
         if let (Some(mf), Some(m)) = (self.meta_field, self.meta) {
-            hourglass_query::bson_write::write_element(mf, m, &mut meta).map_err(bad)?;
+            write_element(mf, m, &mut meta).map_err(bad)?;
         }
         let mut names = Vec::with_capacity(self.columns.len());
         for (name, _) in self.columns {
-            if name.as_bytes().contains(&0) {
-                return Err(bad(format!("field name contains a null byte: {name:?}")));
-            }
-            let mut n = name.as_bytes().to_vec();
-            n.push(0);
+            let mut n = Vec::with_capacity(name.len() + 1);
+            write_cstring(name, &mut n).map_err(bad)?;
             names.push(n);
         }
         let mut out = Vec::with_capacity(self.count);
@@ -600,26 +600,24 @@ impl Unpack<'_> {
         let mut size_hint = 64;
         self.for_each_row(|parts| {
             let mut buf = Vec::with_capacity(size_hint);
-            buf.extend_from_slice(&[0; 4]);
-            for p in parts {
-                match p {
-                    Part::Meta => buf.extend_from_slice(&meta),
-                    Part::Column(c, v) => {
-                        buf.push(v.element_type() as u8);
-                        buf.extend_from_slice(&names[*c]);
-                        if let Err(e) = hourglass_query::bson_write::write_value(v, &mut buf) {
-                            failed = Some(e);
+            let written = write_len_prefixed(&mut buf, |buf| {
+                for p in parts {
+                    match p {
+                        Part::Meta => buf.extend_from_slice(&meta),
+                        Part::Column(c, v) => {
+                            buf.push(v.element_type() as u8);
+                            buf.extend_from_slice(&names[*c]);
+                            write_value(v, buf)?;
                         }
                     }
                 }
-            }
-            buf.push(0);
+                Ok(())
+            });
             size_hint = buf.len();
-            let len = buf.len() as i32;
-            buf[..4].copy_from_slice(&len.to_le_bytes());
-            match RawDocumentBuf::from_bytes(buf) {
+            match written.and_then(|()| RawDocumentBuf::from_bytes(buf).map_err(|e| e.to_string()))
+            {
                 Ok(d) => out.push(d),
-                Err(e) => failed = Some(e.to_string()),
+                Err(e) => failed = Some(e),
             }
         });
         match failed {

@@ -465,22 +465,19 @@ pub fn encode_op_msg_with_batch(
 
 /// Writes `body` with `batch` as the elements of its `cursor`'s empty batch array.
 fn write_with_batch(body: &Document, batch: &RawBatch, out: &mut Vec<u8>) -> Result<(), String> {
-    use hourglass_query::bson_write::{write_element, write_len_prefixed};
+    use bson::spec::ElementType;
+    use hourglass_query::bson_write::{write_element, write_header, write_len_prefixed};
     write_len_prefixed(out, |out| {
         for (k, v) in body {
             match v {
                 Bson::Document(cursor) if k == "cursor" => {
-                    out.push(0x03);
-                    out.extend_from_slice(k.as_bytes());
-                    out.push(0);
+                    write_header(ElementType::EmbeddedDocument, k, out)?;
                     write_len_prefixed(out, |out| {
                         for (ck, cv) in cursor {
                             let is_batch = matches!(ck.as_str(), "firstBatch" | "nextBatch");
                             match cv {
                                 Bson::Array(a) if is_batch && a.is_empty() => {
-                                    out.push(0x04);
-                                    out.extend_from_slice(ck.as_bytes());
-                                    out.push(0);
+                                    write_header(ElementType::Array, ck, out)?;
                                     write_len_prefixed(out, |out| batch.write_elements(out))?;
                                 }
                                 _ => write_element(ck, cv, out)?,
