@@ -529,8 +529,8 @@ def test_near_with_a_max_distance_reads_a_2dsphere_index_of_points_bounded_by_th
     assert (near["stage"], near["indexName"], near["keyPattern"]) == (
         "GEO_NEAR_2DSPHERE", "loc_2dsphere", {"loc": "2dsphere"})
     assert [s["stage"] for s in below] == ["FETCH", "IXSCAN"]
-    _, below = _near_stage(explain, "executionStats")
-    assert 9 <= below[1]["keysExamined"] < 100, below[1]["keysExamined"]
+    keys = explain["executionStats"]["totalKeysExamined"]
+    assert 9 <= keys < 100, keys
     # Without a maximum the whole index is read, still through the GEO_NEAR stage.
     explain = db.g.find({"loc": {op: {"$geometry": point(5, 5)}}}).limit(3).explain()
     assert _near_stage(explain, "queryPlanner")[0]["stage"] == "GEO_NEAR_2DSPHERE"
@@ -556,6 +556,30 @@ def test_near_on_a_2d_index_is_explained_as_geo_near_2d(db):
     near, below = _near_stage(db.f.find(flt).explain(), "queryPlanner")
     assert (near["stage"], near["indexName"]) == ("GEO_NEAR_2D", "loc_2d")
     assert [s["stage"] for s in below] == ["FETCH", "IXSCAN"]
+
+
+def test_explain_of_a_near_find_shows_each_ring_it_read_as_a_search_interval(db):
+    # Explain runs the rings the find runs: one searchIntervals entry and one input
+    # access path per ring, contiguous and growing, whose counters add up to the totals.
+    db.p.insert_many([{"_id": i * 100 + j, "loc": point(i * 0.05, j * 0.05)}
+                      for i in range(40) for j in range(40)])
+    db.p.create_index([("loc", "2dsphere")])
+    flt = {"loc": {"$near": {"$geometry": point(1.0, 1.0)}}}
+    stats = db.p.find(flt).limit(5).explain()["executionStats"]
+    near, _ = _near_stage({"executionStats": stats}, "executionStats")
+    rings = near["searchIntervals"]
+    assert len(rings) >= 2 and len(near["inputStages"]) == len(rings)
+    assert rings[0]["minDistance"] == 0
+    assert all(a["maxDistance"] == b["minDistance"] for a, b in zip(rings, rings[1:]))
+    assert all(r["minDistance"] < r["maxDistance"] for r in rings)
+    assert sum(r["nReturned"] for r in rings) == near["nReturned"] == stats["nReturned"] == 5
+    keys = 0
+    for stage in near["inputStages"]:
+        while "inputStage" in stage:
+            stage = stage["inputStage"]
+        assert stage["stage"] == "IXSCAN"
+        keys += stage["keysExamined"]
+    assert keys == stats["totalKeysExamined"] < 1600 // 10
 
 
 @pytest.mark.parametrize("center", [(2.35, 48.86), (179.9, -16.5), (0.0, 89.5)],

@@ -228,10 +228,47 @@ pub fn explain(req: &Request) -> CmdResult {
             hint: hint.as_ref(),
             after: &[],
         };
-        let (n, keys, docs, stages) = match Target::resolve(req, &shape.coll) {
-            Target::Regular(Some(c)) => {
+        let rings = match (filter.near(), &coll) {
+            (Some((path, near)), Some(c)) if super::near_find::reads_rings(c, path, near) => {
+                super::geo_index::near_head(c, shape.filter)?
+                    .map(|head| (path.to_string(), near.clone(), head))
+            }
+            _ => None,
+        };
+        let skip = shape.skip.unwrap_or(0).max(0) as usize;
+        let (n, keys, docs, stages) = match (Target::resolve(req, &shape.coll), rings) {
+            // A `$near` that reads rings is explained by running them.
+            (Target::Regular(Some(c)), Some((path, near, head))) => {
+                let log = super::near_find::IntervalLog::default();
+                let source = super::near_find::nearest_first(
+                    &c,
+                    filter,
+                    shape.filter,
+                    &path,
+                    &near,
+                    Some(log.clone()),
+                )?;
+                let mut n = 0u64;
+                for (i, d) in source.enumerate() {
+                    d?;
+                    if i >= skip {
+                        n += 1;
+                    }
+                    // Nearest first is the final order unless a sort reorders.
+                    if sort.is_none() && shape.limit.is_some_and(|l| n >= l as u64) {
+                        break;
+                    }
+                }
+                if let Some(l) = shape.limit {
+                    n = n.min(l as u64);
+                }
+                let (stage, keys, docs) = super::near_find::explain_rings(&log, head, n);
+                let mut stages = wrap_stages(stage, &shape, sorted);
+                stages.insert("nReturned", n as i64);
+                (n, keys, docs, stages)
+            }
+            (Target::Regular(Some(c)), None) => {
                 let read = regular_read(&c, filter, shape.filter, &opts)?;
-                let skip = shape.skip.unwrap_or(0).max(0) as usize;
                 let mut n = 0u64;
                 let mut matched = 0usize;
                 let mut source = read.source;
@@ -259,7 +296,7 @@ pub fn explain(req: &Request) -> CmdResult {
                 stages.insert("nReturned", n as i64);
                 (n, read.stats.keys(), read.stats.docs(), stages)
             }
-            _ => (0, 0, 0, doc! {"stage": "EOF", "nReturned": 0_i64}),
+            (_, _) => (0, 0, 0, doc! {"stage": "EOF", "nReturned": 0_i64}),
         };
         let mut stats = doc! {
             "executionSuccess": true,

@@ -156,7 +156,7 @@ pub fn find(req: &Request) -> CmdResult {
             let (docs, sorted): (DocSource, bool) = match (near, target) {
                 (Some((path, n)), Target::Regular(Some(c))) => {
                     let spec = req.opt_document("filter")?;
-                    let docs = super::near_find::nearest_first(&c, filter, spec, &path, &n)?;
+                    let docs = super::near_find::nearest_first(&c, filter, spec, &path, &n, None)?;
                     (docs, false)
                 }
                 (_, target) => target.scan_with(req, filter, req.opt_document("filter")?, &opts)?,

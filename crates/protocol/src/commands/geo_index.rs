@@ -195,12 +195,27 @@ pub fn near_stage(
     filter: Option<&Document>,
     input: Document,
 ) -> Result<Document, CommandError> {
+    Ok(match near_head(c, filter)? {
+        Some(mut head) => {
+            head.insert("inputStages", vec![input]);
+            head
+        }
+        None => input,
+    })
+}
+
+/// The GEO_NEAR stage of a find with `filter` on `c`, without its inputs; None without
+/// `$near` or without a geo index on its field.
+pub fn near_head(
+    c: &hourglass_catalog::Collection,
+    filter: Option<&Document>,
+) -> Result<Option<Document>, CommandError> {
     let Some(spec) = filter else {
-        return Ok(input);
+        return Ok(None);
     };
     let parsed = hourglass_query::filter::Filter::parse(spec)?;
     let Some((path, _)) = parsed.near() else {
-        return Ok(input);
+        return Ok(None);
     };
     let indexes = c.indexes();
     let found = indexes.iter().filter(|i| !i.spec.hidden).find_map(|i| {
@@ -211,18 +226,17 @@ pub fn near_stage(
             .map(|p| (i, p.kind))
     });
     let Some((index, kind)) = found else {
-        return Ok(input);
+        return Ok(None);
     };
     let stage = if kind == KeyKind::Sphere {
         "GEO_NEAR_2DSPHERE"
     } else {
         "GEO_NEAR_2D"
     };
-    Ok(bson::doc! {
+    Ok(Some(bson::doc! {
         "stage": stage,
         "keyPattern": index.spec.key.clone(),
         "indexName": index.spec.name.clone(),
         "indexVersion": 2,
-        "inputStages": [input],
-    })
+    }))
 }

@@ -51,6 +51,7 @@ pub fn create_indexes(req: &Request) -> CmdResult {
         ));
     }
     let target = Target::resolve(req, &coll);
+    let specs = cluster_key_specs(&target, specs)?;
     if let Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } = &target
     {
         let docs = specs
@@ -111,6 +112,55 @@ pub fn create_indexes(req: &Request) -> CmdResult {
         reply.insert("note", "all indexes already exist");
     }
     Ok(reply)
+}
+
+/// Specs with `clustered: true` name the cluster key of a clustered collection (a buckets
+/// collection, or one created with `clusteredIndex`). As in MongoDB, `{_id: 1}` with
+/// `unique: true` there is that key, and creating it is a no-op: it is replaced by the `_id`
+/// spec, which exists. Anywhere else, or without `unique`, the option is refused.
+fn cluster_key_specs(target: &Target, specs: Vec<Bson>) -> Result<Vec<Bson>, CommandError> {
+    specs
+        .into_iter()
+        .map(|s| {
+            let Bson::Document(d) = &s else { return Ok(s) };
+            let Some(flag) = d.get("clustered") else { return Ok(s) };
+            let mut rest = d.clone();
+            rest.remove("clustered");
+            if !matches!(flag, Bson::Boolean(true)) && flag.as_i32() != Some(1) {
+                return Ok(Bson::Document(rest));
+            }
+            if !matches!(d.get("unique"), Some(Bson::Boolean(true))) {
+                return Err(CommandError::new(
+                    67,
+                    format!("Error in specification {d} :: caused by :: The 'clustered' option requires 'unique: true'"),
+                ));
+            }
+            let clustered = match target {
+                Target::Regular(None) => {
+                    return Err(CommandError::new(
+                        6100900,
+                        "createIndex with the 'clustered' option cannot create a collection; create a clustered collection with the 'clusteredIndex' option instead",
+                    ))
+                }
+                Target::Regular(Some(c)) => c.options().contains_key("clusteredIndex"),
+                Target::Buckets { .. } => true,
+                Target::TimeSeries { .. } => false,
+            };
+            let on_id = d.get_document("key").is_ok_and(|k| {
+                k.len() == 1
+                    && k.get("_id")
+                        .and_then(hourglass_query::num::Num::from_bson)
+                        .is_some_and(|n| n.as_f64() == 1.0)
+            });
+            if !clustered || !on_id {
+                return Err(CommandError::new(
+                    6243700,
+                    format!("Cannot create index with option 'clustered' unless it is on the cluster key {{_id: 1}} of a clustered collection: {d}"),
+                ));
+            }
+            Ok(Bson::Document(doc! {"key": {"_id": 1}, "name": "_id_"}))
+        })
+        .collect()
 }
 
 pub fn drop_indexes(req: &Request) -> CmdResult {

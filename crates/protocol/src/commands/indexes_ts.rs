@@ -78,6 +78,11 @@ pub fn create(
         } else {
             spec.clone()
         };
+        // `{_id: 1}` on the buckets is their cluster key, which exists: a no-op under any
+        // name, as on every clustered collection in MongoDB.
+        if !translate && same_key(&key_of(&bucket_spec), &doc! {"_id": 1}) {
+            continue;
+        }
         let bucket_spec = with_collation(bucket_spec, buckets)?;
         let name = bucket_spec.get_str("name").unwrap_or_default().to_string();
         let key = key_of(&bucket_spec);

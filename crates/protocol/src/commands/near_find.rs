@@ -5,8 +5,10 @@
 //! ring's documents come out, nearest first, once nothing outside the ring can be nearer,
 //! and the radius grows fourfold. So a `limit(k)` reads about the neighbourhood of the k
 //! nearest, not the collection. Otherwise every match is read and sorted by distance.
+//! Explain runs the same rings and shows each as MongoDB's GEO_NEAR stage does: one
+//! `searchIntervals` entry and one input access path per ring (`explain_rings`).
 
-use super::planned::{regular_read, ReadOpts};
+use super::planned::{plan_stages, regular_read, ReadOpts};
 use crate::cursor::DocSource;
 use crate::error::CommandError;
 use bson::{Bson, Document};
@@ -15,8 +17,25 @@ use hourglass_catalog::{keystring, Collection};
 use hourglass_query::filter::Filter;
 use hourglass_query::geo::near::{distance_of, order};
 use hourglass_query::geo::Near;
+use parking_lot::Mutex;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+
+/// What one ring read: its distance interval, how many documents it found and returned,
+/// and the access path it ran with that path's counters.
+pub struct Interval {
+    min: f64,
+    max: f64,
+    last: bool,
+    buffered: u64,
+    returned: u64,
+    keys: u64,
+    docs: u64,
+    plan: Document,
+}
+
+/// The rings a read has run so far, for explain.
+pub type IntervalLog = Arc<Mutex<Vec<Interval>>>;
 
 /// Earth's half circumference in meters (MongoDB's radius), and in radians.
 const HALF_EARTH_M: f64 = std::f64::consts::PI * 6_378_100.0;
@@ -29,6 +48,7 @@ pub fn nearest_first(
     spec: Option<&Document>,
     path: &str,
     near: &Near,
+    log: Option<IntervalLog>,
 ) -> Result<DocSource, CommandError> {
     let Some((first, world)) = rings(c, path, near) else {
         let opts = ReadOpts {
@@ -53,7 +73,13 @@ pub fn nearest_first(
         done: false,
         seen: HashSet::new(),
         ready: VecDeque::new(),
+        log,
     }))
+}
+
+/// Whether a `$near` on `path` of `c` reads rings (its geo index holds single points).
+pub fn reads_rings(c: &Collection, path: &str, near: &Near) -> bool {
+    rings(c, path, near).is_some()
 }
 
 /// The first ring's radius and the radius past which nothing is left, in `near`'s units,
@@ -95,7 +121,9 @@ struct Rings {
     done: bool,
     /// `_id` key strings of the documents returned.
     seen: HashSet<Vec<u8>>,
-    ready: VecDeque<Document>,
+    /// Documents of the current ring, nearest first, with the ring's number.
+    ready: VecDeque<(usize, Document)>,
+    log: Option<IntervalLog>,
 }
 
 impl Rings {
@@ -112,10 +140,12 @@ impl Rings {
             hint: None,
             after: &[],
         };
-        let read = regular_read(&self.c, filter, self.spec.as_ref(), &opts)?;
+        let mut read = regular_read(&self.c, filter, self.spec.as_ref(), &opts)?;
         let mut ring = Vec::new();
-        for doc in read.source {
+        let mut matched = 0u64;
+        for doc in read.source.by_ref() {
             let doc = doc?;
+            matched += 1;
             let id = keystring::encode(doc.get("_id").unwrap_or(&Bson::Null));
             if self.seen.contains(&id) {
                 continue;
@@ -127,9 +157,27 @@ impl Rings {
             }
         }
         ring.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let number = match &self.log {
+            Some(log) => {
+                let mut log = log.lock();
+                let min = log.last().map_or(0.0, |i| i.max);
+                log.push(Interval {
+                    min,
+                    max: if last { self.last } else { self.radius },
+                    last,
+                    buffered: ring.len() as u64,
+                    returned: 0,
+                    keys: read.stats.keys(),
+                    docs: read.stats.docs(),
+                    plan: plan_stages(&read.plan, self.spec.as_ref(), Some((&read.stats, matched))),
+                });
+                log.len() - 1
+            }
+            None => 0,
+        };
         for (_, id, doc) in ring {
             self.seen.insert(id);
-            self.ready.push_back(doc);
+            self.ready.push_back((number, doc));
         }
         if last {
             self.done = true;
@@ -145,7 +193,12 @@ impl Iterator for Rings {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(d) = self.ready.pop_front() {
+            if let Some((number, d)) = self.ready.pop_front() {
+                if let Some(log) = &self.log {
+                    if let Some(i) = log.lock().get_mut(number) {
+                        i.returned += 1;
+                    }
+                }
                 return Some(Ok(d));
             }
             if self.done {
@@ -157,4 +210,36 @@ impl Iterator for Rings {
             }
         }
     }
+}
+
+/// A `$near` find's execution as explain shows it, when it reads rings: the GEO_NEAR
+/// stage over the access path of each ring it ran (`stage`, naming the index), with
+/// MongoDB's `searchIntervals`, and the keys and documents all rings examined.
+pub fn explain_rings(
+    log: &IntervalLog,
+    mut stage: Document,
+    returned: u64,
+) -> (Document, u64, u64) {
+    let log = log.lock();
+    let intervals: Vec<Document> = log
+        .iter()
+        .map(|i| {
+            bson::doc! {
+                "minDistance": i.min,
+                "maxDistance": i.max,
+                "maxInclusive": i.last,
+                "nBuffered": i.buffered as i64,
+                "nReturned": i.returned as i64,
+            }
+        })
+        .collect();
+    stage.insert("nReturned", returned as i64);
+    stage.insert("searchIntervals", intervals);
+    stage.insert(
+        "inputStages",
+        log.iter().map(|i| i.plan.clone()).collect::<Vec<_>>(),
+    );
+    let keys = log.iter().map(|i| i.keys).sum();
+    let docs = log.iter().map(|i| i.docs).sum();
+    (stage, keys, docs)
 }

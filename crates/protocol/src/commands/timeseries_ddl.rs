@@ -61,27 +61,26 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
     if let Some(mixed) = req.opt_bool(super::coll_mod::MIXED_SCHEMA)? {
         stored.insert(super::coll_mod::MIXED_SCHEMA, mixed);
     }
-    let buckets_name = if coll.starts_with(BUCKETS_PREFIX) {
-        coll.to_string()
-    } else {
-        if let Target::Regular(Some(_)) = Target::resolve(req, coll) {
-            return Err(CommandError::new(
-                48,
-                format!("Collection {ns} already exists."),
-            ));
-        }
-        format!("{BUCKETS_PREFIX}{coll}")
-    };
+    // The collection is reached through its view name whichever name created it, so that
+    // name must not be a regular collection or a view already (MongoDB 7.0 creates the
+    // buckets namespace then anyway, leaving a collection it cannot read as time series).
+    let view_name = coll.strip_prefix(BUCKETS_PREFIX).unwrap_or(coll);
+    if matches!(Target::resolve(req, view_name), Target::Regular(Some(_)))
+        || super::views::is_view(req, view_name)?
+    {
+        return Err(CommandError::new(
+            48,
+            format!("Collection {}.{view_name} already exists.", req.db),
+        ));
+    }
+    let buckets_name = format!("{BUCKETS_PREFIX}{view_name}");
     match req.state.catalog.create(&req.db, &buckets_name, stored) {
         Ok((_, created)) => {
             if created {
-                let view = buckets_name
-                    .strip_prefix(BUCKETS_PREFIX)
-                    .unwrap_or(&buckets_name);
                 super::views::put_timeseries_definition(
                     &req.state.catalog,
                     &req.db,
-                    view,
+                    view_name,
                     &options,
                 )?;
             }
