@@ -2,8 +2,7 @@
 insert_many of dumped bucket documents do, pinned through pymongo: version 1 buckets dumped
 with find restore and read back equal; hand-built ones too; invalid ones fail validation
 (121) before anything is written; a bucket _id that exists is a duplicate key (11000);
-compressed version 2 buckets are refused with 238 NotImplemented; restored buckets survive
-kill -9."""
+restored buckets survive kill -9. Compressed version 2 buckets: test_bucket_restore_v2.py."""
 
 import datetime as dt
 import signal
@@ -128,17 +127,6 @@ def test_a_bucket_inserted_twice_is_a_duplicate_key_and_an_unordered_insert_goes
     assert [(x["index"], x["code"]) for x in errors] == [(0, 11000)]
     assert e.value.details["nInserted"] == 1
     assert sorted(d["v"] for d in db.m.find()) == [1.0, 2.0]
-
-
-def test_a_compressed_version_2_bucket_is_refused_with_not_implemented(db):
-    db.create_collection("m", timeseries=TS)
-    b = hand_bucket("h", [T0 + dt.timedelta(seconds=1)], [1.0])
-    b["control"]["version"] = 2
-    with pytest.raises(BulkWriteError) as e:
-        db["system.buckets.m"].insert_many([b])
-    err = e.value.details["writeErrors"][0]
-    assert err["code"] == 238 and "version 2" in err["errmsg"]
-    assert db.m.count_documents({}) == 0
 
 
 def test_restored_buckets_survive_kill_9(tmp_path):

@@ -687,6 +687,18 @@ impl DecodedBucket {
         }
     }
 
+    /// One general-codec column as BSON bytes (`Ok(None)`: no such field, or another
+    /// codec).
+    pub fn raw_general_column(
+        &self,
+        field: &str,
+    ) -> Result<Option<crate::column::RawValues>, TsError> {
+        match self.column_bytes(field)? {
+            None => Ok(None),
+            Some(bytes) => crate::column::decode_raw_general(bytes, self.count),
+        }
+    }
+
     /// One numeric column without building BSON values; `Ok(None)` when the bucket
     /// lacks the field or stores it with a non-numeric codec.
     pub fn typed_column(&self, field: &str) -> Result<Option<crate::column::TypedColumn>, TsError> {

@@ -578,7 +578,9 @@ fn decode_object_ids(mut src: &[u8], n: usize) -> Result<Vec<Bson>, TsError> {
     Ok(out)
 }
 
-fn decode_general(src: &[u8], n: usize) -> Result<Vec<Bson>, TsError> {
+/// The general codec's payload: `u32` length, then the lz4 block of the values, each a
+/// one-element document `{"": v}`.
+fn general_bytes(src: &[u8]) -> Result<Vec<u8>, TsError> {
     if src.len() < 4 {
         return Err(TsError::corrupt("truncated general column"));
     }
@@ -593,26 +595,94 @@ fn decode_general(src: &[u8], n: usize) -> Result<Vec<Bson>, TsError> {
     if got != raw_len {
         return Err(TsError::corrupt("general column length mismatch"));
     }
+    Ok(raw)
+}
+
+/// The next value document of a general payload at `pos`.
+fn general_value(raw: &[u8], pos: usize) -> Result<&[u8], TsError> {
+    let len_bytes = raw
+        .get(pos..pos.saturating_add(4))
+        .ok_or_else(|| TsError::corrupt("truncated value"))?;
+    let len = i32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|l| *l >= 5)
+        .ok_or_else(|| TsError::corrupt("bad value length"))?;
+    raw.get(pos..pos.saturating_add(len))
+        .ok_or_else(|| TsError::corrupt("truncated value"))
+}
+
+/// The values of a general-codec column as BSON bytes, read without building values.
+pub struct RawValues {
+    raw: Vec<u8>,
+    /// Where each measurement's `{"": v}` document starts (None: the field is missing).
+    starts: Vec<Option<usize>>,
+}
+
+impl RawValues {
+    /// Measurement `i`'s value.
+    pub fn get(&self, i: usize) -> Option<bson::RawBsonRef<'_>> {
+        let doc = bson::RawDocument::from_bytes(self.element(i)?).ok()?;
+        doc.into_iter().next()?.ok().map(|(_, v)| v)
+    }
+
+    /// Measurement `i`'s value as its element type and the value's bytes (those after
+    /// the element's empty name).
+    pub fn get_bytes(&self, i: usize) -> Option<(u8, &[u8])> {
+        let doc = self.element(i)?;
+        // `len, type, "", value, 0`
+        let (&kind, rest) = doc.get(4..)?.split_first()?;
+        let value = rest.strip_prefix(&[0])?;
+        Some((kind, value.get(..value.len().checked_sub(1)?)?))
+    }
+
+    fn element(&self, i: usize) -> Option<&[u8]> {
+        general_value(&self.raw, (*self.starts.get(i)?)?).ok()
+    }
+}
+
+/// A column's values as BSON bytes when it uses the general codec (objects, strings,
+/// mixed types); `Ok(None)` for the other codecs.
+pub fn decode_raw_general(bytes: &[u8], count: usize) -> Result<Option<RawValues>, TsError> {
+    let (tag, bitmap, rest) = split_column(bytes, count)?;
+    if tag != TAG_GENERAL {
+        return Ok(None);
+    }
+    let raw = general_bytes(rest)?;
+    let mut starts = Vec::with_capacity(count);
+    let mut pos = 0;
+    for i in 0..count {
+        let has = bitmap.is_none_or(|b| b.get(i / 8).is_some_and(|x| x & (1 << (i % 8)) != 0));
+        if !has {
+            starts.push(None);
+            continue;
+        }
+        let value = general_value(&raw, pos)?;
+        starts.push(Some(pos));
+        pos += value.len();
+    }
+    if pos != raw.len() {
+        return Err(TsError::corrupt("column value count mismatch"));
+    }
+    Ok(Some(RawValues { raw, starts }))
+}
+
+fn decode_general(src: &[u8], n: usize) -> Result<Vec<Bson>, TsError> {
+    let raw = general_bytes(src)?;
+    let raw_len = raw.len();
     let mut out = Vec::with_capacity(n.min(raw_len / 5 + 1));
     let mut pos = 0;
     while pos < raw.len() {
-        let len_bytes = raw
-            .get(pos..pos + 4)
-            .ok_or_else(|| TsError::corrupt("truncated value"))?;
-        let len = i32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
-        let len = usize::try_from(len).map_err(|_| TsError::corrupt("negative value length"))?;
-        let slice = raw
-            .get(pos..pos.saturating_add(len))
-            .ok_or_else(|| TsError::corrupt("truncated value"))?;
-        let d =
+        let slice = general_value(&raw, pos)?;
+        let len = slice.len();
+        let mut d =
             Document::from_reader(slice).map_err(|e| TsError::corrupt(format!("value: {e}")))?;
-        let v = d
-            .get("")
-            .cloned()
-            .ok_or_else(|| TsError::corrupt("value without key"))?;
         if d.len() != 1 {
             return Err(TsError::corrupt("value document with extra keys"));
         }
+        let v = d
+            .remove("")
+            .ok_or_else(|| TsError::corrupt("value without key"))?;
         out.push(v);
         pos += len.max(1);
         if out.len() > n {

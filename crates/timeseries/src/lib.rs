@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bsoncolumn;
 pub mod bucket;
 pub mod bucket_catalog;
 pub mod column;

@@ -9,18 +9,24 @@ use bson::{Bson, Document};
 
 /// The distance of `doc` at `path`, and the location it was measured to.
 pub fn distance_of(doc: &Document, path: &str, near: &Near) -> Option<(f64, Bson)> {
-    let mut best: Option<(f64, Bson)> = None;
-    let mut consider = |v: &Bson| {
+    nearest(shape::geometries_at(doc, path), near)
+}
+
+/// [`distance_of`] a document whose value at a top-level key is `v`.
+pub fn distance_of_value(v: &Bson, near: &Near) -> Option<(f64, Bson)> {
+    nearest(shape::geometries_of(v), near)
+}
+
+fn nearest<'a>(values: impl IntoIterator<Item = &'a Bson>, near: &Near) -> Option<(f64, Bson)> {
+    let mut best: Option<(f64, &Bson)> = None;
+    for v in values {
         if let Some(d) = shape::stored(v).and_then(|s: Shape| near.distance(&s)) {
-            if best.as_ref().is_none_or(|(b, _)| d < *b) {
-                best = Some((d, v.clone()));
+            if best.is_none_or(|(b, _)| d < b) {
+                best = Some((d, v));
             }
         }
-    };
-    shape::geometries_at(doc, path)
-        .into_iter()
-        .for_each(&mut consider);
-    best
+    }
+    best.map(|(d, v)| (d, v.clone()))
 }
 
 /// Keeps the documents within range of `near` at `path`, nearest first (ties keep their

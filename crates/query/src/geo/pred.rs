@@ -195,13 +195,15 @@ impl GeoPred {
 
     /// Whether one stored value matches.
     pub fn matches(&self, v: &Bson) -> bool {
-        let Some(stored) = shape::stored(v) else {
-            return false;
-        };
+        shape::stored(v).is_some_and(|s| self.matches_shape(&s))
+    }
+
+    /// Whether a stored geometry matches.
+    pub fn matches_shape(&self, stored: &Shape) -> bool {
         match self {
-            GeoPred::Within(region) => within_region(&stored, region),
-            GeoPred::Intersects(g) => sphere::intersects(&stored, g),
-            GeoPred::Near(n) => n.distance(&stored).is_some_and(|d| n.in_range(d)),
+            GeoPred::Within(region) => within_region(stored, region),
+            GeoPred::Intersects(g) => sphere::intersects(stored, g),
+            GeoPred::Near(n) => n.distance(stored).is_some_and(|d| n.in_range(d)),
         }
     }
 }

@@ -225,17 +225,41 @@ pub fn geojson(d: &Document) -> Result<Shape, QueryError> {
 /// array that is not itself a coordinate pair (several locations in one document);
 /// nulls are skipped.
 pub fn geometries_at<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
-    let mut out = Vec::new();
-    for v in crate::path::lookup_path(doc, path).into_iter().flatten() {
-        match v {
-            Bson::Null => {}
-            Bson::Array(items) if legacy_point(v).is_none() => {
-                out.extend(items.iter().filter(|i| !matches!(i, Bson::Null)))
-            }
-            other => out.push(other),
+    crate::path::lookup_path(doc, path)
+        .into_iter()
+        .flatten()
+        .flat_map(geometries_of)
+        .collect()
+}
+
+/// The geometries one value at a path holds: itself, or the elements of an array that
+/// is not a legacy pair; none for null.
+pub fn geometries_of(v: &Bson) -> Vec<&Bson> {
+    match v {
+        Bson::Null => Vec::new(),
+        Bson::Array(items) if legacy_point(v).is_none() => {
+            items.iter().filter(|i| !matches!(i, Bson::Null)).collect()
         }
+        other => vec![other],
     }
-    out
+}
+
+/// A stored GeoJSON point in its common form, the BSON document `{type: "Point",
+/// coordinates: [x, y]}` with two doubles in bounds, read from its bytes (`doc`, a whole
+/// BSON document): what [`stored`] makes of it. None for any other value (parse it with
+/// [`stored`]).
+pub fn raw_point(doc: &[u8]) -> Option<Pos> {
+    // The layout, byte for byte, up to the two doubles.
+    const HEAD: &[u8] = b"\x3d\0\0\0\x02type\0\x06\0\0\0Point\0\x04coordinates\0\x1b\0\0\0\x010\0";
+    let rest = doc.strip_prefix(HEAD)?;
+    let (x, rest) = rest.split_first_chunk::<8>()?;
+    let rest = rest.strip_prefix(b"\x011\0")?;
+    let (y, rest) = rest.split_first_chunk::<8>()?;
+    if rest != b"\0\0" {
+        return None;
+    }
+    let (x, y) = (f64::from_le_bytes(*x), f64::from_le_bytes(*y));
+    ((-180.0..=180.0).contains(&x) && (-90.0..=90.0).contains(&y)).then_some(Pos { x, y })
 }
 
 /// A stored value as a geometry: GeoJSON, or a legacy pair. None when it is neither.
@@ -299,5 +323,33 @@ mod tests {
         ))
         .is_some());
         assert!(index_error(&Bson::Array(vec![10.into(), 20.into()])).is_none());
+    }
+
+    #[test]
+    fn raw_point_reads_the_common_point_layout_as_stored_does_and_nothing_else() {
+        use bson::doc;
+        let cases = [
+            doc! {"type": "Point", "coordinates": [2.35, 48.86]},
+            doc! {"type": "Point", "coordinates": [-180.0, 90.0]},
+            doc! {"type": "Point", "coordinates": [180.5, 0.0]},
+            doc! {"type": "Point", "coordinates": [1, 2]},
+            doc! {"coordinates": [1.0, 2.0], "type": "Point"},
+            doc! {"type": "Point", "coordinates": [1.0, 2.0, 3.0]},
+            doc! {"type": "Point", "coordinates": [1.0, 2.0], "crs": "x"},
+            doc! {"type": "Pointy", "coordinates": [1.0, 2.0]},
+            doc! {"type": "LineString", "coordinates": [[1.0, 2.0], [3.0, 4.0]]},
+        ];
+        let mut fast = 0;
+        for d in cases {
+            let bytes = bson::to_vec(&d).unwrap();
+            if let Some(p) = raw_point(&bytes) {
+                fast += 1;
+                let Some(Shape::Point(q)) = stored(&Bson::Document(d.clone())) else {
+                    panic!("{d} read as a point but stored() disagrees");
+                };
+                assert_eq!((p.x, p.y), (q.x, q.y), "{d}");
+            }
+        }
+        assert_eq!(fast, 2);
     }
 }

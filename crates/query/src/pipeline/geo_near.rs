@@ -126,6 +126,29 @@ impl GeoNear {
         self.query.as_ref()
     }
 
+    /// The query point and distance bounds.
+    pub fn near(&self) -> &Near {
+        &self.near
+    }
+
+    /// The path of the locations (filled in from the collection's geo index).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Adds the distance (and location, with `includeLocs`) to an output document.
+    pub fn annotate(&self, d: &mut Document, dist: f64, loc: Bson) -> Result<(), QueryError> {
+        crate::update::paths::set(
+            d,
+            &self.distance_field,
+            Bson::Double(dist * self.multiplier),
+        )?;
+        if let Some(path) = &self.include_locs {
+            crate::update::paths::set(d, path, loc)?;
+        }
+        Ok(())
+    }
+
     pub fn run(&self, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
         let docs: Vec<Document> = match &self.query {
             Some(q) => docs.into_iter().filter(|d| q.matches(d)).collect(),
@@ -133,14 +156,7 @@ impl GeoNear {
         };
         let mut out = Vec::new();
         for (mut d, dist, loc) in order(docs, &self.key, &self.near) {
-            crate::update::paths::set(
-                &mut d,
-                &self.distance_field,
-                Bson::Double(dist * self.multiplier),
-            )?;
-            if let Some(path) = &self.include_locs {
-                crate::update::paths::set(&mut d, path, loc)?;
-            }
+            self.annotate(&mut d, dist, loc)?;
             out.push(d);
         }
         Ok(out)

@@ -11,6 +11,7 @@ mod bucket;
 mod context;
 mod densify;
 mod geo_near;
+pub use geo_near::GeoNear;
 mod granularity;
 mod graph_lookup;
 mod group;

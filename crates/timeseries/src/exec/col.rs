@@ -96,3 +96,57 @@ impl<'a> Cols<'a> {
         Ok(c)
     }
 }
+
+/// One measurement's value of a location field, as geo operators read it.
+pub enum GeoValue<'a> {
+    /// A GeoJSON point in its common form, read from the BSON bytes.
+    Point(hourglass_query::geo::shape::Pos),
+    Value(std::borrow::Cow<'a, Bson>),
+    Missing,
+}
+
+/// A location column: read from the BSON bytes when the bucket stores it with the
+/// general codec (a GeoJSON point then costs no value built), else decoded values.
+pub enum GeoCol {
+    Raw(crate::column::RawValues),
+    Decoded(std::rc::Rc<Col>),
+}
+
+impl GeoCol {
+    pub fn load(cols: &Cols<'_>, field: &str) -> Result<GeoCol, TsError> {
+        if let BucketView::Stored(b) = cols.view {
+            if let Some(raw) = b.raw_general_column(field)? {
+                return Ok(GeoCol::Raw(raw));
+            }
+        }
+        Ok(GeoCol::Decoded(cols.get(field)?))
+    }
+
+    pub fn get(&self, i: usize) -> GeoValue<'_> {
+        use std::borrow::Cow;
+        match self {
+            GeoCol::Raw(raw) => {
+                let point = raw
+                    .get_bytes(i)
+                    .filter(|(kind, _)| *kind == 0x03)
+                    .and_then(|(_, doc)| hourglass_query::geo::shape::raw_point(doc));
+                match (point, raw.get(i)) {
+                    (Some(p), _) => GeoValue::Point(p),
+                    (None, Some(v)) => match Bson::try_from(v) {
+                        Ok(v) => GeoValue::Value(Cow::Owned(v)),
+                        Err(_) => GeoValue::Missing,
+                    },
+                    (None, None) => GeoValue::Missing,
+                }
+            }
+            GeoCol::Decoded(col) => match &**col {
+                Col::Values(v) => match v.get(i) {
+                    Some(Some(v)) => GeoValue::Value(Cow::Borrowed(v)),
+                    _ => GeoValue::Missing,
+                },
+                // Numbers are no geometries.
+                Col::Typed(_) => GeoValue::Missing,
+            },
+        }
+    }
+}

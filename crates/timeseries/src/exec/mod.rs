@@ -8,12 +8,14 @@ mod col;
 mod columnar;
 mod deps;
 mod lastpoint;
+mod near;
 mod rows;
 mod vgroup;
 
 pub use columnar::ColumnarProject;
 pub use deps::pipeline_fields;
 pub use lastpoint::LastPoint;
+pub use near::NearestK;
 pub use rows::RowFilter;
 pub use vgroup::VectorGroup;
 
@@ -43,6 +45,8 @@ pub struct TsPlan {
     rows: Option<RowFilter>,
     /// A projection (and sort, skip, limit) run over columns, building documents last.
     columnar: Option<ColumnarProject>,
+    /// `$geoNear` and `$limit`: the nearest measurements found from the location column.
+    nearest: Option<NearestK>,
     /// Memory limits of the stages run here (the pipeline's).
     pub limits: MemLimits,
     /// How many leading stages the plan runs; the caller runs the rest.
@@ -70,6 +74,7 @@ impl TsPlan {
                 lastpoint: Some(lp),
                 rows: None,
                 columnar: None,
+                nearest: None,
                 limits: MemLimits::default(),
                 consumed: 2,
                 raw_output: false,
@@ -119,15 +124,32 @@ impl TsPlan {
                 lastpoint: None,
                 rows: None,
                 columnar: None,
+                nearest: None,
                 limits: MemLimits::default(),
                 consumed: consumed + 1,
+                raw_output: false,
+            });
+        }
+        let rows = RowFilter::from_filter(&filter_spec, options).filter(|_| !collated);
+        if let Some(nearest) = NearestK::parse(rest).filter(|_| !collated) {
+            return Ok(TsPlan {
+                predicate,
+                filter_spec,
+                filter,
+                fields: None,
+                group: None,
+                lastpoint: None,
+                rows,
+                columnar: None,
+                nearest: Some(nearest),
+                limits: MemLimits::default(),
+                consumed: consumed + NearestK::STAGES,
                 raw_output: false,
             });
         }
         let mut all = vec![doc! {"$match": filter_spec.clone()}];
         all.extend(rest.iter().cloned());
         let fields = pipeline_fields(&all).map(|f| f.into_iter().collect());
-        let rows = RowFilter::from_filter(&filter_spec, options).filter(|_| !collated);
         let columnar = ColumnarProject::parse(rest, options).filter(|_| !collated);
         Ok(TsPlan {
             predicate,
@@ -139,6 +161,7 @@ impl TsPlan {
             rows,
             consumed: consumed + columnar.as_ref().map_or(0, |c| c.stages),
             columnar,
+            nearest: None,
             limits: MemLimits::default(),
             raw_output: false,
         })
@@ -163,6 +186,7 @@ impl TsPlan {
             rows: RowFilter::from_filter(filter_spec, options)
                 .filter(|_| !hourglass_query::collation::active()),
             columnar: None,
+            nearest: None,
             limits: MemLimits::default(),
             consumed: 1,
             raw_output: false,
@@ -192,7 +216,8 @@ impl TsPlan {
             "vectorizedGroup": self.group.is_some(),
             "lastPoint": self.lastpoint.is_some(),
             "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r)| r.is_some()),
-            "lateMaterialization": self.columnar.is_some(),
+            "lateMaterialization": self.columnar.is_some() || self.nearest.is_some(),
+            "nearestFromColumns": self.nearest.is_some(),
             "stagesPushedDown": self.consumed as i64,
         };
         if let Some(c) = counters {
@@ -275,6 +300,21 @@ impl TimeseriesStore {
                 run.feed(&cols, mask.as_deref())?;
             }
             let out = run.finish();
+            return Ok(TsExecution {
+                rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),
+                counters,
+            });
+        }
+        if let Some(k) = &plan.nearest {
+            let mut run = k.start();
+            for view in scan {
+                hourglass_query::interrupt::check()?;
+                let view = view?;
+                let cols = Cols::new(&view);
+                let mask = row_mask(plan, plan.rows.as_ref(), &cols, &options, None)?;
+                run.feed(&cols, &options, mask.as_deref())?;
+            }
+            let out = run.finish()?;
             return Ok(TsExecution {
                 rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),
                 counters,

@@ -1,15 +1,19 @@
 //! Per-measurement filtering over decoded columns: the conjuncts of a `$match` on the
 //! time field (date comparisons) and on top-level numeric measurement fields (number
-//! comparisons) evaluated on column slices without building documents. Conjuncts on
-//! the meta field are decided per bucket by the scan. Any other conjunct makes the
-//! filter unsupported (the caller then matches unpacked documents).
+//! comparisons), and `$geoWithin`/`$geoIntersects` on top-level measurement fields (the
+//! geo predicate on each row's value), evaluated on columns without building documents.
+//! Conjuncts on the meta field are decided per bucket by the scan. Any other conjunct
+//! makes the filter unsupported (the caller then matches unpacked documents).
 
-use super::col::{Col, Cols};
+use super::col::{Col, Cols, GeoCol, GeoValue};
 use crate::column::{NumericValues, TypedColumn};
 use crate::options::TimeseriesOptions;
 use crate::store::{conjuncts, only_meta_paths};
 use crate::TsError;
 use bson::{Bson, Document};
+use hourglass_query::geo::bbox::GeoBox;
+use hourglass_query::geo::shape::Shape;
+use hourglass_query::geo::GeoPred;
 use hourglass_query::num::Num;
 use std::cmp::Ordering;
 
@@ -50,6 +54,9 @@ enum Cond {
     Time(Op, i64),
     /// A number comparison on a top-level measurement field.
     Number(String, Op, Num),
+    /// `$geoWithin`/`$geoIntersects` on a top-level measurement field, with the box
+    /// outside which no point can match (the bucket extent's box, checked first).
+    Geo(String, Box<GeoPred>, Option<GeoBox>),
 }
 
 /// A vectorizable row filter. It exists only when it decides the whole filter: every
@@ -73,6 +80,10 @@ impl RowFilter {
             }
             if k.starts_with('$') || k.contains('.') {
                 return None;
+            }
+            if let Some(geo) = geo_condition(k, v, options) {
+                conds.push(geo?);
+                continue;
             }
             let ops: Vec<(Op, &Bson)> = match v {
                 Bson::Document(d) if d.keys().all(|o| o.starts_with('$')) => d
@@ -128,6 +139,22 @@ impl RowFilter {
                         *m &= col.date_ms(i).is_some_and(|ms| op.holds(ms.cmp(t)));
                     }
                 }
+                Cond::Geo(field, pred, bounds) => {
+                    let col = GeoCol::load(cols, field)?;
+                    for (i, m) in mask.iter_mut().enumerate() {
+                        match col.get(i) {
+                            // An array's elements are matched one by one by the filter.
+                            GeoValue::Value(v) if matches!(*v, Bson::Array(_)) => return Ok(None),
+                            _ if !*m => {}
+                            GeoValue::Point(p) => {
+                                *m = !bounds.is_some_and(|b| b.excludes(p, p))
+                                    && pred.matches_shape(&Shape::Point(p))
+                            }
+                            GeoValue::Value(v) => *m = pred.matches(&v),
+                            GeoValue::Missing => *m = false,
+                        }
+                    }
+                }
                 Cond::Number(field, op, x) => {
                     let col = cols.get(field)?;
                     if col.may_hold_arrays() {
@@ -156,4 +183,21 @@ impl RowFilter {
         }
         Ok(Some(mask))
     }
+}
+
+/// The row condition of conjunct `{k: v}` when it is a `$geoWithin`/`$geoIntersects` on a
+/// top-level measurement field (`Some(None)`: a geo operator it cannot take).
+fn geo_condition(k: &str, v: &Bson, options: &TimeseriesOptions) -> Option<Option<Cond>> {
+    let Bson::Document(d) = v else { return None };
+    let (op, arg) = d.iter().next()?;
+    if d.len() != 1 || !matches!(op.as_str(), "$geoWithin" | "$geoIntersects") {
+        return None;
+    }
+    if k == options.time_field || k.starts_with('$') || k.contains('.') {
+        return Some(None);
+    }
+    Some(GeoPred::parse(op, arg, d).ok().map(|p| {
+        let bounds = hourglass_query::geo::bbox::of(&p);
+        Cond::Geo(k.to_string(), Box::new(p), bounds)
+    }))
 }

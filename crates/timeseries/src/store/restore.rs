@@ -1,14 +1,20 @@
 //! Direct inserts into `system.buckets.<coll>`: what `mongorestore` and a plain
-//! `insert_many` of dumped bucket documents do. A version-1 (uncompressed) bucket
-//! `{_id, control: {version: 1, min, max, closed?, count?}, meta?, data: {field: {"0": v,
-//! ...}}}` is checked as MongoDB's buckets validator checks it, plus what this store relies
+//! `insert_many` of dumped bucket documents do. A bucket `{_id, control: {version, min,
+//! max, closed?, count?}, meta?, data}` is one of:
+//! - version 1 (uncompressed): `data: {field: {"0": v, ...}}`;
+//! - version 2 (compressed, measurements sorted by time) or 3 (compressed, unsorted, as
+//!   MongoDB 8.0 writes): `data: {field: BinData(7)}`, each field a BSONColumn
+//!   (`crate::bsoncolumn`, described in `docs/formats/bsoncolumn.md`) of exactly
+//!   `control.count` entries, a skip where a measurement lacks the field; `control.count`
+//!   is required.
+//!
+//! It is checked as MongoDB's buckets validator checks it, plus what this store relies
 //! on: the `_id`'s time is the bucket's `control.min` time (seconds), every measurement has
 //! a date in the time field, no later than that minimum plus `bucketMaxSpanSeconds`, and
 //! no earlier. It is then stored closed, as a bucket the catalog closed, after the open
 //! bucket of its series is closed (so the series' newest data is not split across an open
 //! bucket and a restored one). A measurement the collection's 2dsphere indexes cannot hold
-//! is refused as an insert refuses it. Version 2 (compressed, BSONColumn) buckets are
-//! refused with 238 NotImplemented before anything is written.
+//! is refused as an insert refuses it. Nothing is written for a refused bucket.
 
 use super::insert_log::Retired;
 use super::keys::{bucket_key, CLOSED};
@@ -42,15 +48,11 @@ pub(super) fn parse_bucket(
         .get_document("control")
         .map_err(|_| invalid("control must be an object"))?;
     let number = |v: &Bson| hourglass_query::num::Num::from_bson(v).map(|n| n.as_f64());
-    match control.get("version").and_then(number) {
-        Some(1.0) => {}
-        Some(2.0) => {
-            return Err(StoreError::NotImplemented(
-                "compressed buckets (control.version 2, BSONColumn) cannot be inserted directly; insert version 1 buckets or the measurements".into(),
-            ))
-        }
-        _ => return Err(invalid("control.version must be 1 or 2")),
-    }
+    let compressed = match control.get("version").and_then(number) {
+        Some(1.0) => false,
+        Some(2.0 | 3.0) => true,
+        _ => return Err(invalid("control.version must be 1, 2 or 3")),
+    };
     for k in control.keys() {
         if !matches!(k.as_str(), "version" | "min" | "max" | "closed" | "count") {
             return Err(invalid(format!("unknown control field '{k}'")));
@@ -76,35 +78,28 @@ pub(super) fn parse_bucket(
     let data = doc
         .get_document("data")
         .map_err(|_| invalid("data must be an object"))?;
-    let times = data
-        .get_document(tf)
-        .map_err(|_| invalid(format!("data.{tf} must be an object")))?;
-    let count = times.len();
+    let declared = match control.get("count") {
+        Some(c) => Some(
+            number(c)
+                .filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= u32::MAX as f64)
+                .ok_or_else(|| invalid("control.count must be a non-negative integer"))?
+                as usize,
+        ),
+        None => None,
+    };
+    let rows = if compressed {
+        let count =
+            declared.ok_or_else(|| invalid("a compressed bucket must have control.count"))?;
+        compressed_rows(data, count)?
+    } else {
+        uncompressed_rows(data, tf)?
+    };
+    let count = rows.len();
     if count == 0 {
         return Err(invalid(format!("data.{tf} holds no measurement")));
     }
-    if let Some(c) = control.get("count") {
-        if number(c) != Some(count as f64) {
-            return Err(invalid("control.count must be the number of measurements"));
-        }
-    }
-    let mut rows = vec![Document::new(); count];
-    for (field, column) in data {
-        let Bson::Document(column) = column else {
-            return Err(invalid(format!("data.{field} must be an object")));
-        };
-        for (i, v) in column {
-            let row = i
-                .parse::<usize>()
-                .ok()
-                .filter(|r| *r < count && r.to_string() == *i)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "data.{field} has key '{i}', not a row index below {count}"
-                    ))
-                })?;
-            rows[row].insert(field.clone(), v.clone());
-        }
+    if declared.is_some_and(|c| c != count) {
+        return Err(invalid("control.count must be the number of measurements"));
     }
     let span = options.max_span_millis();
     let meta = doc.get("meta").cloned();
@@ -126,6 +121,64 @@ pub(super) fn parse_bucket(
         bucket.add(row);
     }
     Ok(bucket)
+}
+
+/// The measurements of a version 1 bucket: `data.<field>` maps row indexes ("0", "1",
+/// ...) to values; the time field's column holds one per measurement.
+fn uncompressed_rows(data: &Document, tf: &str) -> Result<Vec<Document>, StoreError> {
+    let count = data
+        .get_document(tf)
+        .map_err(|_| invalid(format!("data.{tf} must be an object")))?
+        .len();
+    let mut rows = vec![Document::new(); count];
+    for (field, column) in data {
+        let Bson::Document(column) = column else {
+            return Err(invalid(format!("data.{field} must be an object")));
+        };
+        for (i, v) in column {
+            let row = i
+                .parse::<usize>()
+                .ok()
+                .filter(|r| *r < count && r.to_string() == *i)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "data.{field} has key '{i}', not a row index below {count}"
+                    ))
+                })?;
+            rows[row].insert(field.clone(), v.clone());
+        }
+    }
+    Ok(rows)
+}
+
+/// The `count` measurements of a compressed bucket: each `data.<field>` is a BSONColumn
+/// of exactly `count` entries.
+fn compressed_rows(data: &Document, count: usize) -> Result<Vec<Document>, StoreError> {
+    let mut rows = vec![Document::new(); count];
+    for (field, column) in data {
+        let bytes = match column {
+            Bson::Binary(b) if b.subtype == bson::spec::BinarySubtype::Column => &b.bytes,
+            _ => {
+                return Err(invalid(format!(
+                    "data.{field} of a compressed bucket must be BinData of subtype 7 (column)"
+                )))
+            }
+        };
+        let values = crate::bsoncolumn::decode(bytes, count)
+            .map_err(|e| invalid(format!("data.{field} is not a valid BSONColumn: {e}")))?;
+        if values.len() != count {
+            return Err(invalid(format!(
+                "data.{field} holds {} entries where control.count is {count}",
+                values.len()
+            )));
+        }
+        for (row, v) in rows.iter_mut().zip(values) {
+            if let Some(v) = v {
+                row.insert(field.clone(), v);
+            }
+        }
+    }
+    Ok(rows)
 }
 
 impl TimeseriesStore {
