@@ -107,3 +107,30 @@ def test_an_array_of_locations_falls_back_to_the_document_filter_and_still_match
     db.ts.insert_many(docs)
     box = {"loc": {"$geoWithin": {"$box": [[0, 0], [2, 2]]}}}
     assert [d["n"] for d in db.ts.find(box)] == [1]
+
+
+def test_geo_near_passes_over_buckets_whose_point_box_is_farther_than_the_k_nearest(db):
+    # 40 vehicles, each moving in its own small area; a bucket whose points all lie in a
+    # box farther than the k nearest found so far is not decoded. Buckets holding a
+    # legacy pair or a {lng, lat} point among GeoJSON points have no such box and are
+    # always read, so the nearest of all (those two) are still found.
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "v"})
+    docs = []
+    for v in range(40):
+        cx, cy = CENTER[0] + (v % 8 - 3.5) * 0.05, CENTER[1] + (v // 8 - 2.5) * 0.05
+        for i in range(50):
+            docs.append({"t": T0 + datetime.timedelta(seconds=30 * i), "v": v, "n": v * 100 + i,
+                         "loc": {"type": "Point", "coordinates": [cx + i * 1e-4, cy + i * 1e-4]}})
+    docs[120]["loc"] = [CENTER[0] + 1e-6, CENTER[1]]  # a legacy pair, vehicle 2
+    docs[1530]["loc"] = {"lng": CENTER[0], "lat": CENTER[1] + 2e-6}  # vehicle 30
+    db.ts.insert_many(docs)
+    db.reg.create_index([("loc", "2dsphere")])
+    db.reg.insert_many(docs)
+    pipeline = near_pipeline(5)
+    got = list(db.ts.aggregate(pipeline))
+    assert got == list(db.reg.aggregate(pipeline))
+    assert [d["n"] for d in got[:2]] == [220, 3030]
+    plan = db.command("explain", {"aggregate": "ts", "pipeline": pipeline, "cursor": {}},
+                      verbosity="executionStats")
+    unpack = next(s["$_internalUnpackBucket"] for s in plan["stages"] if "$_internalUnpackBucket" in s)
+    assert unpack["executionStats"]["bucketsPassedOverByDistance"] >= 20

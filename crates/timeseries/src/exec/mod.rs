@@ -234,6 +234,7 @@ impl TsPlan {
                     "archiveFilesPruned": ScanCounters::get(&c.archive_files_pruned) as i64,
                     "archiveRowGroupsExamined": ScanCounters::get(&c.archive_row_groups_examined) as i64,
                     "archiveRowGroupsPruned": ScanCounters::get(&c.archive_row_groups_pruned) as i64,
+                    "bucketsPassedOverByDistance": ScanCounters::get(&c.buckets_passed_over) as i64,
                 },
             );
         }
@@ -314,6 +315,9 @@ impl TimeseriesStore {
                 let mask = row_mask(plan, plan.rows.as_ref(), &cols, &options, None)?;
                 run.feed(&cols, &options, mask.as_deref())?;
             }
+            counters
+                .buckets_passed_over
+                .fetch_add(run.passed_over, std::sync::atomic::Ordering::Relaxed);
             let out = run.finish()?;
             return Ok(TsExecution {
                 rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),

@@ -3,13 +3,16 @@
 //! distance from the column's values; only rows nearer than the k-th best so far are
 //! unpacked into documents, and a bounded heap keeps the k nearest. Ties keep scan
 //! order, as the document path's stable sort does, so both give the same answer.
+//! Once k are kept, a bucket whose points all lie in a box (its control min/max) no
+//! nearer than the farthest kept is passed over without decoding its column.
 
 use super::col::{Cols, GeoCol, GeoValue};
 use crate::options::TimeseriesOptions;
-use crate::store::StoreError;
+use crate::store::{bucket_point_box, StoreError};
 use bson::{Bson, Document};
 use hourglass_query::geo::near::distance_of_value;
-use hourglass_query::geo::shape::Shape;
+use hourglass_query::geo::shape::{Pos, Shape};
+use hourglass_query::geo::Near;
 use hourglass_query::pipeline::GeoNear;
 use hourglass_query::QueryError;
 use std::cmp::Ordering;
@@ -50,6 +53,7 @@ impl NearestK {
             plan: self,
             heap: BinaryHeap::new(),
             seq: 0,
+            passed_over: 0,
         }
     }
 }
@@ -85,6 +89,8 @@ pub struct NearestRun<'a> {
     heap: BinaryHeap<Found>,
     /// Rows seen so far, in scan order.
     seq: u64,
+    /// Buckets passed over by their box.
+    pub passed_over: u64,
 }
 
 impl NearestRun<'_> {
@@ -98,7 +104,6 @@ impl NearestRun<'_> {
         let n = cols.view.count();
         let first = self.seq;
         self.seq += n as u64;
-        let col = GeoCol::load(cols, self.plan.stage.key())?;
         let near = self.plan.stage.near();
         // Rows come later in scan order than any kept, so they must be strictly nearer
         // than the farthest kept once k are.
@@ -106,6 +111,13 @@ impl NearestRun<'_> {
             Some(top) if self.heap.len() >= self.plan.limit => Some(top.dist),
             _ => None,
         };
+        if let (Some(f), Some(b)) = (farthest, bucket_point_box(cols.view, self.plan.stage.key())) {
+            if lower_bound(near, b) >= f {
+                self.passed_over += 1;
+                return Ok(());
+            }
+        }
+        let col = GeoCol::load(cols, self.plan.stage.key())?;
         let mut wanted = vec![false; n];
         let mut found = Vec::new();
         for (i, want) in wanted.iter_mut().enumerate() {
@@ -162,5 +174,86 @@ impl NearestRun<'_> {
                 Ok(doc)
             })
             .collect()
+    }
+}
+
+/// A distance no point in the box `lo`..`hi` (degrees) can be nearer than, in `near`'s
+/// units; 0 when none is known (flat distances). The haversine of the distance to a
+/// point of the box is `hav(dlat) + cos(lat0) cos(lat) hav(dlon)`: each term is at least
+/// its smallest value over the box, so their sum bounds it from below.
+fn lower_bound(near: &Near, (lo, hi): (Pos, Pos)) -> f64 {
+    if !near.spherical || lo.x > hi.x || lo.y > hi.y {
+        return 0.0;
+    }
+    let p = near.point;
+    let dlat = (lo.y - p.y).max(p.y - hi.y).max(0.0).to_radians();
+    let dlon = if (lo.x..=hi.x).contains(&p.x) {
+        0.0
+    } else {
+        // The shorter way round to the nearer edge.
+        let gap = |a: f64, b: f64| {
+            let d = (a - b).rem_euclid(360.0);
+            d.min(360.0 - d)
+        };
+        gap(p.x, lo.x).min(gap(p.x, hi.x)).to_radians()
+    };
+    let cos_lat =
+        lo.y.to_radians()
+            .cos()
+            .min(hi.y.to_radians().cos())
+            .max(0.0);
+    let hav = |a: f64| (a / 2.0).sin().powi(2);
+    let h = hav(dlat) + p.y.to_radians().cos() * cos_lat * hav(dlon);
+    let angle = 2.0 * h.clamp(0.0, 1.0).sqrt().asin();
+    // Below any rounding of the exact distance computed for a point.
+    let bound = angle * (1.0 - 1e-9) - 1e-12;
+    let bound = if near.meters {
+        bound * hourglass_query::geo::sphere::EARTH_RADIUS_M
+    } else {
+        bound
+    };
+    bound.max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lower_bound_of_a_box_is_never_above_the_distance_of_a_point_in_it() {
+        let mut seed = 7u64;
+        let mut unit = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for _ in 0..20_000 {
+            let point = Pos {
+                x: unit() * 360.0 - 180.0,
+                y: unit() * 180.0 - 90.0,
+            };
+            let near = Near {
+                point,
+                spherical: true,
+                meters: unit() < 0.5,
+                min: None,
+                max: None,
+            };
+            let (x0, y0) = (unit() * 360.0 - 180.0, unit() * 180.0 - 90.0);
+            let (x1, y1) = (
+                (x0 + unit() * 20.0).min(180.0),
+                (y0 + unit() * 10.0).min(90.0),
+            );
+            let bound = lower_bound(&near, (Pos { x: x0, y: y0 }, Pos { x: x1, y: y1 }));
+            for _ in 0..5 {
+                let p = Pos {
+                    x: x0 + unit() * (x1 - x0),
+                    y: y0 + unit() * (y1 - y0),
+                };
+                let d = near.distance(&Shape::Point(p)).unwrap();
+                assert!(bound <= d, "{bound} > {d} for {p:?} from {point:?}");
+            }
+        }
     }
 }

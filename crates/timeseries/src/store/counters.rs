@@ -23,6 +23,9 @@ pub struct ScanCounters {
     /// Row groups of the files read, decoded and ruled out by their statistics.
     pub archive_row_groups_examined: AtomicU64,
     pub archive_row_groups_pruned: AtomicU64,
+    /// Buckets returned but not decoded: a `$geoNear` with a limit had its k nearer
+    /// than every point of their box.
+    pub buckets_passed_over: AtomicU64,
 }
 
 impl ScanCounters {

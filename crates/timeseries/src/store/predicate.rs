@@ -159,16 +159,29 @@ fn geo_box(v: &Bson) -> Option<GeoBox> {
 }
 
 /// The `[longitude, latitude]` of a control min or max of GeoJSON points (the
-/// per-field extremes of their `coordinates`).
-fn point_extent(v: &Bson) -> Option<Pos> {
-    let c = v.as_document()?.get_array("coordinates").ok()?;
-    match c.as_slice() {
-        [x, y, ..] => Some(Pos {
+/// per-field extremes of their `coordinates`). Only a bound exactly of the form
+/// `{type: "Point", coordinates: [x, y]}` counts: any other value in the bucket (another
+/// geometry type, a legacy pair or `{lng, lat}` document, three coordinates) shows in
+/// the bound's type, fields or length, and then the bucket has no point extent.
+pub(crate) fn point_extent(v: &Bson) -> Option<Pos> {
+    let d = v.as_document()?;
+    if d.len() != 2 || d.get_str("type").ok()? != "Point" {
+        return None;
+    }
+    match d.get_array("coordinates").ok()?.as_slice() {
+        [x, y] => Some(Pos {
             x: shape::number(x)?,
             y: shape::number(y)?,
         }),
         _ => None,
     }
+}
+
+/// The box a bucket's `field` values lie in, when they are all GeoJSON points
+/// ([`point_extent`] of its control min and max).
+pub fn bucket_point_box(view: &super::BucketView, field: &str) -> Option<(Pos, Pos)> {
+    let (lo, hi) = view.control_bounds(field)?;
+    Some((point_extent(&lo)?, point_extent(&hi)?))
 }
 
 /// A range condition on a top-level measurement field that control min/max can refute
