@@ -911,8 +911,21 @@ def loaded(client):
         db.ts.insert_many(docs[start:start + size])
         start += size
     assert db.reg.count_documents({}) == db.ts.count_documents({}) == N_DOCS
+    # The same view over each kind (#19): a stage that adds a field and one that drops
+    # some documents, so reads through it run the view's pipeline first.
+    view = [{"$addFields": {"vw": {"$ifNull": ["$b", "none"]}}},
+            {"$match": {"t": {"$gte": T0 + datetime.timedelta(seconds=30)}}}]
+    db.create_collection("reg_view", viewOn="reg", pipeline=view)
+    db.create_collection("ts_view", viewOn="ts", pipeline=view)
     yield db.reg, db.ts, Generator(docs)
     client.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def views(loaded):
+    """The two views, in place of the collections."""
+    reg, ts, gen = loaded
+    return reg.database.reg_view, ts.database.ts_view, gen
 
 
 def differential(kind, loaded):
@@ -969,4 +982,26 @@ def test_count_and_distinct_agree(loaded):
                               "m.host", "m.c", "m.tags", "m.sub", "t", "_id", "nope"])
             d.check(case, f"distinct({key!r}, {flt})",
                     lambda c, key=key, flt=flt: c.distinct(key, flt))
+    d.assert_agree()
+
+
+def test_reads_through_a_view_agree_over_both_kinds_of_collection(views):
+    # Finds, pipelines and counts through the same view over the regular and over the
+    # time-series collection (a third of the cases of each kind).
+    d, gen = differential("view", views)
+    for case, rng in d.cases():
+        r = rng.random()
+        if r < 0.4:
+            args = gen.find(rng)
+            d.check(case, f"view find({args})", lambda c, args=args: list(c.find(**args)),
+                    ordered="sort" in args)
+        elif r < 0.8:
+            stages, ordered = gen.pipeline(rng)
+            d.check(case, f"view aggregate({stages})",
+                    lambda c, stages=stages: list(c.aggregate(bind(stages, c.name))),
+                    ordered=ordered)
+        else:
+            flt = gen.any_filter(rng)
+            d.check(case, f"view count_documents({flt})",
+                    lambda c, flt=flt: c.count_documents(flt))
     d.assert_agree()

@@ -452,3 +452,24 @@ def test_deleting_every_measurement_of_a_reopened_bucket_leaves_none_behind(db):
     assert [d["v"] for d in ts.find()] == [0]
     ts.insert_one({"t": datetime.datetime(2024, 1, 1, 20), "m": "a", "v": 2, "w": "q"})
     assert sorted(d["v"] for d in ts.find()) == [0, 2]
+
+
+def test_top_n_bottom_n_and_add_fields_through_arrays_agree_on_both_kinds(db):
+    # #19 gap 14: the same documents in a regular and a time-series collection give the
+    # same $topN/$bottomN groups and the same $addFields through arrays of documents.
+    t0 = datetime.datetime(2026, 1, 1)
+    docs = [{"t": t0 + datetime.timedelta(seconds=i), "m": {"h": f"h{i % 3}"}, "v": (i * 7) % 11,
+             "arr": [{"x": i}, {"x": i + 1}, 5], "n": {"a": [1, {"b": i}]}} for i in range(30)]
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_many([dict(d) for d in docs])
+    db.reg.insert_many([dict(d) for d in docs])
+    pipelines = [
+        [{"$group": {"_id": "$m.h",
+                     "top": {"$topN": {"n": 3, "sortBy": {"v": -1, "t": 1}, "output": ["$v", "$t"]}},
+                     "bottom": {"$bottomN": {"n": 2, "sortBy": {"v": -1, "t": 1}, "output": "$t"}},
+                     "first": {"$top": {"sortBy": {"t": 1}, "output": "$arr"}}}},
+         {"$sort": {"_id": 1}}],
+        [{"$addFields": {"arr.y": "$v", "n.a.c": 1}}, {"$project": {"_id": 0}}, {"$sort": {"t": 1}}],
+    ]
+    for p in pipelines:
+        assert list(db.ts.aggregate(p)) == list(db.reg.aggregate(p)), p
