@@ -17,7 +17,7 @@ DuckDB's answers are plain SQL: a convex point-in-polygon test (cross products) 
 haversine distance on MongoDB's earth radius. Hourglass's edges are great-circle arcs and
 DuckDB's are straight in longitude/latitude, so a position within centimetres of an edge
 may be counted by one and not the other: both counts are printed."""
-import argparse, csv, datetime, math, os, random, statistics, time
+import argparse, csv, datetime, math, os, queue, random, statistics, threading, time
 
 import duckdb
 from pymongo import MongoClient
@@ -68,6 +68,24 @@ def main():
     path = os.path.join(a.work, "fleet.csv")
     n = 0
     t = time.perf_counter()
+    # Batches are sent by a second thread while the next one is generated.
+    pending = queue.Queue(maxsize=2)
+
+    failed = []
+
+    def send():
+        while (batch := pending.get()) is not None:
+            if failed:
+                continue  # keep draining so the generator never blocks
+            try:
+                db.fleet.insert_many(batch, ordered=False)
+                if a.regular:
+                    db.fleet_r.insert_many(batch, ordered=False)
+            except Exception as e:  # reported after the join
+                failed.append(e)
+
+    sender = threading.Thread(target=send)
+    sender.start()
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["t", "v", "lon", "lat"])
@@ -76,16 +94,16 @@ def main():
             batch.append({"t": ts, "v": v, "loc": {"type": "Point", "coordinates": [x, y]}})
             w.writerow([ts.isoformat(), v, x, y])
             if len(batch) == 10000:
-                db.fleet.insert_many(batch, ordered=False)
-                if a.regular:
-                    db.fleet_r.insert_many(batch, ordered=False)
+                pending.put(batch)
                 n += len(batch)
                 batch = []
         if batch:
-            db.fleet.insert_many(batch, ordered=False)
-            if a.regular:
-                db.fleet_r.insert_many(batch, ordered=False)
+            pending.put(batch)
             n += len(batch)
+    pending.put(None)
+    sender.join()
+    if failed:
+        raise failed[0]
     print(f"loaded {n} positions ({a.vehicles} vehicles x {a.hours} h every 30 s) in {time.perf_counter() - t:.1f} s")
 
     con = duckdb.connect()
