@@ -125,7 +125,7 @@ fn cap_box(c: Pos, radius: f64) -> GeoBox {
 /// The box `pred` can match inside, when it names one.
 pub fn of(pred: &GeoPred) -> Option<GeoBox> {
     match pred {
-        GeoPred::Within(Region::Sphere(shape)) | GeoPred::Intersects(shape) => {
+        GeoPred::Within(Region::Sphere(shape, _)) | GeoPred::Intersects(shape) => {
             Some(sphere_box(shape))
         }
         GeoPred::Within(Region::CenterSphere(c, r)) => Some(cap_box(*c, *r)),
@@ -199,7 +199,7 @@ mod tests {
             p(2.0, 49.0),
             p(2.0, 48.0),
         ]]);
-        let b = of(&GeoPred::Within(Region::Sphere(square))).unwrap();
+        let b = of(&GeoPred::Within(Region::sphere(square))).unwrap();
         assert!(b.excludes(p(4.0, 48.0), p(5.0, 49.0)));
         assert!(b.excludes(p(2.0, 50.0), p(3.0, 51.0)));
         assert!(!b.excludes(p(2.5, 48.5), p(4.0, 49.5)));
@@ -215,7 +215,7 @@ mod tests {
             p(179.0, -1.0),
         ]]);
         assert_eq!(
-            of(&GeoPred::Within(Region::Sphere(across))).unwrap().lon,
+            of(&GeoPred::Within(Region::sphere(across))).unwrap().lon,
             None
         );
         let cap = Shape::Polygon(vec![vec![
@@ -225,7 +225,7 @@ mod tests {
             p(-90.0, 85.0),
             p(0.0, 85.0),
         ]]);
-        let b = of(&GeoPred::Within(Region::Sphere(cap))).unwrap();
+        let b = of(&GeoPred::Within(Region::sphere(cap))).unwrap();
         assert_eq!((b.lat.1, b.lon), (90.0, None));
     }
 }

@@ -11,8 +11,8 @@ use bson::{Bson, Document};
 /// A `$geoWithin` region.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Region {
-    /// A GeoJSON Polygon or MultiPolygon.
-    Sphere(Shape),
+    /// A GeoJSON Polygon or MultiPolygon, and its polygons prepared for tests.
+    Sphere(Shape, Prepared),
     /// `$centerSphere`: center and radius in radians.
     CenterSphere(Pos, f64),
     /// `$box`: two opposite corners.
@@ -33,6 +33,31 @@ pub struct Near {
     pub meters: bool,
     pub min: Option<f64>,
     pub max: Option<f64>,
+}
+
+/// A spherical region's polygons, prepared when the query is parsed (it is derived from
+/// the shape beside it, so it takes no part in comparisons).
+#[derive(Clone)]
+pub struct Prepared(std::sync::Arc<sphere::WithinRegion>);
+
+impl PartialEq for Prepared {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prepared")
+    }
+}
+
+impl Region {
+    /// The region of a GeoJSON Polygon or MultiPolygon.
+    pub fn sphere(shape: Shape) -> Region {
+        let prepared = Prepared(std::sync::Arc::new(sphere::WithinRegion::new(&shape)));
+        Region::Sphere(shape, prepared)
+    }
 }
 
 /// A parsed geo predicate.
@@ -108,7 +133,7 @@ fn within(v: &Bson) -> Result<Region, QueryError> {
                     render(v)
                 )));
             }
-            Region::Sphere(g)
+            Region::sphere(g)
         }
         "$centerSphere" => {
             let (c, r) = circle(arg, "$centerSphere")?;
@@ -211,7 +236,7 @@ impl GeoPred {
 fn within_region(stored: &Shape, region: &Region) -> bool {
     let flat_point = || stored.as_point();
     match region {
-        Region::Sphere(g) => sphere::within(stored, g),
+        Region::Sphere(_, prepared) => prepared.0.contains(stored),
         Region::CenterSphere(c, r) => stored
             .positions()
             .iter()

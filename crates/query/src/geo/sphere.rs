@@ -215,17 +215,34 @@ fn polygons(shape: &Shape) -> Vec<Polygon> {
 /// a Polygon or MultiPolygon): each member inside one polygon, its vertices inside and
 /// none of its edges crossing that polygon's boundary.
 pub fn within(shape: &Shape, region: &Shape) -> bool {
-    let regions = polygons(region);
-    let members: Vec<&Shape> = match shape {
-        Shape::Collection(items) => items.iter().collect(),
-        other => vec![other],
-    };
-    members.iter().all(|m| {
-        regions.iter().any(|poly| {
-            m.positions().iter().all(|p| poly.contains(*p))
-                && arcs(m).iter().all(|(a, b)| !poly.crossed_by(*a, *b))
+    WithinRegion::new(region).contains(shape)
+}
+
+/// A `$geoWithin` region's polygons, prepared once for the many values a query tests.
+pub struct WithinRegion {
+    polygons: Vec<Polygon>,
+}
+
+impl WithinRegion {
+    pub fn new(region: &Shape) -> WithinRegion {
+        WithinRegion {
+            polygons: polygons(region),
+        }
+    }
+
+    /// [`within`] the region.
+    pub fn contains(&self, shape: &Shape) -> bool {
+        let members: Vec<&Shape> = match shape {
+            Shape::Collection(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        members.iter().all(|m| {
+            self.polygons.iter().any(|poly| {
+                m.positions().iter().all(|p| poly.contains(*p))
+                    && arcs(m).iter().all(|(a, b)| !poly.crossed_by(*a, *b))
+            })
         })
-    })
+    }
 }
 
 /// Whether two shapes share a point (`$geoIntersects`).
