@@ -158,3 +158,40 @@ def test_a_bucket_with_a_measurement_a_2dsphere_index_cannot_hold_is_refused_as_
     b["data"]["loc"]["1"] = {"type": "Point", "coordinates": [2, 2]}
     db["system.buckets.m"].insert_one(b)
     assert db.m.count_documents({"loc": {"$geoWithin": {"$centerSphere": [[2, 2], 0.001]}}}) == 1
+
+
+def test_deletes_on_the_buckets_collection_remove_whole_buckets_open_or_stored(db):
+    # #19 gap 2: a delete on system.buckets.<coll> matches bucket documents as a read of
+    # the buckets shows them and removes each whole bucket; the rest reads back unchanged.
+    db.create_collection("m", timeseries=TS)
+    db.m.insert_many(rows("a", 2500) + rows("b", 40) + rows("c", 3))
+    buckets = db["system.buckets.m"]
+    dump = list(buckets.find())
+    a_buckets = [b["_id"] for b in dump if b["meta"] == {"host": "a"}]
+    assert len(a_buckets) >= 2
+    assert buckets.delete_one({"_id": a_buckets[0]}).deleted_count == 1
+    assert buckets.delete_many({"meta.host": "b"}).deleted_count == 1
+    assert buckets.delete_many({"meta.host": "nobody"}).deleted_count == 0
+    left = {b["_id"] for b in buckets.find()}
+    assert left == {b["_id"] for b in dump} - {a_buckets[0]} - {b["_id"] for b in dump if b["meta"] == {"host": "b"}}
+    first = dump[[b["_id"] for b in dump].index(a_buckets[0])]
+    assert db.m.count_documents({"m.host": "a"}) == 2500 - len(first["data"]["t"])
+    assert db.m.count_documents({"m.host": "b"}) == 0
+    assert db.m.count_documents({"m.host": "c"}) == 3
+    # The series goes on: new measurements of a deleted bucket's series are stored.
+    db.m.insert_many(rows("b", 5, start_s=90_000))
+    assert db.m.count_documents({"m.host": "b"}) == 5
+
+
+def test_bucket_deletes_survive_kill_9(tmp_path):
+    with running_server(dbpath=tmp_path) as (proc, port, _):
+        db = MongoClient(port=port, directConnection=True).py_restore
+        db.create_collection("m", timeseries=TS)
+        db.m.insert_many(rows("a", 30) + rows("b", 30))
+        assert db["system.buckets.m"].delete_many({"meta.host": "a"}).deleted_count == 1
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = MongoClient(port=port, directConnection=True).py_restore
+        assert db.m.count_documents({}) == 30
+        assert db.m.distinct("m.host") == ["b"]

@@ -29,6 +29,11 @@ fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, Comm
             .timeseries
             .delete(&buckets, &options, q, limit)?
             .deleted),
+        Target::Buckets { buckets, options } => Ok(req
+            .state
+            .timeseries
+            .delete_buckets(&buckets, &options, &filter, limit)?
+            .deleted),
         target => match target.require_regular("delete")? {
             Some(c) => {
                 let hint = super::planned::parse_hint(stmt.get("hint"))?;

@@ -62,7 +62,10 @@ impl Target {
     pub fn require_regular(self, op: &str) -> Result<Option<Arc<Collection>>, CommandError> {
         match self {
             Target::Regular(c) => Ok(c),
-            _ => Err(CommandError::invalid_options(format!(
+            Target::Buckets { .. } => Err(CommandError::invalid_options(format!(
+                "{op} of bucket documents is not supported by this server yet; delete and insert whole buckets instead"
+            ))),
+            Target::TimeSeries { .. } => Err(CommandError::invalid_options(format!(
                 "{op} on time-series collections is not supported by this server yet"
             ))),
         }

@@ -142,6 +142,52 @@ impl TimeseriesStore {
         Ok(DeleteOutcome { deleted })
     }
 
+    /// Deletes the documents of `system.buckets.<coll>` matching `filter` (the first one
+    /// when `limit_one`), as a delete on the buckets collection does in MongoDB: each
+    /// whole bucket, open or stored, matched as the bucket document a read of the buckets
+    /// collection shows; all in one durable batch.
+    pub fn delete_buckets(
+        &self,
+        buckets: &Arc<Collection>,
+        options: &TimeseriesOptions,
+        filter: &Filter,
+        limit_one: bool,
+    ) -> Result<DeleteOutcome, StoreError> {
+        let series = self.series(buckets, options)?;
+        let mut s = lock_settled(&series);
+        let mut rewrites = Vec::new();
+        for view in scan_locked(&mut s, buckets, options, &BucketPredicate::all(), None)? {
+            hourglass_query::interrupt::check()?;
+            let view = view?;
+            let doc = match &view {
+                BucketView::Stored(b) => b.to_document()?,
+                BucketView::Open(b) => b.to_document(false),
+                // Archived rows are no longer buckets (reads do not show them either).
+                BucketView::Archived(_) => continue,
+            };
+            if !filter.matches(&doc) {
+                continue;
+            }
+            let meta = view.meta().cloned();
+            rewrites.push(Rewrite {
+                view,
+                remaining: Vec::new(),
+                meta,
+            });
+            if limit_one {
+                break;
+            }
+        }
+        let deleted = rewrites.len() as u64;
+        let mut batch = buckets.engine().batch();
+        let mut retired = Vec::new();
+        for r in rewrites {
+            stage_rewrite(&mut s, &mut batch, buckets, options, r, &mut retired);
+        }
+        s.commit_retiring(batch, retired)?;
+        Ok(DeleteOutcome { deleted })
+    }
+
     /// Updates the measurements matching `filter` (every one when `multi`), inserting
     /// one when none matches and `upsert`.
     pub fn update(
