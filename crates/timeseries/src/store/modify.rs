@@ -133,12 +133,7 @@ impl TimeseriesStore {
                 }
             }
         }
-        let mut batch = buckets.engine().batch();
-        let mut retired = Vec::new();
-        for r in rewrites {
-            stage_rewrite(&mut s, &mut batch, buckets, options, r, &mut retired);
-        }
-        s.commit_retiring(batch, retired)?;
+        commit_rewrites(&mut s, buckets, options, rewrites)?;
         Ok(DeleteOutcome { deleted })
     }
 
@@ -179,12 +174,7 @@ impl TimeseriesStore {
             }
         }
         let deleted = rewrites.len() as u64;
-        let mut batch = buckets.engine().batch();
-        let mut retired = Vec::new();
-        for r in rewrites {
-            stage_rewrite(&mut s, &mut batch, buckets, options, r, &mut retired);
-        }
-        s.commit_retiring(batch, retired)?;
+        commit_rewrites(&mut s, buckets, options, rewrites)?;
         Ok(DeleteOutcome { deleted })
     }
 
@@ -496,6 +486,21 @@ impl TimeseriesStore {
 /// mark covers its log entries; it joins `retired`) and its stored copy, if it was
 /// reopened, removed; the bucket is stored again with its remaining measurements, or
 /// removed.
+/// Stages `rewrites` in one batch and commits it durably.
+fn commit_rewrites(
+    s: &mut Series,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    rewrites: Vec<Rewrite>,
+) -> Result<(), StoreError> {
+    let mut batch = buckets.engine().batch();
+    let mut retired = Vec::new();
+    for r in rewrites {
+        stage_rewrite(s, &mut batch, buckets, options, r, &mut retired);
+    }
+    s.commit_retiring(batch, retired)
+}
+
 fn stage_rewrite(
     s: &mut Series,
     batch: &mut Batch,
