@@ -9,8 +9,8 @@ import signal
 
 import pytest
 from bson import ObjectId
-from pymongo import MongoClient
-from pymongo.errors import BulkWriteError
+from pymongo import MongoClient, ReturnDocument
+from pymongo.errors import BulkWriteError, OperationFailure
 
 from conftest import running_server
 
@@ -195,3 +195,85 @@ def test_bucket_deletes_survive_kill_9(tmp_path):
         db = MongoClient(port=port, directConnection=True).py_restore
         assert db.m.count_documents({}) == 30
         assert db.m.distinct("m.host") == ["b"]
+
+
+def test_updates_on_the_buckets_collection_rewrite_whole_buckets(db):
+    # #19 gap 2: an update of a bucket document rewrites the bucket from the updated
+    # document, checked as an inserted bucket is; the measurements read back changed.
+    db.create_collection("m", timeseries=TS)
+    db.m.insert_many(rows("a", 5) + rows("b", 5))
+    buckets = db["system.buckets.m"]
+    before = everything(db.m)
+    r = buckets.update_one({"meta.host": "a"}, {"$set": {"control.closed": True}})
+    assert (r.matched_count, r.modified_count) == (1, 1)
+    assert everything(db.m) == before
+    r = buckets.update_many({}, {"$unset": {"data.s.4": ""}, "$set": {"data.v.0": -1.0}})
+    assert (r.matched_count, r.modified_count) == (2, 2)
+    after = {(d["m"]["host"], d["i"]): d for d in db.m.find()}
+    assert after[("a", 0)]["v"] == -1.0 and after[("b", 0)]["v"] == -1.0
+    assert "s" not in after[("a", 4)] and after[("a", 3)]["s"] == "x3"
+    # A new meta: the bucket's measurements follow, and later inserts of the old meta
+    # go to a bucket of their own.
+    buckets.update_one({"meta.host": "b"}, {"$set": {"meta.host": "z"}})
+    assert db.m.count_documents({"m.host": "z"}) == 5 and db.m.count_documents({"m.host": "b"}) == 0
+    db.m.insert_many(rows("b", 2, start_s=60))
+    assert db.m.count_documents({"m.host": "b"}) == 2 and db.m.count_documents({"m.host": "z"}) == 5
+
+
+@pytest.mark.parametrize("update, code", [
+    ({"$set": {"data.t.0": "not a date"}}, 121),
+    ({"$set": {"control.version": 9}}, 121),
+    ({"$set": {"data.t.0": T0 + dt.timedelta(days=3)}}, 2),
+    ({"$set": {"_id": ObjectId.from_datetime(T0)}}, 66),
+], ids=["bad-time", "bad-version", "outside-span", "new-id"])
+def test_an_update_that_leaves_an_invalid_bucket_fails_and_changes_nothing(db, update, code):
+    db.create_collection("m", timeseries=TS)
+    db.m.insert_many(rows("a", 5) + rows("b", 5))
+    before = everything(db.m)
+    with pytest.raises(OperationFailure) as e:
+        db["system.buckets.m"].update_many({}, update)
+    assert e.value.code == code
+    assert everything(db.m) == before
+
+
+def test_an_upsert_into_the_buckets_collection_is_refused_before_anything_changes(db):
+    db.create_collection("m", timeseries=TS)
+    with pytest.raises(OperationFailure) as e:
+        db["system.buckets.m"].update_one({"_id": ObjectId()}, {"$set": {"x": 1}}, upsert=True)
+    assert e.value.code == 72
+    assert db["system.buckets.m"].count_documents({}) == 0
+
+
+def test_bucket_updates_survive_kill_9(tmp_path):
+    with running_server(dbpath=tmp_path) as (proc, port, _):
+        db = MongoClient(port=port, directConnection=True).py_restore
+        db.create_collection("m", timeseries=TS)
+        db.m.insert_many(rows("a", 30))
+        assert db["system.buckets.m"].update_one({}, {"$set": {"data.v.0": 99.5}}).modified_count == 1
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with running_server(dbpath=tmp_path) as (_, port, _):
+        db = MongoClient(port=port, directConnection=True).py_restore
+        assert db.m.count_documents({"v": 99.5}) == 1 and db.m.count_documents({}) == 30
+
+
+def test_find_and_modify_on_the_buckets_collection_returns_and_changes_one_bucket(db):
+    db.create_collection("m", timeseries=TS)
+    db.m.insert_many(rows("a", 5) + rows("b", 5) + rows("c", 5))
+    buckets = db["system.buckets.m"]
+    # The sort picks the bucket; the pre-image is returned by default, the post-image
+    # with return_document=AFTER.
+    old = buckets.find_one_and_update({}, {"$set": {"data.v.1": 7.5}}, sort=[("meta.host", -1)])
+    assert old["meta"] == {"host": "c"} and old["data"]["v"]["1"] == 1.0
+    new = buckets.find_one_and_update({"meta.host": "a"}, {"$set": {"data.v.2": 8.5}},
+                                      return_document=ReturnDocument.AFTER)
+    assert new["data"]["v"]["2"] == 8.5
+    assert db.m.find_one({"m.host": "c", "i": 1})["v"] == 7.5
+    assert db.m.find_one({"m.host": "a", "i": 2})["v"] == 8.5
+    gone = buckets.find_one_and_delete({"meta.host": "b"})
+    assert gone["meta"] == {"host": "b"} and len(gone["data"]["t"]) == 5
+    assert db.m.count_documents({"m.host": "b"}) == 0 and db.m.count_documents({}) == 10
+    assert buckets.find_one_and_delete({"meta.host": "nobody"}) is None
+    with pytest.raises(OperationFailure) as e:
+        buckets.find_one_and_update({"meta.host": "q"}, {"$set": {"x": 1}}, upsert=True)
+    assert e.value.code == 72

@@ -71,6 +71,15 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         req.state
             .timeseries
             .find_and_modify(buckets, options, &spec, &fam)?
+    } else if let Target::Buckets { buckets, options } = &target {
+        if upsert {
+            return Err(CommandError::invalid_options(
+                "upsert of bucket documents is not supported by this server; insert the bucket instead",
+            ));
+        }
+        req.state
+            .timeseries
+            .find_and_modify_buckets(buckets, options, &fam)?
     } else {
         let collection = match target.require_regular("findAndModify")? {
             Some(c) => c,

@@ -130,6 +130,22 @@ fn run_statement(
             upserted: out.upserted,
         });
     }
+    if let Target::Buckets { buckets, options } = &target {
+        if upsert {
+            return Err(CommandError::invalid_options(
+                "upsert of bucket documents is not supported by this server; insert the bucket instead",
+            ));
+        }
+        let out = req
+            .state
+            .timeseries
+            .update_buckets(buckets, options, &filter, &update, multi)?;
+        return Ok(StatementResult {
+            matched: out.matched,
+            modified: out.modified,
+            upserted: None,
+        });
+    }
     let collection = match target.require_regular("update")? {
         Some(c) => c,
         None if upsert => req.state.catalog.get_or_create(&req.db, coll)?,

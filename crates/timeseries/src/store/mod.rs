@@ -12,6 +12,7 @@
 
 mod archive;
 mod archive_read;
+mod bucket_writes;
 mod compressor;
 mod counters;
 mod geo;

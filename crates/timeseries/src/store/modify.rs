@@ -72,10 +72,10 @@ fn only_meta_updates(ops: &Document, mf: &str) -> bool {
 }
 
 /// A bucket to rewrite: its new measurements (with meta) and meta.
-struct Rewrite {
-    view: BucketView,
-    remaining: Vec<Document>,
-    meta: Option<Bson>,
+pub(super) struct Rewrite {
+    pub(super) view: BucketView,
+    pub(super) remaining: Vec<Document>,
+    pub(super) meta: Option<Bson>,
 }
 
 impl TimeseriesStore {
@@ -133,47 +133,6 @@ impl TimeseriesStore {
                 }
             }
         }
-        commit_rewrites(&mut s, buckets, options, rewrites)?;
-        Ok(DeleteOutcome { deleted })
-    }
-
-    /// Deletes the documents of `system.buckets.<coll>` matching `filter` (the first one
-    /// when `limit_one`), as a delete on the buckets collection does in MongoDB: each
-    /// whole bucket, open or stored, matched as the bucket document a read of the buckets
-    /// collection shows; all in one durable batch.
-    pub fn delete_buckets(
-        &self,
-        buckets: &Arc<Collection>,
-        options: &TimeseriesOptions,
-        filter: &Filter,
-        limit_one: bool,
-    ) -> Result<DeleteOutcome, StoreError> {
-        let series = self.series(buckets, options)?;
-        let mut s = lock_settled(&series);
-        let mut rewrites = Vec::new();
-        for view in scan_locked(&mut s, buckets, options, &BucketPredicate::all(), None)? {
-            hourglass_query::interrupt::check()?;
-            let view = view?;
-            let doc = match &view {
-                BucketView::Stored(b) => b.to_document()?,
-                BucketView::Open(b) => b.to_document(false),
-                // Archived rows are no longer buckets (reads do not show them either).
-                BucketView::Archived(_) => continue,
-            };
-            if !filter.matches(&doc) {
-                continue;
-            }
-            let meta = view.meta().cloned();
-            rewrites.push(Rewrite {
-                view,
-                remaining: Vec::new(),
-                meta,
-            });
-            if limit_one {
-                break;
-            }
-        }
-        let deleted = rewrites.len() as u64;
         commit_rewrites(&mut s, buckets, options, rewrites)?;
         Ok(DeleteOutcome { deleted })
     }
@@ -487,7 +446,7 @@ impl TimeseriesStore {
 /// reopened, removed; the bucket is stored again with its remaining measurements, or
 /// removed.
 /// Stages `rewrites` in one batch and commits it durably.
-fn commit_rewrites(
+pub(super) fn commit_rewrites(
     s: &mut Series,
     buckets: &Collection,
     options: &TimeseriesOptions,
