@@ -152,6 +152,29 @@ fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Docu
     input
 }
 
+/// Runs `source` as a find with `skip` and `limit` would: the documents returned (at most
+/// `limit`) and the documents read, stopping at the limit when `early` (the order read is
+/// the final one).
+fn run_counting(
+    source: crate::cursor::DocSource,
+    skip: usize,
+    limit: Option<i64>,
+    early: bool,
+) -> Result<(u64, u64), CommandError> {
+    let (mut n, mut matched) = (0u64, 0u64);
+    for d in source {
+        d?;
+        matched += 1;
+        if matched > skip as u64 {
+            n += 1;
+        }
+        if early && limit.is_some_and(|l| n >= l as u64) {
+            break;
+        }
+    }
+    Ok((limit.map_or(n, |l| n.min(l as u64)), matched))
+}
+
 pub fn explain(req: &Request) -> CmdResult {
     req.check_fields(&["verbosity"])?;
     let inner = match req.body.get("explain") {
@@ -230,7 +253,7 @@ pub fn explain(req: &Request) -> CmdResult {
         };
         let rings = match (filter.near(), &coll) {
             (Some((path, near)), Some(c)) if super::near_find::reads_rings(c, path, near) => {
-                super::geo_index::near_head(c, shape.filter)?
+                super::geo_index::near_head(c, path)
                     .map(|head| (path.to_string(), near.clone(), head))
             }
             _ => None,
@@ -248,20 +271,8 @@ pub fn explain(req: &Request) -> CmdResult {
                     &near,
                     Some(log.clone()),
                 )?;
-                let mut n = 0u64;
-                for (i, d) in source.enumerate() {
-                    d?;
-                    if i >= skip {
-                        n += 1;
-                    }
-                    // Nearest first is the final order unless a sort reorders.
-                    if sort.is_none() && shape.limit.is_some_and(|l| n >= l as u64) {
-                        break;
-                    }
-                }
-                if let Some(l) = shape.limit {
-                    n = n.min(l as u64);
-                }
+                // Nearest first is the final order unless a sort reorders.
+                let (n, _) = run_counting(source, skip, shape.limit, sort.is_none())?;
                 let (stage, keys, docs) = super::near_find::explain_rings(&log, head, n);
                 let mut stages = wrap_stages(stage, &shape, sorted);
                 stages.insert("nReturned", n as i64);
@@ -269,29 +280,10 @@ pub fn explain(req: &Request) -> CmdResult {
             }
             (Target::Regular(Some(c)), None) => {
                 let read = regular_read(&c, filter, shape.filter, &opts)?;
-                let mut n = 0u64;
-                let mut matched = 0usize;
-                let mut source = read.source;
-                for d in source.by_ref() {
-                    d?;
-                    matched += 1;
-                    if matched > skip {
-                        n += 1;
-                    }
-                    // Without a sort to satisfy, a limit stops the scan early.
-                    let early = sort.is_none() || read.plan.provides_sort;
-                    if early && shape.limit.is_some_and(|l| n >= l as u64) {
-                        break;
-                    }
-                }
-                if let Some(l) = shape.limit {
-                    n = n.min(l as u64);
-                }
-                let access = plan_stages(
-                    &read.plan,
-                    shape.filter,
-                    Some((&read.stats, matched as u64)),
-                );
+                // Without a sort to satisfy, a limit stops the scan early.
+                let early = sort.is_none() || read.plan.provides_sort;
+                let (n, matched) = run_counting(read.source, skip, shape.limit, early)?;
+                let access = plan_stages(&read.plan, shape.filter, Some((&read.stats, matched)));
                 let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
                 stages.insert("nReturned", n as i64);
                 (n, read.stats.keys(), read.stats.docs(), stages)

@@ -195,28 +195,24 @@ pub fn near_stage(
     filter: Option<&Document>,
     input: Document,
 ) -> Result<Document, CommandError> {
-    Ok(match near_head(c, filter)? {
-        Some(mut head) => {
-            head.insert("inputStages", vec![input]);
-            head
-        }
-        None => input,
-    })
-}
-
-/// The GEO_NEAR stage of a find with `filter` on `c`, without its inputs; None without
-/// `$near` or without a geo index on its field.
-pub fn near_head(
-    c: &hourglass_catalog::Collection,
-    filter: Option<&Document>,
-) -> Result<Option<Document>, CommandError> {
     let Some(spec) = filter else {
-        return Ok(None);
+        return Ok(input);
     };
     let parsed = hourglass_query::filter::Filter::parse(spec)?;
-    let Some((path, _)) = parsed.near() else {
-        return Ok(None);
-    };
+    Ok(
+        match parsed.near().and_then(|(path, _)| near_head(c, path)) {
+            Some(mut head) => {
+                head.insert("inputStages", vec![input]);
+                head
+            }
+            None => input,
+        },
+    )
+}
+
+/// The GEO_NEAR stage of a `$near` on `path` of `c`, without its inputs; None without a
+/// geo index on the field.
+pub fn near_head(c: &hourglass_catalog::Collection, path: &str) -> Option<Document> {
     let indexes = c.indexes();
     let found = indexes.iter().filter(|i| !i.spec.hidden).find_map(|i| {
         i.spec
@@ -225,18 +221,16 @@ pub fn near_head(
             .find(|p| p.kind.is_geo() && p.path == path)
             .map(|p| (i, p.kind))
     });
-    let Some((index, kind)) = found else {
-        return Ok(None);
-    };
+    let (index, kind) = found?;
     let stage = if kind == KeyKind::Sphere {
         "GEO_NEAR_2DSPHERE"
     } else {
         "GEO_NEAR_2D"
     };
-    Ok(Some(bson::doc! {
+    Some(bson::doc! {
         "stage": stage,
         "keyPattern": index.spec.key.clone(),
         "indexName": index.spec.name.clone(),
         "indexVersion": 2,
-    }))
+    })
 }
