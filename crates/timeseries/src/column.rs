@@ -620,10 +620,18 @@ pub struct RawValues {
 }
 
 impl RawValues {
-    /// Measurement `i`'s value.
-    pub fn get(&self, i: usize) -> Option<bson::RawBsonRef<'_>> {
-        let doc = bson::RawDocument::from_bytes(self.element(i)?).ok()?;
-        doc.into_iter().next()?.ok().map(|(_, v)| v)
+    /// Measurement `i`'s value (`Ok(None)`: the measurement lacks the field).
+    pub fn get(&self, i: usize) -> Result<Option<bson::RawBsonRef<'_>>, TsError> {
+        let Some(element) = self.element(i) else {
+            return Ok(None);
+        };
+        let bad = |e: bson::raw::Error| TsError::corrupt(format!("value: {e}"));
+        let doc = bson::RawDocument::from_bytes(element).map_err(bad)?;
+        match doc.into_iter().next() {
+            Some(Ok((_, v))) => Ok(Some(v)),
+            Some(Err(e)) => Err(bad(e)),
+            None => Err(TsError::corrupt("value without key")),
+        }
     }
 
     /// Measurement `i`'s value as its element type and the value's bytes (those after

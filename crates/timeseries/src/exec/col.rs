@@ -122,21 +122,24 @@ impl GeoCol {
         Ok(GeoCol::Decoded(cols.get(field)?))
     }
 
-    pub fn get(&self, i: usize) -> GeoValue<'_> {
+    /// Measurement `i`'s value; an error when stored bytes do not parse.
+    pub fn get(&self, i: usize) -> Result<GeoValue<'_>, TsError> {
         use std::borrow::Cow;
-        match self {
+        Ok(match self {
             GeoCol::Raw(raw) => {
                 let point = raw
                     .get_bytes(i)
                     .filter(|(kind, _)| *kind == 0x03)
                     .and_then(|(_, doc)| hourglass_query::geo::shape::raw_point(doc));
-                match (point, raw.get(i)) {
-                    (Some(p), _) => GeoValue::Point(p),
-                    (None, Some(v)) => match Bson::try_from(v) {
-                        Ok(v) => GeoValue::Value(Cow::Owned(v)),
-                        Err(_) => GeoValue::Missing,
+                match point {
+                    Some(p) => GeoValue::Point(p),
+                    None => match raw.get(i)? {
+                        Some(v) => GeoValue::Value(Cow::Owned(
+                            Bson::try_from(v)
+                                .map_err(|e| TsError::corrupt(format!("value: {e}")))?,
+                        )),
+                        None => GeoValue::Missing,
                     },
-                    (None, None) => GeoValue::Missing,
                 }
             }
             GeoCol::Decoded(col) => match &**col {
@@ -147,6 +150,6 @@ impl GeoCol {
                 // Numbers are no geometries.
                 Col::Typed(_) => GeoValue::Missing,
             },
-        }
+        })
     }
 }

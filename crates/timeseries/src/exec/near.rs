@@ -125,7 +125,7 @@ impl NearestRun<'_> {
                 continue;
             }
             // The location is the value itself, unless it is an array of geometries.
-            let (dist, loc) = match col.get(i) {
+            let (dist, loc) = match col.get(i)? {
                 GeoValue::Point(p) => match near.distance(&Shape::Point(p)) {
                     Some(d) => (d, None),
                     None => continue,

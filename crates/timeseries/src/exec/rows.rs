@@ -142,7 +142,7 @@ impl RowFilter {
                 Cond::Geo(field, pred, bounds) => {
                     let col = GeoCol::load(cols, field)?;
                     for (i, m) in mask.iter_mut().enumerate() {
-                        match col.get(i) {
+                        match col.get(i)? {
                             // An array's elements are matched one by one by the filter.
                             GeoValue::Value(v) if matches!(*v, Bson::Array(_)) => return Ok(None),
                             _ if !*m => {}
