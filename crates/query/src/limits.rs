@@ -6,9 +6,7 @@
 //! bounded by one of these limits, checked before the recursion starts by code that does
 //! not recurse itself. That is what keeps a hostile request from overflowing a stack.
 
-use bson::raw::{RawBsonRef, RawDocument};
-
-type DocIter<'a> = <&'a RawDocument as IntoIterator>::IntoIter;
+use bson::raw::RawDocument;
 
 /// Nesting depth a BSON object may have on the wire: MongoDB's
 /// `BSONDepth::kDefaultMaxAllowableDepth` (`src/mongo/bson/bson_depth.h`). The top-level
@@ -82,55 +80,7 @@ pub fn check_raw(bytes: &[u8], max_depth: usize) -> Result<RawStats, RawCheckErr
 
 /// [`check_raw`] for a document already framed as a `RawDocument`.
 pub fn check_raw_document(doc: &RawDocument, max_depth: usize) -> Result<RawStats, RawCheckError> {
-    let mut stats = RawStats {
-        elements: 0,
-        depth: 1,
-    };
-    let mut stack: Vec<DocIter<'_>> = vec![doc.into_iter()];
-    while let Some(top) = stack.last_mut() {
-        let Some(item) = top.next() else {
-            stack.pop();
-            continue;
-        };
-        let (_, value) = item.map_err(|e| RawCheckError::Invalid(e.to_string()))?;
-        stats.elements += 1;
-        let child = match value {
-            RawBsonRef::Document(d) => Some(d.into_iter()),
-            RawBsonRef::Array(a) => Some(
-                RawDocument::from_bytes(a.as_bytes())
-                    .map_err(|e| RawCheckError::Invalid(e.to_string()))?
-                    .into_iter(),
-            ),
-            RawBsonRef::JavaScriptCodeWithScope(c) => Some(c.scope.into_iter()),
-            RawBsonRef::String(_)
-            | RawBsonRef::Double(_)
-            | RawBsonRef::Binary(_)
-            | RawBsonRef::Undefined
-            | RawBsonRef::ObjectId(_)
-            | RawBsonRef::Boolean(_)
-            | RawBsonRef::DateTime(_)
-            | RawBsonRef::Null
-            | RawBsonRef::RegularExpression(_)
-            | RawBsonRef::DbPointer(_)
-            | RawBsonRef::JavaScriptCode(_)
-            | RawBsonRef::Symbol(_)
-            | RawBsonRef::Int32(_)
-            | RawBsonRef::Timestamp(_)
-            | RawBsonRef::Int64(_)
-            | RawBsonRef::Decimal128(_)
-            | RawBsonRef::MaxKey
-            | RawBsonRef::MinKey => None,
-        };
-        if let Some(child) = child {
-            let depth = stack.len() + 1;
-            if depth >= max_depth {
-                return Err(RawCheckError::TooDeep { limit: max_depth });
-            }
-            stats.depth = stats.depth.max(depth);
-            stack.push(child);
-        }
-    }
-    Ok(stats)
+    crate::raw_check::check(doc.as_bytes(), max_depth)
 }
 
 /// Nesting depth of a decoded document (1 for a flat one), computed without recursion.

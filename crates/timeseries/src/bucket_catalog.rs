@@ -21,12 +21,12 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use bson::oid::ObjectId;
-use bson::{Bson, Document, RawBsonRef, RawDocument};
+use bson::{Bson, Document};
 
 use crate::bucket::{Bucket, Fields};
 use crate::error::TsError;
-use crate::measurement::{to_bson, Measurement};
-use crate::meta::{meta_key, normalize_meta};
+use crate::measurement::{time_error, MeasurementBatch, MeasurementReader, Read};
+use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
 use std::sync::Arc;
@@ -162,31 +162,14 @@ pub struct BucketCatalog {
     stats: BucketStats,
     clock: u64,
     memory: usize,
-    /// Recently seen raw meta elements (by their BSON bytes) with their normalized form
-    /// and series key: a loader sends the same series over and over, and normalizing
-    /// (clone, sort, encode) each measurement's meta was a tenth of the ingest profile.
-    /// Looked up by hash: a linear scan comparing whole documents took a third of the
-    /// line-protocol ingest profile at 100 series.
-    meta_cache: FxHashMap<Vec<u8>, Arc<Series>>,
-    meta_cache_bytes: usize,
-}
-
-/// A series: its normalized meta value and its key.
-type Series = (Option<Bson>, Vec<u8>);
-
-/// Bytes of raw meta elements and series keys the meta cache holds before it is emptied:
-/// a few hundred thousand series of small meta values. At 4,096 series, 100,000 series
-/// normalized their meta on every measurement.
-const META_CACHE_BYTES: usize = 32 << 20;
-
-fn time_error(time_field: &str) -> TsError {
-    TsError::BadValue(format!(
-        "'{time_field}' must be present and contain a valid BSON UTC datetime value"
-    ))
+    /// Reads measurements outside the series lock, with the meta cache of this
+    /// collection's inserts.
+    reader: MeasurementReader,
 }
 
 impl BucketCatalog {
     pub fn new(options: TimeseriesOptions, budget: Arc<CatalogBudget>) -> BucketCatalog {
+        let reader = MeasurementReader::new(&options.time_field, options.meta_field.as_deref());
         BucketCatalog {
             options,
             budget,
@@ -195,13 +178,18 @@ impl BucketCatalog {
             stats: BucketStats::default(),
             clock: 0,
             memory: 0,
-            meta_cache: FxHashMap::default(),
-            meta_cache_bytes: 0,
+            reader,
         }
     }
 
     pub fn options(&self) -> &TimeseriesOptions {
         &self.options
+    }
+
+    /// What reads this collection's measurements for [`BucketCatalog::insert`], to use
+    /// without the series lock.
+    pub fn reader(&self) -> MeasurementReader {
+        self.reader.clone()
     }
 
     pub fn limits(&self) -> Limits {
@@ -224,6 +212,9 @@ impl BucketCatalog {
     /// Replaces the options (collMod); all open buckets are closed and
     /// returned, as MongoDB clears the catalog for the collection.
     pub fn set_options(&mut self, options: TimeseriesOptions) -> Vec<Bucket> {
+        self.reader = self
+            .reader
+            .renamed(&options.time_field, options.meta_field.as_deref());
         self.options = options;
         self.close_all()
     }
@@ -303,48 +294,6 @@ impl BucketCatalog {
         Some(Arc::unwrap_or_clone(ob.bucket))
     }
 
-    /// Reads a measurement (its fields into `scratch`) and its time: at most 16 MB, with
-    /// a date in the time field.
-    fn read<'a>(
-        &self,
-        raw: &'a RawDocument,
-        scratch: Vec<(&'a str, Bson)>,
-    ) -> Result<(Measurement<'a>, i64), TsError> {
-        let len = raw.as_bytes().len();
-        let max = hourglass_query::limits::MAX_BSON_OBJECT_SIZE;
-        if len > max {
-            return Err(TsError::TooLarge(format!(
-                "Measurement of {len} bytes is over the maximum document size of {max} bytes"
-            )));
-        }
-        let time_field = &self.options.time_field;
-        let m = Measurement::read(raw, time_field, self.options.meta_field.as_deref(), scratch)?;
-        match m.time {
-            Some(t) => Ok((m, t)),
-            None => Err(time_error(time_field)),
-        }
-    }
-
-    /// The normalized meta value and series key of a measurement's raw meta element.
-    fn series_key(&mut self, raw: Option<(&[u8], RawBsonRef<'_>)>) -> Result<Arc<Series>, TsError> {
-        let Some((element, value)) = raw else {
-            return Ok(Arc::new((None, meta_key(None))));
-        };
-        if let Some(series) = self.meta_cache.get(element) {
-            return Ok(series.clone());
-        }
-        let normalized = Some(normalize_meta(&to_bson(value)?));
-        let key = meta_key(normalized.as_ref());
-        self.meta_cache_bytes += element.len() + key.len();
-        if self.meta_cache_bytes > META_CACHE_BYTES {
-            self.meta_cache.clear();
-            self.meta_cache_bytes = element.len() + key.len();
-        }
-        let series = Arc::new((normalized, key));
-        self.meta_cache.insert(element.to_vec(), series.clone());
-        Ok(series)
-    }
-
     /// Inserts measurements in order. Each must hold a BSON date in the
     /// time field, else it gets a code-2 error; `ordered` stops at the first
     /// error, otherwise the remaining measurements are still inserted.
@@ -356,7 +305,7 @@ impl BucketCatalog {
     /// is returned in `reopened`.
     pub fn insert(
         &mut self,
-        measurements: &[&RawDocument],
+        batch: MeasurementBatch<'_>,
         ordered: bool,
         reopen: &mut dyn FnMut(&[u8], i64) -> Reopening,
     ) -> InsertOutcome {
@@ -366,13 +315,15 @@ impl BucketCatalog {
         // Buckets that received measurements, with the new rows' bytes for their log entry.
         let mut touched: Vec<(ObjectId, Vec<u8>)> = Vec::new();
         let mut opened_now: FxHashSet<ObjectId> = FxHashSet::default();
-        // The fields of the measurement being read, reused from one to the next.
-        let mut scratch = Vec::with_capacity(16);
-        for (i, raw) in measurements.iter().enumerate() {
-            let read = self
-                .read(raw, std::mem::take(&mut scratch))
-                .and_then(|(m, t)| Ok((self.series_key(m.meta)?, m, t)));
-            let (series, m, t) = match read {
+        let MeasurementBatch {
+            reads,
+            fields,
+            series,
+        } = batch;
+        // Rows of one bucket in this batch, about: its log entry's bytes grow once.
+        let per_series = reads.len() / series.max(1) + 1;
+        for (i, read) in reads.into_iter().enumerate() {
+            let Read { m, time: t, series } = match read {
                 Ok(r) => r,
                 Err(e) => {
                     out.errors.push((i, e));
@@ -382,6 +333,7 @@ impl BucketCatalog {
                     continue;
                 }
             };
+            let m_fields = &fields[m.fields.clone()];
             let (meta, key) = &*series;
             let size = m.size_without_meta();
             let mut target = self.by_meta.get(key).copied();
@@ -389,7 +341,7 @@ impl BucketCatalog {
             let had_open = target.is_some();
             let mut may_reopen = !had_open;
             if let Some(id) = target {
-                if let Some(reason) = self.rollover_reason(id, t, size, &m.fields) {
+                if let Some(reason) = self.rollover_reason(id, t, size, m_fields) {
                     if let Some(b) = self.take(id) {
                         self.count_close(reason);
                         out.closed.push(b);
@@ -441,7 +393,7 @@ impl BucketCatalog {
                 let slot = match ob.touched {
                     Some((e, slot)) if e == epoch => slot,
                     _ => {
-                        touched.push((id, Vec::with_capacity(raw.as_bytes().len() * 8)));
+                        touched.push((id, Vec::with_capacity(size * per_series)));
                         ob.touched = Some((epoch, touched.len() - 1));
                         touched.len() - 1
                     }
@@ -449,13 +401,12 @@ impl BucketCatalog {
                 let rows = &mut touched[slot].1;
                 m.write_without_meta(rows);
                 let before = ob.bucket.heap_bytes;
-                Arc::make_mut(&mut ob.bucket).add_fields(&m.fields, size);
+                Arc::make_mut(&mut ob.bucket).add_fields(m_fields, size);
                 ob.last_used = epoch;
                 let grown = ob.bucket.heap_bytes.saturating_sub(before);
                 self.charge(grown);
                 out.inserted += 1;
             }
-            scratch = m.fields;
         }
         for (id, _) in &touched {
             if opened_now.contains(id) {
@@ -467,6 +418,7 @@ impl BucketCatalog {
         if out.inserted > 0 {
             self.stats.record_commit(out.inserted);
         }
+        MeasurementReader::give_back(fields);
         out.closed.extend(self.close_idle(epoch));
         out.deltas = touched;
         out
@@ -634,6 +586,7 @@ impl BucketCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bson::RawDocument;
 
     /// Inserts documents through the raw path.
     trait InsertDocs {
@@ -644,7 +597,8 @@ mod tests {
         fn insert_docs(&mut self, docs: Vec<Document>, ordered: bool) -> InsertOutcome {
             let raw = crate::store::raw_measurements(&docs).unwrap();
             let raw: Vec<&RawDocument> = raw.iter().map(|r| &**r).collect();
-            self.insert(&raw, ordered, &mut |_, _| Reopening::None)
+            let batch = self.reader().read(&raw);
+            self.insert(batch, ordered, &mut |_, _| Reopening::None)
         }
     }
 

@@ -236,6 +236,10 @@ impl Engine {
         let db = Database::builder(path.join("engine"))
             .manual_journal_persist(true)
             .max_journaling_size(MAX_JOURNAL)
+            // The journal stores values as given: the big ones are time-series insert-log
+            // records and compressed buckets, where lz4 was 7% of the ingest profile
+            // (buckets are pco-compressed already; decision 0009).
+            .journal_compression(fjall::CompressionType::None)
             // Each table keeps its own descriptor, closed with the table: with fjall's
             // shared descriptor cache, the files of a dropped collection stayed open (and
             // their space taken) until the cache evicted them.

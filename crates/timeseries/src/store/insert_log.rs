@@ -29,6 +29,9 @@ use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 const FIRST: u8 = 1;
+/// The largest record buffer a collection keeps for its next record (an idle collection
+/// holds it).
+const MAX_SPARE_RECORD: usize = 8 << 20;
 const REOPENED: u8 = 2;
 
 /// A bucket leaving the log's care (stored or removed), with the records holding its
@@ -62,6 +65,9 @@ pub(super) struct InsertLog {
     /// staged under its series lock.
     garbage_records: Vec<u64>,
     garbage_marks: HashSet<ObjectId>,
+    /// The last record's buffer, for the next one: a record of 10,000 measurements is
+    /// megabytes, and a fresh buffer of that size is new pages the kernel must zero.
+    spare: Vec<u8>,
 }
 
 /// Builds one record.
@@ -71,13 +77,6 @@ pub(super) struct RecordWriter {
 }
 
 impl RecordWriter {
-    pub fn with_capacity(rows: usize, buckets: usize) -> RecordWriter {
-        RecordWriter {
-            bytes: Vec::with_capacity(rows + buckets * 24),
-            entries: 0,
-        }
-    }
-
     /// Appends `bucket`'s entry: `first` adds its header.
     pub fn entry(&mut self, bucket: &Bucket, first: bool, reopened: bool, rows: &[u8]) {
         let out = &mut self.bytes;
@@ -97,6 +96,14 @@ impl RecordWriter {
 }
 
 impl InsertLog {
+    /// A writer for the next record, on the last record's buffer.
+    pub fn writer(&mut self, rows: usize, buckets: usize) -> RecordWriter {
+        let mut bytes = std::mem::take(&mut self.spare);
+        bytes.clear();
+        bytes.reserve(rows + buckets * 24);
+        RecordWriter { bytes, entries: 0 }
+    }
+
     /// Notes that the record being written (the next one) holds an entry of `id`;
     /// returns whether it is the bucket's first entry.
     pub fn note(&mut self, id: ObjectId) -> bool {
@@ -115,6 +122,9 @@ impl InsertLog {
         batch.put(tree, &log_key(self.next), &record.bytes);
         self.live.insert(self.next, record.entries);
         self.next += 1;
+        if record.bytes.capacity() <= MAX_SPARE_RECORD {
+            self.spare = record.bytes;
+        }
     }
 
     /// Takes `id` out of the log's care (it is being stored or removed): the records
@@ -306,7 +316,7 @@ mod tests {
         let a = Bucket::new(&opts, Some(Bson::Int32(1)), 5);
         let b = Bucket::new(&opts, None, 7);
         let row = bson::to_vec(&doc! {"t": bson::DateTime::from_millis(5)}).unwrap();
-        let mut w = RecordWriter::with_capacity(64, 2);
+        let mut w = InsertLog::default().writer(64, 2);
         w.entry(&a, true, true, &row);
         w.entry(&b, false, false, &row);
         let got: Vec<Entry> = entries(&w.bytes).collect::<Result<_, _>>().unwrap();

@@ -41,6 +41,7 @@ use crate::bucket::decode_compressed_owned;
 use crate::bucket::Bucket;
 use crate::bucket_catalog::{BucketCatalog, CatalogBudget, Limits, Reopening};
 use crate::error::TsError;
+use crate::measurement::MeasurementBatch;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use crate::stats::BucketStats;
@@ -552,10 +553,14 @@ impl TimeseriesStore {
         // of the insert visible.
         let bytes: usize = measurements.iter().map(|m| m.as_bytes().len()).sum();
         engine.check_space(bytes as u64)?;
+        // Read without the series lock: concurrent inserts walk their measurements and
+        // normalize their metas in parallel; the lock is held to route and append.
+        let reader = series.lock().catalog.reader();
+        let read = reader.read(&measurements);
         let mut s = series.lock();
         let mut batch = engine.batch();
         let (out, closing) =
-            Self::stage_insert(&mut s, &mut batch, &measurements, ordered, &HashSet::new())?;
+            Self::stage_insert(&mut s, &mut batch, read, ordered, &HashSet::new())?;
         let appended = engine.apply(batch);
         if appended.is_ok() {
             s.log.garbage_applied();
@@ -701,7 +706,7 @@ impl TimeseriesStore {
     fn stage_insert(
         s: &mut Series,
         batch: &mut Batch,
-        measurements: &[&RawDocument],
+        measurements: MeasurementBatch<'_>,
         ordered: bool,
         rewritten: &HashSet<ObjectId>,
     ) -> Result<(TsInsertOutcome, Closing), StoreError> {
@@ -742,7 +747,7 @@ impl TimeseriesStore {
         let tree = s.buckets.tree().clone();
         let closed: HashMap<ObjectId, &Bucket> = out.closed.iter().map(|b| (b.id, b)).collect();
         let rows: usize = out.deltas.iter().map(|(_, r)| r.len()).sum();
-        let mut record = insert_log::RecordWriter::with_capacity(rows, out.deltas.len());
+        let mut record = s.log.writer(rows, out.deltas.len());
         for (id, rows) in &out.deltas {
             let Some(bucket) = s
                 .catalog

@@ -427,7 +427,8 @@ impl TimeseriesStore {
         }
         let raw = raw_measurements(measurements)?;
         let raw: Vec<&bson::RawDocument> = raw.iter().map(|r| &**r).collect();
-        let (ins, closed) = Self::stage_insert(s, batch, &raw, true, rewritten)?;
+        let read = s.catalog.reader().read(&raw);
+        let (ins, closed) = Self::stage_insert(s, batch, read, true, rewritten)?;
         if let Some((_, e)) = ins.errors.into_iter().next() {
             return Err(e);
         }
