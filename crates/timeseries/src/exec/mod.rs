@@ -9,6 +9,7 @@ mod columnar;
 mod deps;
 mod lastpoint;
 mod near;
+mod parallel;
 mod rows;
 mod vgroup;
 
@@ -292,15 +293,9 @@ impl TimeseriesStore {
             .as_ref()
             .map(|f| f.iter().map(String::as_str).collect());
         if let Some((group, rows)) = &plan.group {
-            let mut run = group.start();
-            for view in scan {
-                hourglass_query::interrupt::check()?;
-                let view = view?;
-                let cols = Cols::new(&view);
-                let mask = row_mask(plan, rows.as_ref(), &cols, &options, wanted.as_deref())?;
-                run.feed(&cols, mask.as_deref())?;
-            }
-            let out = run.finish();
+            let mask =
+                |cols: &Cols<'_>| row_mask(plan, rows.as_ref(), cols, &options, wanted.as_deref());
+            let out = parallel::group(group, scan, &mask)?;
             return Ok(TsExecution {
                 rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),
                 counters,
@@ -648,6 +643,42 @@ mod tests {
             ],
         );
         assert_eq!(plan.fields.as_deref().unwrap(), ["tags"]);
+    }
+
+    #[test]
+    fn a_group_split_across_threads_equals_one_run_in_values_and_order() {
+        let (_dir, c, o, store) = cpu();
+        // Ten measurements per bucket: 3,000 measurements are 300 buckets, past the
+        // serial prefix, so the scan is split whenever the machine has two cores.
+        store.set_limits(crate::bucket_catalog::Limits {
+            max_count: 10,
+            ..Default::default()
+        });
+        let docs: Vec<Document> = (0..3000i64)
+            .map(|i| {
+                doc! {
+                    "time": bson::DateTime::from_millis(T0 + (i / 3) * 10_000),
+                    "tags": {"hostname": format!("host_{}", i % 3)},
+                    // Whole numbers: sums are exact whatever the order of addition.
+                    "v": ((i * 7919) % 1000) as f64,
+                    "n": (i % 11) as i32,
+                }
+            })
+            .collect();
+        store.insert_docs(&c, &o, docs, true).unwrap();
+        assert!(
+            store.scan(&c, &o, &BucketPredicate::all()).unwrap().count() as u64
+                > 2 * parallel::SERIAL_BUCKETS
+        );
+        for group in [
+            doc! {"$group": {"_id": {"h": "$tags.hostname", "t": {"$dateTrunc": {"date": "$time", "unit": "minute", "binSize": 5}}}, "mx": {"$max": "$v"}, "mn": {"$min": "$n"}, "a": {"$avg": "$v"}, "s": {"$sum": "$n"}, "c": {"$count": {}}}},
+            doc! {"$group": {"_id": "$n", "s": {"$sum": "$v"}, "mx": {"$max": "$tags.hostname"}}},
+            doc! {"$group": {"_id": "$tags.hostname", "f": {"$first": "$v"}, "l": {"$last": "$n"}}},
+        ] {
+            let (fast, slow, plan) = both_paths(&store, &c, &o, std::slice::from_ref(&group));
+            assert!(plan.group.is_some());
+            assert_eq!(fast, slow, "values and order of {group:?}");
+        }
     }
 
     #[test]

@@ -234,7 +234,18 @@ impl VectorGroup {
             meta_ids: HashMap::default(),
             meta_docs: Vec::new(),
             scratch: Document::new(),
+            first_seen: Vec::new(),
+            at: 0,
         }
+    }
+
+    /// Whether runs over parts of a scan can be merged into the run over the whole scan:
+    /// every accumulator combines partial states (`$first`/`$last` would need the rows'
+    /// order across the parts).
+    pub fn mergeable(&self) -> bool {
+        self.accs
+            .iter()
+            .all(|(_, a, _)| !matches!(a, Acc::First | Acc::Last))
     }
 }
 
@@ -251,6 +262,10 @@ pub struct GroupRun<'a> {
     meta_docs: Vec<Document>,
     /// Where the `_id` expression's inputs are set when it reads no meta.
     scratch: Document,
+    /// Per group (as `groups`): the position in the scan of its first row, (bucket, row).
+    first_seen: Vec<(u64, usize)>,
+    /// The position in the scan of the bucket being fed.
+    at: u64,
 }
 
 fn initial(acc: Acc) -> State {
@@ -329,6 +344,21 @@ fn accumulate_double(acc: Acc, state: &mut State, x: f64) -> bool {
     }
 }
 
+/// Combines `b`, the state of a run over other buckets, into `a`.
+fn merge_state(acc: Acc, a: &mut State, b: State) {
+    match (acc, a, b) {
+        (Acc::Sum, State::Sum(x), State::Sum(y)) => *x = x.plus(y),
+        (Acc::Avg, State::Avg(sum, count, dec), State::Avg(s, c, d)) => {
+            *sum += s;
+            *count += c;
+            *dec |= d;
+        }
+        (Acc::Min | Acc::Max, a, State::Best(b)) => accumulate(acc, a, b.as_ref()),
+        // `$first`/`$last` runs are not merged (`VectorGroup::mergeable`).
+        _ => {}
+    }
+}
+
 fn finish(state: State) -> Bson {
     match state {
         State::Sum(n) => n.to_bson(),
@@ -346,8 +376,26 @@ fn finish(state: State) -> Bson {
 }
 
 impl GroupRun<'_> {
-    /// Feeds the rows of `bucket` selected by `mask` (all rows when `None`).
+    /// Feeds the rows of the bucket at position `at` of the scan (buckets may be fed out
+    /// of order, to runs merged later) selected by `mask` (all rows when `None`).
+    pub fn feed_at(
+        &mut self,
+        at: u64,
+        cols: &Cols<'_>,
+        mask: Option<&[bool]>,
+    ) -> Result<(), QueryError> {
+        self.at = at;
+        self.feed_rows(cols, mask)
+    }
+
+    /// Feeds the rows of the next bucket of the scan selected by `mask` (all rows when
+    /// `None`).
     pub fn feed(&mut self, cols: &Cols<'_>, mask: Option<&[bool]>) -> Result<(), QueryError> {
+        self.at += 1;
+        self.feed_rows(cols, mask)
+    }
+
+    fn feed_rows(&mut self, cols: &Cols<'_>, mask: Option<&[bool]>) -> Result<(), QueryError> {
         let g = self.group;
         let bucket = cols.view;
         let n = bucket.count();
@@ -536,17 +584,47 @@ impl GroupRun<'_> {
                     key.clone(),
                     g.accs.iter().map(|(_, a, _)| initial(*a)).collect(),
                 ));
+                self.first_seen.push((self.at, row));
                 self.by_key.insert(OrdBson(key), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         })
     }
 
-    /// The groups, in first-seen order.
+    /// Takes in the groups of a run of the same group over other buckets of the scan
+    /// ([`VectorGroup::mergeable`] only): equal keys combine their states.
+    pub fn merge(&mut self, other: GroupRun<'_>) {
+        let accs = &self.group.accs;
+        for ((key, states), seen) in other.groups.into_iter().zip(other.first_seen) {
+            match self.by_key.get(&OrdBson(key.clone())) {
+                Some(&slot) => {
+                    if let Some((_, mine)) = self.groups.get_mut(slot) {
+                        for (((_, acc, _), a), b) in accs.iter().zip(mine).zip(states) {
+                            merge_state(*acc, a, b);
+                        }
+                    }
+                    if let Some(s) = self.first_seen.get_mut(slot) {
+                        *s = (*s).min(seen);
+                    }
+                }
+                None => {
+                    self.groups.push((key.clone(), states));
+                    self.first_seen.push(seen);
+                    self.by_key.insert(OrdBson(key), self.groups.len() - 1);
+                }
+            }
+        }
+    }
+
+    /// The groups, in the order of their first rows in the scan.
     pub fn finish(self) -> Vec<Document> {
         let accs = &self.group.accs;
-        self.groups
+        let mut groups: Vec<_> = self.first_seen.into_iter().zip(self.groups).collect();
+        // Stable, and already in order for a run fed in scan order.
+        groups.sort_by_key(|(seen, _)| *seen);
+        groups
             .into_iter()
+            .map(|(_, g)| g)
             .map(|(key, states)| {
                 let mut out = Document::new();
                 out.insert("_id", key);

@@ -1,0 +1,150 @@
+//! A vectorized `$group` over a large scan, split across threads: the calling thread
+//! reads the scan (storage reads and bucket envelopes) and hands each bucket to one of
+//! several workers, each feeding its own run of the group (column decoding, the row
+//! filter, keys and accumulators, two thirds of such a query's time); the runs are merged
+//! at the end. Each bucket carries its position in the scan, so the merged groups come
+//! out in the order one run over the whole scan gives (that of their first rows).
+//!
+//! Only groups whose accumulators combine partial states are split
+//! ([`VectorGroup::mergeable`]), and only scans longer than [`SERIAL_BUCKETS`]: a short
+//! one finishes before threads would start. A kill or `maxTimeMS` reaches the workers
+//! (they run under the operation's interrupt), and the first error of any thread is the
+//! query's.
+
+use super::col::Cols;
+use super::vgroup::{GroupRun, VectorGroup};
+use crate::store::{BucketView, StoreError};
+use bson::Document;
+use hourglass_query::interrupt;
+use parking_lot::Mutex;
+use std::sync::mpsc::{sync_channel, Receiver};
+
+/// Buckets one thread feeds before the scan is split: below this a query takes well
+/// under a millisecond, and the tests' small collections keep the one-run path.
+pub(super) const SERIAL_BUCKETS: u64 = 64;
+
+/// Most threads one query uses (the machine's cores, at most this).
+const MAX_WORKERS: usize = 8;
+
+/// Buckets handed to a worker at once: one bucket's work (tens of microseconds) is of the
+/// order of waking a thread, so buckets travel in chunks.
+const CHUNK: usize = 16;
+
+type Chunk = Vec<(u64, BucketView)>;
+
+/// The rows of a bucket that pass the query's filter (`None`: all of them).
+pub(super) type Mask<'m> = dyn Fn(&Cols<'_>) -> Result<Option<Vec<bool>>, StoreError> + Sync + 'm;
+
+/// Runs `group` over every bucket of `scan`.
+pub(super) fn group<I>(
+    group: &VectorGroup,
+    scan: I,
+    mask: &Mask<'_>,
+) -> Result<Vec<Document>, StoreError>
+where
+    I: Iterator<Item = Result<BucketView, StoreError>>,
+{
+    let mut scan = scan.enumerate().map(|(i, v)| (i as u64, v)).peekable();
+    let mut run = group.start();
+    while let Some((at, view)) = scan.next_if(|(at, _)| *at < SERIAL_BUCKETS) {
+        interrupt::check()?;
+        feed(&mut run, at, &view?, mask)?;
+    }
+    if scan.peek().is_none() {
+        return Ok(run.finish());
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_WORKERS);
+    if workers < 2 || !group.mergeable() {
+        for (at, view) in scan {
+            interrupt::check()?;
+            feed(&mut run, at, &view?, mask)?;
+        }
+        return Ok(run.finish());
+    }
+    let operation = interrupt::current();
+    let (to_workers, from_scan) = sync_channel::<Chunk>(workers);
+    let from_scan = Mutex::new(from_scan);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let operation = operation.clone();
+                let from_scan = &from_scan;
+                s.spawn(move || {
+                    let _entered = operation.map(interrupt::enter);
+                    work(group, from_scan, mask)
+                })
+            })
+            .collect();
+        // The scan is read here; a worker that failed drops out, and once none is left
+        // the send fails and the reading stops.
+        let mut failed = None;
+        let mut chunk = Vec::with_capacity(CHUNK);
+        for (at, view) in scan {
+            match interrupt::check().map_err(StoreError::from).and(view) {
+                Ok(view) => chunk.push((at, view)),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            if chunk.len() == CHUNK {
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                if to_workers.send(full).is_err() {
+                    break;
+                }
+            }
+        }
+        if failed.is_none() && !chunk.is_empty() {
+            // A send fails only once every worker has stopped on an error, joined below.
+            let _ = to_workers.send(chunk);
+        }
+        drop(to_workers);
+        for h in handles {
+            match h.join() {
+                Ok(Ok(part)) => run.merge(part),
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })?;
+    Ok(run.finish())
+}
+
+/// One worker: feeds the buckets it receives to its own run until the scan is done.
+fn work<'g>(
+    group: &'g VectorGroup,
+    from_scan: &Mutex<Receiver<Chunk>>,
+    mask: &Mask<'_>,
+) -> Result<GroupRun<'g>, StoreError> {
+    let mut run = group.start();
+    loop {
+        let next = from_scan.lock().recv();
+        let Ok(chunk) = next else {
+            return Ok(run);
+        };
+        for (at, view) in chunk {
+            interrupt::check()?;
+            feed(&mut run, at, &view, mask)?;
+        }
+    }
+}
+
+fn feed(
+    run: &mut GroupRun<'_>,
+    at: u64,
+    view: &BucketView,
+    mask: &Mask<'_>,
+) -> Result<(), StoreError> {
+    let cols = Cols::new(view);
+    let mask = mask(&cols)?;
+    run.feed_at(at, &cols, mask.as_deref())?;
+    Ok(())
+}
