@@ -42,34 +42,7 @@ pub const MAX_INTERNAL_OBJECT_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
 /// stored field, so it is refused up front).
 pub const MAX_FIELD_PATH_PARTS: usize = MAX_USER_STORAGE_DEPTH;
 
-/// Why a raw document failed [`check_raw`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RawCheckError {
-    /// Malformed BSON (bad lengths, bad UTF-8, unknown element type, ...).
-    Invalid(String),
-    /// Nested deeper than allowed.
-    TooDeep { limit: usize },
-}
-
-impl std::fmt::Display for RawCheckError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RawCheckError::Invalid(m) => write!(f, "{m}"),
-            RawCheckError::TooDeep { limit } => {
-                write!(f, "BSONObj exceeds maximum nested object depth: {limit}")
-            }
-        }
-    }
-}
-
-/// What [`check_raw`] learned about a valid document.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RawStats {
-    /// Elements at every level (a measure of the memory a decoded copy takes).
-    pub elements: usize,
-    /// Deepest nesting seen (1 for a flat document).
-    pub depth: usize,
-}
+pub use crate::raw_check::{RawCheckError, RawStats};
 
 /// Validates every element of `bytes` as BSON, without recursion, and checks that no
 /// document or array is nested `max_depth` or more levels deep (the top level is 1).

@@ -10,7 +10,34 @@
 //! ingest; this loop does the same checks at a fraction of the cost
 //! (`docs/decisions/0009-raw-insert-path.md`).
 
-use crate::limits::{RawCheckError, RawStats};
+/// Why a raw document failed `limits::check_raw`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawCheckError {
+    /// Malformed BSON (bad lengths, bad UTF-8, unknown element type, ...).
+    Invalid(String),
+    /// Nested deeper than allowed.
+    TooDeep { limit: usize },
+}
+
+impl std::fmt::Display for RawCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RawCheckError::Invalid(m) => write!(f, "{m}"),
+            RawCheckError::TooDeep { limit } => {
+                write!(f, "BSONObj exceeds maximum nested object depth: {limit}")
+            }
+        }
+    }
+}
+
+/// What `limits::check_raw` learned about a valid document.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawStats {
+    /// Elements at every level (a measure of the memory a decoded copy takes).
+    pub elements: usize,
+    /// Deepest nesting seen (1 for a flat document).
+    pub depth: usize,
+}
 
 fn invalid(what: &str, at: usize) -> RawCheckError {
     RawCheckError::Invalid(format!("malformed BSON: {what} at byte {at}"))
@@ -241,6 +268,15 @@ mod tests {
         12, 0,
     ];
 
+    /// `{a: {a: ... {}}}`, `depth` levels.
+    fn nested(depth: usize) -> Vec<u8> {
+        let mut d = doc! {};
+        for _ in 1..depth {
+            d = doc! {"a": d};
+        }
+        bson::to_vec(&d).unwrap()
+    }
+
     fn agree(b: &[u8], max_depth: usize) {
         let ours = check(b, max_depth);
         let theirs = by_bson_iterator(b, max_depth);
@@ -254,11 +290,7 @@ mod tests {
 
     #[test]
     fn every_single_byte_change_and_truncation_gets_the_bson_crates_verdict() {
-        let docs = [
-            every_type(),
-            crate::limits::nested_bytes(4),
-            DBPOINTER_DOC.to_vec(),
-        ];
+        let docs = [every_type(), nested(4), DBPOINTER_DOC.to_vec()];
         for base in &docs {
             agree(base, 200);
             assert!(check(base, 200).is_ok());
@@ -302,7 +334,7 @@ mod tests {
     #[test]
     fn depth_is_counted_as_the_iterator_counts_it() {
         for depth in [1, 2, 3, 10] {
-            let b = crate::limits::nested_bytes(depth);
+            let b = nested(depth);
             assert_eq!(check(&b, 200).unwrap().depth, depth);
             agree(&b, depth);
             agree(&b, depth + 1);
