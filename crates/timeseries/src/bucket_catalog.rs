@@ -320,8 +320,9 @@ impl BucketCatalog {
             fields,
             series,
         } = batch;
-        // Rows of one bucket in this batch, about: its log entry's bytes grow once.
-        let per_series = reads.len() / series.max(1) + 1;
+        // Rows of one bucket in this batch, about (a bucket holds at most `max_count`):
+        // its log entry's bytes grow once.
+        let per_series = (reads.len() / series.max(1) + 1).min(self.budget.limits().max_count);
         for (i, read) in reads.into_iter().enumerate() {
             let Read { m, time: t, series } = match read {
                 Ok(r) => r,
