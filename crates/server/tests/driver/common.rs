@@ -47,6 +47,14 @@ impl TestServer {
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
             starts: 0,
         };
+        // The free port can be taken by another test's server between `free_port` and
+        // the bind: then the first start tries another port.
+        for _ in 0..5 {
+            if server.try_spawn() {
+                return server;
+            }
+            server.port = free_port();
+        }
         server.spawn();
         server
     }
@@ -86,6 +94,17 @@ impl TestServer {
     }
 
     fn spawn(&mut self) {
+        if !self.try_spawn() {
+            panic!(
+                "hourglass could not listen on port {}; output:\n{}",
+                self.port,
+                self.output()
+            );
+        }
+    }
+
+    /// Starts the server; false when it exited because its port was taken.
+    fn try_spawn(&mut self) -> bool {
         assert!(self.child.is_none(), "server already running");
         let log_path = self.log_path(self.starts);
         self.starts += 1;
@@ -106,21 +125,28 @@ impl TestServer {
             .spawn()
             .expect("spawn hourglass");
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until the server accepts connections; false when it exited because its
+    /// port was taken.
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().expect("try_wait") {
                 self.child = None;
+                let log =
+                    std::fs::read_to_string(self.log_path(self.starts - 1)).unwrap_or_default();
+                if log.contains("Address already in use") {
+                    return false;
+                }
                 panic!(
                     "hourglass exited during startup with {status}; output:\n{}",
                     self.output()
                 );
             }
             if TcpStream::connect_timeout(&self.addr(), Duration::from_millis(200)).is_ok() {
-                return;
+                return true;
             }
             if Instant::now() > deadline {
                 let _ = self.child.as_mut().unwrap().kill();
