@@ -374,13 +374,35 @@ impl Engine {
         if free >= full_reserve(total).saturating_add(write) {
             return Ok(());
         }
-        // Short of the full reserve: size it to what this database holds (reads the
-        // journal's length, so only here, off the common path).
-        let needed = reserve_for(total, self.disk_space()).saturating_add(write);
+        // Short of the full reserve: size it to what this database holds on disk (walks
+        // its files, so only here, off the common path).
+        let needed = reserve_for(total, self.allocated_bytes()).saturating_add(write);
         if free < needed {
             return Err(StorageError::OutOfDiskSpace { free, needed });
         }
         Ok(())
+    }
+
+    /// Bytes the files under the dbpath take on disk (allocated blocks): the journal is
+    /// created at its full 64 MiB length but sparse, so its length overstates it by up to
+    /// 64 MiB until written (and more so since journal values are not compressed).
+    fn allocated_bytes(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        let mut total = 0u64;
+        let mut dirs = vec![self.path.as_path().to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                match entry.metadata() {
+                    Ok(m) if m.is_dir() => dirs.push(entry.path()),
+                    Ok(m) => total = total.saturating_add(m.blocks().saturating_mul(512)),
+                    Err(_) => {}
+                }
+            }
+        }
+        total
     }
 
     fn check_space_for_deletes(&self) -> Result<()> {
