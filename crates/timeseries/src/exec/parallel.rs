@@ -1,6 +1,6 @@
 //! A vectorized `$group` over a large scan, split across threads: the calling thread
-//! reads the scan (storage reads and bucket envelopes) and hands each bucket to one of
-//! several workers, each feeding its own run of the group (column decoding, the row
+//! reads the scan (storage reads and bucket envelopes) and hands its buckets, in chunks,
+//! to several workers, each feeding its own run of the group (column decoding, the row
 //! filter, keys and accumulators, two thirds of such a query's time); the runs are merged
 //! at the end. Each bucket carries its position in the scan, so the merged groups come
 //! out in the order one run over the whole scan gives (that of their first rows).
@@ -26,6 +26,17 @@ pub(super) const SERIAL_BUCKETS: u64 = 64;
 /// Most threads one query uses (the machine's cores, at most this).
 const MAX_WORKERS: usize = 8;
 
+/// Threads a split scan uses: the machine's cores, at most [`MAX_WORKERS`]. Asked once
+/// (on Linux the answer reads the cgroup's CPU quota from files).
+fn workers() -> usize {
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_WORKERS)
+    })
+}
+
 /// Buckets handed to a worker at once: one bucket's work (tens of microseconds) is of the
 /// order of waking a thread, so buckets travel in chunks.
 const CHUNK: usize = 16;
@@ -44,25 +55,18 @@ pub(super) fn group<I>(
 where
     I: Iterator<Item = Result<BucketView, StoreError>>,
 {
+    // Whether the scan may be split at all: otherwise one run reads it whole.
+    let split = workers() >= 2 && group.mergeable();
     let mut scan = scan.enumerate().map(|(i, v)| (i as u64, v)).peekable();
     let mut run = group.start();
-    while let Some((at, view)) = scan.next_if(|(at, _)| *at < SERIAL_BUCKETS) {
+    while let Some((at, view)) = scan.next_if(|(at, _)| !split || *at < SERIAL_BUCKETS) {
         interrupt::check()?;
         feed(&mut run, at, &view?, mask)?;
     }
     if scan.peek().is_none() {
         return Ok(run.finish());
     }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_WORKERS);
-    if workers < 2 || !group.mergeable() {
-        for (at, view) in scan {
-            interrupt::check()?;
-            feed(&mut run, at, &view?, mask)?;
-        }
-        return Ok(run.finish());
-    }
+    let workers = workers();
     let operation = interrupt::current();
     let (to_workers, from_scan) = sync_channel::<Chunk>(workers);
     let from_scan = Mutex::new(from_scan);

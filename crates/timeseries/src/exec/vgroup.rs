@@ -235,7 +235,6 @@ impl VectorGroup {
             meta_docs: Vec::new(),
             scratch: Document::new(),
             first_seen: Vec::new(),
-            at: 0,
         }
     }
 
@@ -264,8 +263,6 @@ pub struct GroupRun<'a> {
     scratch: Document,
     /// Per group (as `groups`): the position in the scan of its first row, (bucket, row).
     first_seen: Vec<(u64, usize)>,
-    /// The position in the scan of the bucket being fed.
-    at: u64,
 }
 
 fn initial(acc: Acc) -> State {
@@ -384,18 +381,6 @@ impl GroupRun<'_> {
         cols: &Cols<'_>,
         mask: Option<&[bool]>,
     ) -> Result<(), QueryError> {
-        self.at = at;
-        self.feed_rows(cols, mask)
-    }
-
-    /// Feeds the rows of the next bucket of the scan selected by `mask` (all rows when
-    /// `None`).
-    pub fn feed(&mut self, cols: &Cols<'_>, mask: Option<&[bool]>) -> Result<(), QueryError> {
-        self.at += 1;
-        self.feed_rows(cols, mask)
-    }
-
-    fn feed_rows(&mut self, cols: &Cols<'_>, mask: Option<&[bool]>) -> Result<(), QueryError> {
         let g = self.group;
         let bucket = cols.view;
         let n = bucket.count();
@@ -456,7 +441,7 @@ impl GroupRun<'_> {
                         let s = match self.simple.get(&(meta_id, bin_ms)) {
                             Some(s) => *s,
                             None => {
-                                let s = self.slot_for(series, bin_ms, &key_cols, i)?;
+                                let s = self.slot_for(series, bin_ms, &key_cols, (at, i))?;
                                 self.simple.insert((meta_id, bin_ms), s);
                                 s
                             }
@@ -490,7 +475,7 @@ impl GroupRun<'_> {
                         let s = match self.raw.get(&raw) {
                             Some(s) => *s,
                             None => {
-                                let s = self.slot_for(series, bin_ms, &key_cols, i)?;
+                                let s = self.slot_for(series, bin_ms, &key_cols, (at, i))?;
                                 self.raw.insert(raw.clone(), s);
                                 s
                             }
@@ -551,14 +536,16 @@ impl GroupRun<'_> {
         id
     }
 
-    /// Evaluates the `_id` expression for a new raw key.
+    /// Evaluates the `_id` expression for a new raw key, first seen at `position`
+    /// (bucket in the scan, row).
     fn slot_for(
         &mut self,
         series: Option<u32>,
         bin_ms: Option<i64>,
         key_cols: &[Rc<Col>],
-        row: usize,
+        position: (u64, usize),
     ) -> Result<usize, QueryError> {
+        let row = position.1;
         let g = self.group;
         // The key's inputs go into the series' meta document (or an empty one), each
         // set or removed, so nothing of an earlier key is left.
@@ -584,7 +571,7 @@ impl GroupRun<'_> {
                     key.clone(),
                     g.accs.iter().map(|(_, a, _)| initial(*a)).collect(),
                 ));
-                self.first_seen.push((self.at, row));
+                self.first_seen.push(position);
                 self.by_key.insert(OrdBson(key), self.groups.len() - 1);
                 self.groups.len() - 1
             }
