@@ -8,15 +8,16 @@
 //! specification's order, ties of the sort in scan order.
 
 use super::col::Cols;
+use super::gathered::{Gathered, Gathering};
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketView, StoreError};
-use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array};
+use arrow_array::UInt32Array;
 use arrow_ord::sort::{lexsort_to_indices, SortColumn};
 use arrow_schema::SortOptions;
 use bson::{Bson, Document, RawDocumentBuf};
 use hourglass_query::bson_write;
 use hourglass_query::expr::Expr;
-use hourglass_query::pipeline::mem::{approx_size, MemLimits};
+use hourglass_query::pipeline::mem::MemLimits;
 use hourglass_query::projection::Projection;
 use hourglass_query::sort::SortSpec;
 use hourglass_query::QueryError;
@@ -29,6 +30,8 @@ enum Source {
     /// A top-level field of the measurement (the time field, the meta field or a
     /// measurement column), taken as it is.
     Field(String),
+    /// The meta field, included: one value per bucket.
+    Meta,
     /// An expression reading only the meta field (or nothing): one value per bucket.
     PerBucket(Expr),
 }
@@ -77,7 +80,11 @@ impl ColumnarProject {
                 return None;
             }
             if is_flag {
-                outputs.push((k.clone(), Source::Field(k.clone()), false));
+                let source = match Some(k.as_str()) == meta {
+                    true => Source::Meta,
+                    false => Source::Field(k.clone()),
+                };
+                outputs.push((k.clone(), source, false));
                 continue;
             }
             // A sub-projection (`{a: {b: 1}}`), not an expression.
@@ -150,7 +157,14 @@ impl ColumnarProject {
         ColumnarRun {
             plan: self,
             limits,
-            values: vec![Vec::new(); self.outputs.len()],
+            columns: self
+                .outputs
+                .iter()
+                .map(|(_, source, _)| match source {
+                    Source::Field(_) => Gathering::per_row(),
+                    Source::Meta | Source::PerBucket(_) => Gathering::per_bucket(),
+                })
+                .collect(),
             bucket_of_row: Vec::new(),
             orders: Vec::new(),
             bytes: 0,
@@ -170,14 +184,14 @@ impl ColumnarProject {
 pub struct ColumnarRun<'a> {
     plan: &'a ColumnarProject,
     limits: MemLimits,
-    values: Vec<Vec<Option<Bson>>>,
+    columns: Vec<Gathering>,
     bucket_of_row: Vec<u32>,
     /// Per bucket: the output slots in the order a document of that bucket lists them.
     orders: Vec<Arc<Vec<usize>>>,
     bytes: u64,
 }
 
-impl ColumnarRun<'_> {
+impl<'a> ColumnarRun<'a> {
     /// True when no more rows are needed.
     pub fn is_done(&self) -> bool {
         self.plan
@@ -213,30 +227,14 @@ impl ColumnarRun<'_> {
         let order = self.bucket_order(view, options);
         self.orders.push(Arc::new(order));
         let bucket = u32::try_from(self.orders.len() - 1).unwrap_or(u32::MAX);
-        for (slot, (_, source, _)) in self.plan.outputs.iter().enumerate() {
-            let out = &mut self.values[slot];
-            match source {
-                Source::Field(f) if Some(f.as_str()) == meta_field => {
-                    let m = view.meta().cloned();
-                    out.extend(rows.iter().map(|_| m.clone()));
-                }
-                Source::Field(f) => {
-                    let col = cols.get(f)?;
-                    out.extend(rows.iter().map(|&i| col.get(i)));
-                }
+        for ((_, source, _), column) in self.plan.outputs.iter().zip(&mut self.columns) {
+            self.bytes += match source {
+                Source::Meta => column.append_bucket(view.meta().cloned(), rows.len()),
+                Source::Field(f) => column.append_rows(&*cols.get(f)?, rows),
                 Source::PerBucket(e) => {
-                    let v = e.eval_optional(&meta_doc)?;
-                    out.extend(rows.iter().map(|_| v.clone()));
+                    column.append_bucket(e.eval_optional(&meta_doc)?, rows.len())
                 }
-            }
-            if self.plan.sort.is_some() {
-                self.bytes += out
-                    .iter()
-                    .rev()
-                    .take(rows.len())
-                    .map(|v| v.as_ref().map_or(8, approx_size))
-                    .sum::<u64>();
-            }
+            };
         }
         self.bucket_of_row
             .extend(std::iter::repeat_n(bucket, rows.len()));
@@ -276,23 +274,25 @@ impl ColumnarRun<'_> {
     }
 
     /// The documents, ordered, skipped and limited.
-    pub fn finish(mut self) -> Result<Vec<Document>, QueryError> {
-        Ok(match self.order()? {
-            Ordered::Rows(rows) => rows.into_iter().map(|r| self.build(r)).collect(),
+    pub fn finish(self) -> Result<Vec<Document>, QueryError> {
+        let out = self.gathered();
+        Ok(match out.order()? {
+            Ordered::Rows(rows) => rows.into_iter().map(|r| out.build(r)).collect(),
             Ordered::Docs(docs) => docs,
         })
     }
 
     /// [`ColumnarRun::finish`] as BSON bytes, written from the gathered values.
-    pub fn finish_raw(mut self) -> Result<Vec<RawDocumentBuf>, QueryError> {
+    pub fn finish_raw(self) -> Result<Vec<RawDocumentBuf>, QueryError> {
         let bad = |e: String| QueryError::Coded(1, e);
-        match self.order()? {
+        let out = self.gathered();
+        match out.order()? {
             Ordered::Rows(rows) => rows
                 .into_iter()
                 .map(|r| {
                     let mut buf = Vec::with_capacity(64);
                     bson_write::write_len_prefixed(&mut buf, |buf| {
-                        self.each_value(r, |name, v| bson_write::write_element(name, &v, buf))
+                        out.each_value(r, |name, v| bson_write::write_element(name, v, buf))
                     })
                     .map_err(bad)?;
                     RawDocumentBuf::from_bytes(buf).map_err(|e| bad(e.to_string()))
@@ -305,24 +305,41 @@ impl ColumnarRun<'_> {
         }
     }
 
-    /// The output's row numbers in order, skipped and limited; or, when the sort keys
-    /// mix types, the documents themselves sorted by MongoDB's comparison.
-    fn order(&mut self) -> Result<Ordered, QueryError> {
+    fn gathered(self) -> Output<'a> {
+        Output {
+            plan: self.plan,
+            columns: self.columns.into_iter().map(Gathering::finish).collect(),
+            bucket_of_row: self.bucket_of_row,
+            orders: self.orders,
+        }
+    }
+}
+
+/// The gathered columns, read in the output's order.
+struct Output<'a> {
+    plan: &'a ColumnarProject,
+    columns: Vec<Gathered>,
+    bucket_of_row: Vec<u32>,
+    orders: Vec<Arc<Vec<usize>>>,
+}
+
+impl Output<'_> {
+    /// The output's row numbers in order, skipped and limited; or, when a sort key needs
+    /// MongoDB's comparison on documents (mixed types, arrays, NaN), the documents
+    /// themselves sorted that way.
+    fn order(&self) -> Result<Ordered, QueryError> {
         let n = self.bucket_of_row.len();
         let plan = self.plan;
+        let fetch = plan.limit.map(|l| l.saturating_add(plan.skip).min(n));
         let rows: Vec<usize> = match &plan.sort {
             None => (0..n).collect(),
             Some((spec, keys)) => match self.sort_columns(keys) {
-                Some(columns) => {
-                    let fetch = plan.limit.map(|l| l.saturating_add(plan.skip).min(n));
-                    lexsort_to_indices(&columns, fetch)
-                        .map_err(|e| QueryError::Coded(1, e.to_string()))?
-                        .values()
-                        .iter()
-                        .map(|&i| i as usize)
-                        .collect()
-                }
-                // Keys of mixed types (or arrays): MongoDB's comparison on documents.
+                Some(columns) => lexsort_to_indices(&columns, fetch)
+                    .map_err(|e| QueryError::Coded(1, e.to_string()))?
+                    .values()
+                    .iter()
+                    .map(|&i| i as usize)
+                    .collect(),
                 None => {
                     let docs = (0..n).map(|r| self.build(r)).collect();
                     let k = plan
@@ -344,43 +361,42 @@ impl ColumnarRun<'_> {
         }
     }
 
-    /// Row `r` as a document (its values move out).
-    fn build(&mut self, r: usize) -> Document {
+    /// Row `r` as a document.
+    fn build(&self, r: usize) -> Document {
         let mut d = Document::new();
         let _ = self.each_value(r, |name, v| {
-            d.insert(name, v);
+            d.insert(name, v.clone());
             Ok(())
         });
         d
     }
 
-    /// Calls `f` with each output field of row `r` in order (its values move out).
+    /// Calls `f` with each output field of row `r` in order.
     fn each_value(
-        &mut self,
+        &self,
         r: usize,
-        mut f: impl FnMut(&str, Bson) -> Result<(), String>,
+        mut f: impl FnMut(&str, &Bson) -> Result<(), String>,
     ) -> Result<(), String> {
         let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
-        let Some(order) = self.orders.get(bucket).cloned() else {
+        let Some(order) = self.orders.get(bucket) else {
             return Ok(());
         };
         for &slot in order.iter() {
-            if let Some(v) = self.values.get_mut(slot).and_then(|c| c.get_mut(r)?.take()) {
-                if let Some((name, ..)) = self.plan.outputs.get(slot) {
-                    f(name, v)?;
-                }
+            let value = self.columns.get(slot).and_then(|c| c.cell(r, bucket));
+            if let (Some(v), Some((name, ..))) = (value, self.plan.outputs.get(slot)) {
+                f(name, &v)?;
             }
         }
         Ok(())
     }
+
     /// Arrow sort columns for the keys, when each key's values are of one type that
     /// Arrow orders as MongoDB does; the row number last, so ties keep scan order.
     fn sort_columns(&self, keys: &[(usize, bool)]) -> Option<Vec<SortColumn>> {
         let mut columns = Vec::with_capacity(keys.len() + 1);
         for &(slot, asc) in keys {
-            let values = self.values.get(slot)?;
             columns.push(SortColumn {
-                values: typed_array(values)?,
+                values: self.columns.get(slot)?.sort_key(&self.bucket_of_row)?,
                 // Missing and null sort before every value ascending, after it descending.
                 options: Some(SortOptions {
                     descending: !asc,
@@ -397,57 +413,8 @@ impl ColumnarRun<'_> {
     }
 }
 
-/// What [`ColumnarRun::order`] gives.
+/// What [`Output::order`] gives.
 enum Ordered {
     Rows(Vec<usize>),
     Docs(Vec<Document>),
-}
-
-/// One Arrow array for a column of values of one kind (numbers, strings or dates, with
-/// nulls for missing and null); `None` for anything else.
-fn typed_array(values: &[Option<Bson>]) -> Option<ArrayRef> {
-    let present = || {
-        values
-            .iter()
-            .filter_map(|v| v.as_ref().filter(|v| !matches!(v, Bson::Null)))
-    };
-    fn value(v: &Option<Bson>) -> Option<&Bson> {
-        v.as_ref().filter(|v| !matches!(v, Bson::Null))
-    }
-    if present().all(|v| matches!(v, Bson::DateTime(_))) {
-        return Some(Arc::new(Int64Array::from_iter(values.iter().map(
-            |v| match value(v) {
-                Some(Bson::DateTime(d)) => Some(d.timestamp_millis()),
-                _ => None,
-            },
-        ))));
-    }
-    if present().all(|v| matches!(v, Bson::String(_))) {
-        return Some(Arc::new(StringArray::from_iter(values.iter().map(
-            |v| match value(v) {
-                Some(Bson::String(s)) => Some(s.as_str()),
-                _ => None,
-            },
-        ))));
-    }
-    // Numbers compare by value across types; doubles hold every value exactly only up to
-    // 2^53, and MongoDB orders NaN before every number (Arrow after).
-    const EXACT: i64 = 1 << 53;
-    let exact_double = |v: &Bson| match v {
-        Bson::Double(d) => !d.is_nan(),
-        Bson::Int32(_) => true,
-        Bson::Int64(i) => (-EXACT..=EXACT).contains(i),
-        _ => false,
-    };
-    if present().all(exact_double) {
-        return Some(Arc::new(Float64Array::from_iter(values.iter().map(
-            |v| match value(v) {
-                Some(Bson::Double(d)) => Some(*d),
-                Some(Bson::Int32(i)) => Some(f64::from(*i)),
-                Some(Bson::Int64(i)) => Some(*i as f64),
-                _ => None,
-            },
-        ))));
-    }
-    None
 }

@@ -7,6 +7,7 @@
 mod col;
 mod columnar;
 mod deps;
+mod gathered;
 mod lastpoint;
 mod near;
 mod parallel;
