@@ -715,13 +715,17 @@ def test_lookup_3000_by_3000_with_limit_stays_in_memory_bounds(server, db):
 # ---- 16. $group memory limit -------------------------------------------------------------
 
 
-def test_group_over_memory_limit_fails_with_292(client, db):
+def test_group_over_memory_limit_spills_by_default_and_fails_with_292_without_disk(client, db):
     db.c.insert_many([{"k": i} for i in range(20_000)])
     client.admin.command({"setParameter": 1, "internalDocumentSourceGroupMaxMemoryBytes": 1_000_000})
     try:
         with pytest.raises(OperationFailure) as e:
-            list(db.c.aggregate([{"$group": {"_id": "$k", "n": {"$sum": 1}}}]))
+            list(db.c.aggregate([{"$group": {"_id": "$k", "n": {"$sum": 1}}}], allowDiskUse=False))
         assert_code(e, 292)
+        # MongoDB 7.0 (allowDiskUseByDefault): the groups it cannot hold go to disk.
+        out = list(db.c.aggregate([{"$group": {"_id": "$k", "n": {"$sum": 1}}}]))
+        assert sorted(d["_id"] for d in out) == list(range(20_000))
+        assert all(d["n"] == 1 for d in out)
     finally:
         client.admin.command({"setParameter": 1, "internalDocumentSourceGroupMaxMemoryBytes": 104_857_600})
     assert len(list(db.c.aggregate([{"$group": {"_id": "$k", "n": {"$sum": 1}}}]))) == 20_000

@@ -46,6 +46,9 @@ fn defaults() -> BTreeMap<&'static str, Bson> {
             "internalDocumentSourceGroupMaxMemoryBytes",
             Bson::Int64(100 * 1024 * 1024),
         ),
+        // Whether a command that does not say `allowDiskUse` may spill blocking stages to
+        // files under the dbpath (MongoDB 6.0 and later: yes).
+        ("allowDiskUseByDefault", Bson::Boolean(true)),
         // The HTTP writes (InfluxDB line protocol, Prometheus remote write): whether a
         // write to an unknown database creates it (else 404, as InfluxDB answers), the
         // granularity of the time-series collections they create, and the largest body

@@ -72,14 +72,15 @@ impl SortSpec {
     }
 
     /// The values a document sorts by, one per key of the spec.
-    fn key_of(&self, doc: &Document) -> Vec<Option<Bson>> {
+    pub fn key_of(&self, doc: &Document) -> Vec<Option<Bson>> {
         self.keys
             .iter()
             .map(|(path, asc)| sort_key(doc, path, *asc))
             .collect()
     }
 
-    fn compare_keys(&self, a: &[Option<Bson>], b: &[Option<Bson>]) -> Ordering {
+    /// Compares two documents' [`SortSpec::key_of`] values.
+    pub fn compare_keys(&self, a: &[Option<Bson>], b: &[Option<Bson>]) -> Ordering {
         for ((ka, kb), (_, asc)) in a.iter().zip(b).zip(&self.keys) {
             let ord = compare_optional(ka, kb);
             let ord = if *asc { ord } else { ord.reverse() };

@@ -154,11 +154,16 @@ pub fn aggregate(req: &Request) -> CmdResult {
     }
     let ctx = super::pipeline_context::CatalogContext::new(req);
     let opts = ctx.run_options()?;
+    let all = |docs: Vec<Document>| -> hourglass_query::pipeline::DocStream {
+        Box::new(docs.into_iter().map(Ok))
+    };
     let output = match coll_stats {
-        _ if documents_only => pipeline.run_with(Vec::new(), &opts)?,
-        _ if stage_input.is_some() => pipeline.run_with(stage_input.unwrap_or_default(), &opts)?,
-        Some(spec) => pipeline.run_with(vec![coll_stats_stage(req, &coll, &spec)?], &opts)?,
-        None if index_stats => pipeline.run_with(index_stats_stage(req, target), &opts)?,
+        _ if documents_only => all(pipeline.run_with(Vec::new(), &opts)?),
+        _ if stage_input.is_some() => {
+            all(pipeline.run_with(stage_input.unwrap_or_default(), &opts)?)
+        }
+        Some(spec) => all(pipeline.run_with(vec![coll_stats_stage(req, &coll, &spec)?], &opts)?),
+        None if index_stats => all(pipeline.run_with(index_stats_stage(req, target), &opts)?),
         // Documents stream from the scan into the leading stages.
         None => pipeline.run_stream(
             target.scan(
@@ -175,7 +180,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     cursor_reply(
         req,
         format!("{}.{coll}", req.db),
-        Box::new(output.into_iter().map(Ok)),
+        Box::new(output.map(|r| r.map_err(CommandError::from))),
         batch,
         pipeline.writes(),
     )

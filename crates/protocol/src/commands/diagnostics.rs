@@ -5,6 +5,7 @@ use super::handshake::MAX_BSON_OBJECT_SIZE;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
+use hourglass_query::pipeline::spill::SORT_METRICS;
 use std::sync::atomic::Ordering;
 
 /// The MongoDB version whose behaviour (and wire version) Hourglass follows.
@@ -114,6 +115,12 @@ pub fn server_status(req: &Request) -> CmdResult {
         "mem": {"bits": 64, "resident": resident as i32, "virtual": virt as i32, "supported": true},
         "metrics": {
             "cursor": {"open": {"total": s.cursors.len() as i64}},
+            "query": {"sort": {
+                "spillToDisk": load(&SORT_METRICS.spill_to_disk),
+                "spillToDiskBytes": load(&SORT_METRICS.spill_to_disk_bytes),
+                "totalBytesSorted": load(&SORT_METRICS.total_bytes_sorted),
+                "totalKeysSorted": load(&SORT_METRICS.total_keys_sorted),
+            }},
             "ttl": {
                 "deletedDocuments": load(&s.ttl.deleted_documents),
                 "passes": load(&s.ttl.passes),

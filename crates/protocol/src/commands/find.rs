@@ -11,11 +11,15 @@ use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Bson};
 use hourglass_query::filter::Filter;
+use hourglass_query::pipeline::spill::sort_documents;
 use hourglass_query::projection::Projection;
 use hourglass_query::sort::SortSpec;
 
-/// Applies sort, skip, limit and projection to a stream of documents.
+/// Applies sort, skip, limit and projection to a stream of documents. A sort without a
+/// limit holds the documents up to the sort memory limit and spills past it (when the
+/// command may use the disk); with a limit only the first skip + limit are kept.
 pub fn shape(
+    req: &Request,
     source: DocSource,
     sort: Option<SortSpec>,
     skip: usize,
@@ -24,10 +28,24 @@ pub fn shape(
 ) -> Result<DocSource, CommandError> {
     let mut source = source;
     if let Some(sort) = sort.filter(|s| !s.is_empty()) {
-        let docs = source.collect::<Result<Vec<_>, _>>()?;
-        // With a limit only the first skip + limit documents in order are ever returned.
-        let docs = sort.top_k(docs, limit.map_or(usize::MAX, |l| l.saturating_add(skip)));
-        source = Box::new(docs.into_iter().map(Ok));
+        let limits = super::pipeline_context::mem_limits(req)?;
+        source = match limit {
+            Some(l) => {
+                let docs = source.collect::<Result<Vec<_>, _>>()?;
+                let docs = sort.top_k(docs, l.saturating_add(skip));
+                limits.check_sort(
+                    docs.iter()
+                        .map(hourglass_query::pipeline::mem::doc_size)
+                        .sum(),
+                )?;
+                Box::new(docs.into_iter().map(Ok))
+            }
+            None => {
+                let dir = req.state.catalog.engine().temp_dir();
+                let sorted = sort_documents(&sort, source, &limits, Some(&dir))?;
+                Box::new(sorted.map(|e| e.map(|(_, d)| d).map_err(CommandError::from)))
+            }
+        };
     }
     let source: DocSource = Box::new(source.skip(skip));
     let source: DocSource = match limit {
@@ -162,6 +180,7 @@ pub fn find(req: &Request) -> CmdResult {
                 (_, target) => target.scan_with(req, filter, req.opt_document("filter")?, &opts)?,
             };
             rows(shape(
+                req,
                 docs,
                 if sorted { None } else { sort },
                 skip,

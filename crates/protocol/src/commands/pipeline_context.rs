@@ -19,27 +19,40 @@ use std::sync::Arc;
 /// Collection access for one aggregate command.
 pub struct CatalogContext<'a> {
     req: &'a Request,
+    /// Where blocking stages spill.
+    temp_dir: std::path::PathBuf,
+}
+
+/// A read command's memory limits, from the server parameters, and whether it may use
+/// the disk: its `allowDiskUse`, else the `allowDiskUseByDefault` parameter.
+pub fn mem_limits(req: &Request) -> Result<MemLimits, CommandError> {
+    let params = &req.state.params;
+    let default = DEFAULT_LIMIT as i64;
+    let bytes = |name: &str| params.get_i64(name, default).max(0) as u64;
+    let by_default = params.get_bool("allowDiskUseByDefault", true);
+    Ok(MemLimits {
+        group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
+        sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
+        allow_disk_use: req.opt_bool("allowDiskUse")?.unwrap_or(by_default),
+    })
 }
 
 impl<'a> CatalogContext<'a> {
     pub fn new(req: &'a Request) -> Self {
-        CatalogContext { req }
+        CatalogContext {
+            req,
+            temp_dir: req.state.catalog.engine().temp_dir(),
+        }
     }
 
-    /// Run options for the aggregate command: this context, the memory limits from the
-    /// server parameters and the command's `allowDiskUse`.
+    /// Run options for the aggregate command: this context, the memory limits and the
+    /// spill directory ([`mem_limits`]).
     pub fn run_options(&self) -> Result<RunOptions<'_>, CommandError> {
-        let params = &self.req.state.params;
-        let default = DEFAULT_LIMIT as i64;
-        let bytes = |name: &str| params.get_i64(name, default).max(0) as u64;
         Ok(RunOptions {
             context: Some(self),
             db: &self.req.db,
-            limits: MemLimits {
-                group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
-                sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
-                allow_disk_use: self.req.opt_bool("allowDiskUse")?.unwrap_or(false),
-            },
+            limits: mem_limits(self.req)?,
+            spill_dir: Some(&self.temp_dir),
         })
     }
 

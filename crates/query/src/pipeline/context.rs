@@ -54,6 +54,9 @@ pub struct RunOptions<'a> {
     pub db: &'a str,
     /// Memory limits and `allowDiskUse`.
     pub limits: MemLimits,
+    /// Where blocking stages spill under `allowDiskUse` (`None`: they hold everything in
+    /// memory, up to a ceiling).
+    pub spill_dir: Option<&'a std::path::Path>,
 }
 
 impl Default for RunOptions<'_> {
@@ -62,6 +65,7 @@ impl Default for RunOptions<'_> {
             context: None,
             db: "test",
             limits: MemLimits::default(),
+            spill_dir: None,
         }
     }
 }

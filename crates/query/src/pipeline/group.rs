@@ -7,9 +7,11 @@ use bson::{Bson, Document};
 
 use super::accum::{Acc, AccSpec};
 use super::mem::{approx_size, MemLimits};
-use crate::compare::OrdBson;
+use super::spill::{KeyOrder, Keys, Sorter};
+use crate::compare::{compare_optional, OrdBson};
 use crate::error::QueryError;
 use crate::expr::Expr;
+use std::sync::Arc;
 
 /// A parsed `$group` stage.
 #[derive(Debug, Clone)]
@@ -67,72 +69,161 @@ pub(crate) fn group_by(
     limits: &MemLimits,
     stage: &str,
 ) -> Result<Vec<(Bson, Vec<Bson>)>, QueryError> {
-    group_stream(input.iter().map(Ok), key, accs, limits, stage)
+    group_stream(input.iter().map(Ok), key, accs, limits, None, stage)
+}
+
+/// The groups being built, in first-seen order.
+struct Groups<'s> {
+    accs: &'s [(String, AccSpec)],
+    index: BTreeMap<OrdBson, usize>,
+    groups: Vec<(Bson, Document, Vec<Acc>)>,
+    /// Approximate bytes held.
+    used: u64,
+}
+
+impl<'s> Groups<'s> {
+    fn new(accs: &'s [(String, AccSpec)]) -> Groups<'s> {
+        Groups {
+            accs,
+            index: BTreeMap::new(),
+            groups: Vec::new(),
+            used: 0,
+        }
+    }
+
+    /// The slot of the group of `k`, created when `create`.
+    fn slot(&mut self, k: &Bson, create: bool) -> Option<usize> {
+        if let Some(i) = self.index.get(&OrdBson(k.clone())) {
+            return Some(*i);
+        }
+        if !create {
+            return None;
+        }
+        let mut n_doc = Document::new();
+        n_doc.insert("_id", k.clone());
+        // The key twice (the group and the index), the `_id` document, the accumulator
+        // states and the index's tree slot, as allocated.
+        self.used += 2 * approx_size(k)
+            + super::mem::doc_size(&n_doc)
+            + (std::mem::size_of::<(Bson, Document, Vec<Acc>)>()
+                + self.accs.len() * std::mem::size_of::<Acc>()
+                + 64) as u64;
+        let states = self.accs.iter().map(|(_, a)| a.start()).collect();
+        self.groups.push((k.clone(), n_doc, states));
+        self.index.insert(OrdBson(k.clone()), self.groups.len() - 1);
+        Some(self.groups.len() - 1)
+    }
+
+    /// Adds `doc` to the group in `slot`.
+    fn add(&mut self, slot: usize, doc: &Document) -> Result<(), QueryError> {
+        let Some((_, n_doc, states)) = self.groups.get_mut(slot) else {
+            return Ok(());
+        };
+        for ((_, spec), state) in self.accs.iter().zip(states.iter_mut()) {
+            let before = state.bytes;
+            spec.add(state, doc, n_doc)?;
+            self.used = (self.used + state.bytes).saturating_sub(before);
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Vec<(Bson, Vec<Bson>)> {
+        let accs = self.accs;
+        self.groups
+            .into_iter()
+            .map(|(key, _, states)| {
+                let vals = accs
+                    .iter()
+                    .zip(&states)
+                    .map(|((_, spec), st)| spec.finish(st))
+                    .collect();
+                (key, vals)
+            })
+            .collect()
+    }
 }
 
 /// [`group_by`] over documents as they come (a scan, earlier streaming stages): only the
 /// groups are held, never the input.
+///
+/// When the groups pass the memory limit and the command may use the disk (`spill_dir`),
+/// the groups held so far take no new key: every later document goes, with its key, to an
+/// external sort ([`super::spill`]). At the end the sorted documents are read back in key
+/// order (equal keys in input order): those of a held group are added to it, after the
+/// documents it already took, and the others form their groups one key at a time. Held
+/// groups come out first, in first-seen order, then the others in key order.
 pub(crate) fn group_stream<D, E>(
     input: impl Iterator<Item = Result<D, E>>,
     key: impl Fn(&Document) -> Result<Bson, QueryError>,
     accs: &[(String, AccSpec)],
     limits: &MemLimits,
+    spill_dir: Option<&std::path::Path>,
     stage: &str,
 ) -> Result<Vec<(Bson, Vec<Bson>)>, E>
 where
     D: std::borrow::Borrow<Document>,
     E: From<QueryError>,
 {
-    let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
-    let mut groups: Vec<(Bson, Document, Vec<Acc>)> = Vec::new();
-    let mut used: u64 = 0;
+    let mut groups = Groups::new(accs);
+    let mut spilled: Option<Sorter> = None;
     for doc in input {
         crate::interrupt::check()?;
         let doc = doc?;
         let doc = doc.borrow();
         let k = key(doc)?;
-        let slot = match index.get(&OrdBson(k.clone())) {
-            Some(i) => *i,
-            None => {
-                let mut n_doc = Document::new();
-                n_doc.insert("_id", k.clone());
-                // The key twice (the group and the index), the `_id` document, the
-                // accumulator states and the index's tree slot, as allocated.
-                used += 2 * approx_size(&k)
-                    + super::mem::doc_size(&n_doc)
-                    + (std::mem::size_of::<(Bson, Document, Vec<Acc>)>()
-                        + accs.len() * std::mem::size_of::<Acc>()
-                        + 64) as u64;
-                groups.push((
-                    k.clone(),
-                    n_doc,
-                    accs.iter().map(|(_, a)| a.start()).collect(),
-                ));
-                index.insert(OrdBson(k), groups.len() - 1);
-                groups.len() - 1
-            }
-        };
-        let Some((_, n_doc, states)) = groups.get_mut(slot) else {
+        if let Some(sorter) = &mut spilled {
+            sorter.push(vec![Some(k)], doc.clone())?;
             continue;
-        };
-        for ((_, spec), state) in accs.iter().zip(states.iter_mut()) {
-            let before = state.bytes;
-            spec.add(state, doc, n_doc)?;
-            used = (used + state.bytes).saturating_sub(before);
         }
-        limits.check_group(stage, used)?;
+        if let Some(slot) = groups.slot(&k, true) {
+            groups.add(slot, doc)?;
+        }
+        if groups.used <= limits.group_bytes {
+            continue;
+        }
+        match spill_dir.filter(|_| limits.allow_disk_use) {
+            Some(dir) => {
+                let by_key: Arc<KeyOrder> =
+                    Arc::new(|a: &Keys, b: &Keys| compare_optional(&a[0], &b[0]));
+                spilled = Some(Sorter::new(
+                    by_key,
+                    Some((dir.to_path_buf(), limits.group_bytes)),
+                ));
+            }
+            None => limits.check_group(stage, groups.used)?,
+        }
     }
-    Ok(groups
-        .into_iter()
-        .map(|(key, _, states)| {
-            let vals = accs
-                .iter()
-                .zip(&states)
-                .map(|((_, spec), st)| spec.finish(st))
-                .collect();
-            (key, vals)
-        })
-        .collect())
+    let Some(sorter) = spilled else {
+        return Ok(groups.finish());
+    };
+    // Documents of keys no held group has, one key at a time.
+    let mut more = Vec::new();
+    let mut current: Option<Groups> = None;
+    for entry in sorter.finish()? {
+        crate::interrupt::check()?;
+        let (keys, doc) = entry?;
+        let k = keys.into_iter().next().flatten().unwrap_or(Bson::Null);
+        if let Some(slot) = groups.slot(&k, false) {
+            groups.add(slot, &doc)?;
+            limits.check_group(stage, groups.used)?;
+            continue;
+        }
+        let same = current
+            .as_ref()
+            .is_some_and(|g| g.index.contains_key(&OrdBson(k.clone())));
+        if !same {
+            more.extend(current.take().map(Groups::finish).into_iter().flatten());
+        }
+        let g = current.get_or_insert_with(|| Groups::new(accs));
+        if let Some(slot) = g.slot(&k, true) {
+            g.add(slot, &doc)?;
+        }
+        limits.check_group(stage, groups.used + g.used)?;
+    }
+    more.extend(current.map(Groups::finish).into_iter().flatten());
+    let mut out = groups.finish();
+    out.extend(more);
+    Ok(out)
 }
 
 impl Group {
@@ -155,25 +246,19 @@ impl Group {
 
     /// Runs the grouping over `input` with the default memory limit.
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-        self.run_limited(input, &MemLimits::default())
+        self.run_stream(input.into_iter().map(Ok), &MemLimits::default(), None)
     }
 
-    /// Runs the grouping; groups come out in first-seen order.
-    pub fn run_limited(
-        &self,
-        input: Vec<Document>,
-        limits: &MemLimits,
-    ) -> Result<Vec<Document>, QueryError> {
-        self.run_stream(input.into_iter().map(Ok), limits)
-    }
-
-    /// Groups documents as they come, holding only the groups.
+    /// Groups documents as they come, holding only the groups (and spilling past the
+    /// limit to `spill_dir`, see [`group_stream`]); groups come out in first-seen order.
     pub fn run_stream<E: From<QueryError>>(
         &self,
         input: impl Iterator<Item = Result<Document, E>>,
         limits: &MemLimits,
+        spill_dir: Option<&std::path::Path>,
     ) -> Result<Vec<Document>, E> {
-        let groups = group_stream(input, |d| self.id.eval(d), &self.accs, limits, "$group")?;
+        let key = |d: &Document| self.id.eval(d);
+        let groups = group_stream(input, key, &self.accs, limits, spill_dir, "$group")?;
         Ok(groups
             .into_iter()
             .map(|(key, vals)| {
@@ -198,6 +283,66 @@ mod tests {
             .unwrap()
             .run(input)
             .unwrap()
+    }
+
+    #[test]
+    fn groups_past_the_limit_spill_and_equal_the_groups_held_in_memory() {
+        let spec = Group::parse(&Bson::Document(doc! {"_id": "$k",
+        "all": {"$push": "$i"}, "f": {"$first": "$i"}, "l": {"$last": "$i"},
+        "s": {"$sum": "$i"}, "n": {"$count": {}}}))
+        .unwrap();
+        // Keys 1 and 1.0 are one group; some keys appear only after the spill begins.
+        let input: Vec<Document> = (0..3_000)
+            .map(|i| match i % 7 {
+                0 => doc! {"k": 1.0, "i": i},
+                _ => doc! {"k": (i * 31) % (50 + i / 100), "i": i},
+            })
+            .collect();
+        let by_id = |mut v: Vec<Document>| {
+            v.sort_by(|a, b| {
+                crate::compare::compare_values(a.get("_id").unwrap(), b.get("_id").unwrap())
+            });
+            v
+        };
+        let whole = spec.run(input.clone()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let tight = MemLimits {
+            group_bytes: 20_000,
+            sort_bytes: 20_000,
+            allow_disk_use: true,
+        };
+        let spills_before = super::super::spill::SORT_METRICS
+            .spill_to_disk
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let spilled = spec
+            .run_stream(
+                input.clone().into_iter().map(Ok::<_, QueryError>),
+                &tight,
+                Some(dir.path()),
+            )
+            .unwrap();
+        let spills_after = super::super::spill::SORT_METRICS
+            .spill_to_disk
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            spills_after > spills_before + 3,
+            "{spills_before} -> {spills_after}"
+        );
+        assert_eq!(by_id(spilled), by_id(whole));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Without the disk the same limit fails the stage.
+        let no_disk = MemLimits {
+            allow_disk_use: false,
+            ..tight
+        };
+        let e = spec
+            .run_stream(
+                input.into_iter().map(Ok::<_, QueryError>),
+                &no_disk,
+                Some(dir.path()),
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), 292);
     }
 
     fn sample() -> Vec<Document> {

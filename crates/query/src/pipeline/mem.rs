@@ -42,7 +42,9 @@ pub struct MemLimits {
     pub group_bytes: u64,
     /// Bytes a blocking `$sort` may hold (`internalQueryMaxBlockingSortMemoryUsageBytes`).
     pub sort_bytes: u64,
-    /// With `allowDiskUse: true` the limits rise to a ceiling (nothing spills to disk yet).
+    /// Whether blocking stages may use the disk (`allowDiskUse`, by default
+    /// `allowDiskUseByDefault`): `$sort` and `$group` then spill past their limits
+    /// (see the `spill` module); the stages that cannot spill hold up to a ceiling.
     pub allow_disk_use: bool,
 }
 
@@ -59,10 +61,11 @@ impl Default for MemLimits {
     }
 }
 
-/// What a stage may hold with `allowDiskUse: true`. Stages do not spill to disk yet, so
-/// the opt-in lifts the per-stage limit up to this ceiling (10x the limit, at least 1 GiB)
-/// instead of letting one query take all the memory; past it the stage fails with 146
-/// ExceededMemoryLimit, as MongoDB's stages that cannot spill do.
+/// What a stage that cannot spill may hold with `allowDiskUse: true` (`$bucketAuto`,
+/// `$setWindowFields`, `$facet`, a top-k sort, a group's held states, a sort run without a
+/// spill directory): the per-stage limit lifted up to this ceiling (10x the limit, at
+/// least 1 GiB) instead of letting one query take all the memory; past it the stage fails
+/// with 146 ExceededMemoryLimit, as MongoDB's stages that cannot spill do.
 fn disk_use_ceiling(limit: u64) -> u64 {
     limit.saturating_mul(10).max(1 << 30)
 }

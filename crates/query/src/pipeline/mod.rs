@@ -17,6 +17,10 @@ mod graph_lookup;
 mod group;
 mod lookup;
 pub mod mem;
+pub mod spill;
+
+/// Documents a pipeline gives as they are read.
+pub type DocStream = Box<dyn Iterator<Item = Result<Document, QueryError>> + Send>;
 mod unwind;
 mod window;
 
@@ -204,13 +208,15 @@ impl Pipeline {
 
     /// Runs the pipeline over documents as a scan yields them: the leading per-document
     /// stages (`$match`, `$project`, `$addFields`/`$set`, `$skip`, `$limit`) and a `$group`
-    /// right after them consume the stream, so the input is never held whole (MongoDB's
-    /// streaming stages); the stages after that run as [`Pipeline::run_with`] does.
+    /// or `$sort` right after them consume the stream, so the input is never held whole
+    /// (MongoDB's streaming stages); the stages after that run as [`Pipeline::run_with`]
+    /// does. A `$sort` that ends the pipeline gives its output as it is read (from its
+    /// spilled runs, when it spilled).
     pub fn run_stream<E: From<QueryError>>(
         &self,
         input: impl Iterator<Item = Result<Document, E>>,
         opts: &RunOptions<'_>,
-    ) -> Result<Vec<Document>, E> {
+    ) -> Result<DocStream, E> {
         let streaming = self
             .stages
             .iter()
@@ -245,11 +251,26 @@ impl Pipeline {
                 })),
             };
         }
-        let (docs, next) = match self.stages.get(streaming) {
-            Some(Stage::Group(g)) => (g.run_stream(it, &opts.limits)?, streaming + 1),
+        let last = streaming + 1 == self.stages.len();
+        let (docs, next) = match (self.stages.get(streaming), self.stages.get(streaming + 1)) {
+            (Some(Stage::Group(g)), _) => (
+                g.run_stream(it, &opts.limits, opts.spill_dir)?,
+                streaming + 1,
+            ),
+            // ($sort + $limit is a top-k, kept by `run_from`.)
+            (Some(Stage::Sort(spec)), next) if !matches!(next, Some(Stage::Limit(_))) => {
+                let sorted = spill::sort_documents(spec, it, &opts.limits, opts.spill_dir)?
+                    .map(|e| e.map(|(_, d)| d));
+                if last {
+                    return Ok(Box::new(sorted));
+                }
+                (sorted.collect::<Result<_, QueryError>>()?, streaming + 1)
+            }
             _ => (it.collect::<Result<Vec<_>, E>>()?, streaming),
         };
-        Ok(self.run_from(next, docs, opts)?)
+        Ok(Box::new(
+            self.run_from(next, docs, opts)?.into_iter().map(Ok),
+        ))
     }
 
     /// Runs the pipeline over `input` with `opts`.
@@ -560,14 +581,9 @@ fn run_stage(
             out
         }
         Stage::Sort(spec) => {
-            let mut used = 0u64;
-            for d in &docs {
-                used += mem::doc_size(d);
-                limits.check_sort(used)?;
-            }
-            let mut docs = docs;
-            spec.sort(&mut docs);
-            docs
+            spill::sort_documents(spec, docs.into_iter().map(Ok), limits, opts.spill_dir)?
+                .map(|e| e.map(|(_, d)| d))
+                .collect::<Result<_, QueryError>>()?
         }
         Stage::Limit(n) => docs
             .into_iter()
@@ -589,9 +605,9 @@ fn run_stage(
                 vec![d]
             }
         }
-        Stage::Group(g) => g.run_limited(docs, limits)?,
+        Stage::Group(g) => g.run_stream(docs.into_iter().map(Ok), limits, opts.spill_dir)?,
         Stage::SortByCount(g) => {
-            let mut out = g.run_limited(docs, limits)?;
+            let mut out = g.run_stream(docs.into_iter().map(Ok), limits, opts.spill_dir)?;
             let spec = SortSpec::parse(&bson::doc! {"count": -1})?;
             spec.sort(&mut out);
             out

@@ -59,6 +59,9 @@ pub struct Engine {
     pub(crate) holds: Arc<txn::Holds>,
 }
 
+/// The dbpath's directory for temporary files (MongoDB's name): external sorts' runs.
+const TEMP_DIR: &str = "_tmp";
+
 /// Most bytes the engine's journal holds (fjall's minimum; its default is 512 MiB): the
 /// journal is disk space the data takes twice until its memtable is flushed.
 const MAX_JOURNAL: u64 = 64 << 20;
@@ -230,9 +233,14 @@ fn valid_tree_name(name: &str) -> bool {
 }
 
 impl Engine {
-    /// Opens (creating if missing) the database under `path`.
+    /// Opens (creating if missing) the database under `path`. Temporary files a crash
+    /// left behind (external sorts' runs) are deleted.
     pub fn open(path: &Path) -> Result<Engine> {
         std::fs::create_dir_all(path)?;
+        match std::fs::remove_dir_all(path.join(TEMP_DIR)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
         let db = Database::builder(path.join("engine"))
             .manual_journal_persist(true)
             .max_journaling_size(MAX_JOURNAL)
@@ -255,6 +263,11 @@ impl Engine {
             path: Arc::new(path.to_path_buf()),
             holds: Arc::default(),
         })
+    }
+
+    /// Where queries write temporary files (created when first needed, emptied at start).
+    pub fn temp_dir(&self) -> std::path::PathBuf {
+        self.path.join(TEMP_DIR)
     }
 
     /// Opens or creates the tree called `name` (ASCII letters, digits, `_-.`).
