@@ -49,6 +49,10 @@ pub static SORT_METRICS: SortMetrics = SortMetrics {
     total_bytes_sorted: AtomicU64::new(0),
 };
 
+fn add_to(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, AtomicOrdering::Relaxed);
+}
+
 fn io_error(what: &str, e: impl std::fmt::Display) -> QueryError {
     QueryError::Coded(
         16819,
@@ -99,12 +103,8 @@ impl Sorter {
                 .map(|k| k.as_ref().map_or(8, super::mem::approx_size))
                 .sum::<u64>();
         self.bytes += size;
-        SORT_METRICS
-            .total_keys_sorted
-            .fetch_add(1, AtomicOrdering::Relaxed);
-        SORT_METRICS
-            .total_bytes_sorted
-            .fetch_add(size, AtomicOrdering::Relaxed);
+        add_to(&SORT_METRICS.total_keys_sorted, 1);
+        add_to(&SORT_METRICS.total_bytes_sorted, size);
         self.buffer.push((keys, doc));
         if let Some((dir, limit)) = &self.spill {
             if self.bytes > *limit {
@@ -169,12 +169,8 @@ fn write_run(
     out.flush().map_err(|e| io_error("writing", e))?;
     drop(out);
     let bytes = file.as_file().metadata().map_or(0, |m| m.len());
-    SORT_METRICS
-        .spill_to_disk
-        .fetch_add(1, AtomicOrdering::Relaxed);
-    SORT_METRICS
-        .spill_to_disk_bytes
-        .fetch_add(bytes, AtomicOrdering::Relaxed);
+    add_to(&SORT_METRICS.spill_to_disk, 1);
+    add_to(&SORT_METRICS.spill_to_disk_bytes, bytes);
     Ok(RunFile {
         file,
         entries: count,
