@@ -11,7 +11,8 @@
 # Env: HOSTS (100), DURATION (86400 s), RUNS (5, after one warm-up), QUERY_BUDGET (60 s: no
 #      new Hourglass run of a query once its timed runs took that long), LOAD_CLIENTS (2),
 #      INDEX_HOSTS (10000), INDEX_DURATION (300 s), INDEX_HOST (host_4242 for 10,000 hosts),
-#      DATE_TRUNC (auto|strict|arith, see tsbs_query), SKIP_INDEX=1, SHARED, KEEP=1, OUT (file
+#      DATE_TRUNC (auto|strict|arith, see tsbs_query), SKIP_INDEX=1, SKIP_REGULAR=1 (no run on a
+#      regular collection with a {tags.hostname: 1, time: 1} index), SHARED, KEEP=1, OUT (file
 #      to copy the tables to). Exit status 1 if an answer differs (after the tables).
 set -euo pipefail
 
@@ -76,6 +77,18 @@ if [ "${SKIP_INDEX:-0}" != 1 ]; then
     "$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu10k --runs "$RUNS" --budget "$QUERY_BUDGET" --index \
         --host "$INDEX_HOST" --from "$INDEX_FROM" --to "$INDEX_TO" --out "$WORK/hg-index.json"
 fi
+# Server memory after the loads and the time-series queries: peak and current RSS.
+HG_MEM="$(awk '/^VmHWM|^VmRSS/ {printf "%s %d MiB; ", $1, $2 / 1024}' "/proc/$HG_PID/status")"
+log "hourglass memory: $HG_MEM"
+REGULAR_ARGS=()
+if [ "${SKIP_REGULAR:-0}" != 1 ]; then
+    log "hourglass: the same rows in a regular collection with a {tags.hostname: 1, time: 1} index"
+    "$ROOT/target/release/ingest" "$WORK/cpu.bson" --uri "$HG_URI" --clients "$LOAD_CLIENTS" --coll cpu_regular \
+        --regular | tee "$WORK/hg-load-regular.log" | grep -E '^(rows|load seconds|rows/s|index build seconds):' >&2
+    "$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu_regular --runs "$RUNS" --budget "$QUERY_BUDGET" \
+        --date-trunc "$DATE_TRUNC" --out "$WORK/hg-regular.json"
+    REGULAR_ARGS=(--hg-regular "$WORK/hg-regular.json")
+fi
 hg_stop
 log "hourglass done at $(( SECONDS - START )) s"
 
@@ -110,8 +123,8 @@ log "clickhouse done at $(( SECONDS - START )) s"
 # --- answers and tables -----------------------------------------------------------------
 STATUS=0
 python3 "$HERE/tsbs_compare.py" --hg "$WORK/hg.json" --duckdb "$WORK/duckdb.json" --influx "$WORK/influx.json" \
-    --chdb "$WORK/chdb.json" \
-    "${INDEX_ARGS[@]}" --title " ($HOSTS hosts x ${DURATION}s = $ROWS rows, median of $RUNS runs after a warm-up)" \
+    --chdb "$WORK/chdb.json" --hg-memory "$HG_MEM" \
+    "${INDEX_ARGS[@]}" "${REGULAR_ARGS[@]}" --title " ($HOSTS hosts x ${DURATION}s = $ROWS rows, median of $RUNS runs after a warm-up)" \
     >"$WORK/tables.md" || STATUS=$?
 cat "$WORK/tables.md"
 if [ -n "${OUT:-}" ]; then cp "$WORK/tables.md" "$OUT"; fi

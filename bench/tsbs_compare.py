@@ -238,6 +238,8 @@ def main():
     ap.add_argument("--duckdb-index")
     ap.add_argument("--title", default="")
     ap.add_argument("--index-title", default="")
+    ap.add_argument("--hg-memory", default="", help="the server's VmHWM/VmRSS after the queries")
+    ap.add_argument("--hg-regular", help="tsbs_query's output on a regular collection")
     a = ap.parse_args()
     hgall = json.load(open(a.hg))
     hgq = hgall["queries"]
@@ -275,6 +277,25 @@ def main():
         print(f"| {label} | {ms(hm)} | {ms(i.get('median_ms'))} | {ms((d or {}).get('file_ms'))} "
               f"| {ms((d or {}).get('mem_ms'))} | {ms(c.get('median_ms'))} | {ratio(hm, i.get('median_ms'))} "
               f"| {ratio(hm, (d or {}).get('mem_ms'))} | {ratio(hm, min(peers) if peers else None)} | {verdict} |")
+    if a.hg_memory:
+        print(f"\nHourglass server memory after the loads and these queries: {a.hg_memory.strip()}")
+    if a.hg_regular:
+        rq = json.load(open(a.hg_regular))["queries"]
+        print("\n### The same queries on a regular collection with a `{tags.hostname: 1, time: 1}` index\n")
+        print("| query | hourglass regular ms | hourglass time-series ms | faster peer ms "
+              "| regular/faster peer | answers match |")
+        print("|---|---|---|---|---|---|")
+        for name in ORDER:
+            r, h, d, c = rq.get(name), hgq.get(name), dkq.get(name), chq.get(name) or {}
+            peers = [v for v in ((d or {}).get("mem_ms"), c.get("median_ms")) if isinstance(v, (int, float))]
+            verdict, errs = check(name, r, d)
+            ok &= verdict.startswith("yes")
+            for e in errs:
+                notes.append(f"- {name} (regular collection): {e}")
+            rm = (r or {}).get("median_ms")
+            fastest = min(peers) if peers else None
+            print(f"| {name} | {ms(rm)} | {ms((h or {}).get('median_ms'))} | {ms(fastest)} "
+                  f"| {ratio(rm, fastest)} | {verdict} |")
     if a.hg_index and a.duckdb_index:
         hi = json.load(open(a.hg_index))
         di = json.load(open(a.duckdb_index))

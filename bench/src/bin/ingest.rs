@@ -36,11 +36,14 @@ struct Args {
     dbpath: Option<PathBuf>,
     db: String,
     coll: String,
+    /// A regular collection with a `{tags.hostname: 1, time: 1}` index (built after the
+    /// load) instead of a time-series collection.
+    regular: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: ingest FILE [--clients N] [--batch N] [--uri URI] [--bin PATH] [--dbpath DIR] [--db NAME] [--coll NAME]"
+        "usage: ingest FILE [--clients N] [--batch N] [--uri URI] [--bin PATH] [--dbpath DIR] [--db NAME] [--coll NAME] [--regular]"
     );
     std::process::exit(2)
 }
@@ -55,6 +58,7 @@ fn parse_args() -> Args {
         dbpath: None,
         db: "bench".into(),
         coll: "cpu".into(),
+        regular: false,
     };
     let mut file = None;
     let mut it = std::env::args().skip(1);
@@ -68,6 +72,7 @@ fn parse_args() -> Args {
             "--dbpath" => a.dbpath = Some(val().into()),
             "--db" => a.db = val(),
             "--coll" => a.coll = val(),
+            "--regular" => a.regular = true,
             "-h" | "--help" => usage(),
             s if s.starts_with("--") => usage(),
             s => file = Some(PathBuf::from(s)),
@@ -236,12 +241,14 @@ async fn main() {
 
     let db = client.database(&a.db);
     let _ = db.collection::<bson::Document>(&a.coll).drop().await;
-    db.run_command(doc! {
-        "create": &a.coll,
-        "timeseries": {"timeField": "time", "metaField": "tags", "granularity": "seconds"},
-    })
-    .await
-    .expect("create time-series collection");
+    let create = match a.regular {
+        true => doc! {"create": &a.coll},
+        false => doc! {
+            "create": &a.coll,
+            "timeseries": {"timeField": "time", "metaField": "tags", "granularity": "seconds"},
+        },
+    };
+    db.run_command(create).await.expect("create the collection");
     let coll = db.collection::<RawDocumentBuf>(&a.coll);
 
     // Timed load.
@@ -276,6 +283,16 @@ async fn main() {
     }
     let secs = start.elapsed().as_secs_f64();
     let rows_per_s = sent as f64 / secs;
+    if a.regular {
+        let t = Instant::now();
+        db.run_command(doc! {
+            "createIndexes": &a.coll,
+            "indexes": [{"key": {"tags.hostname": 1, "time": 1}, "name": "host_time"}],
+        })
+        .await
+        .expect("createIndexes");
+        println!("index build seconds: {:.3}", t.elapsed().as_secs_f64());
+    }
 
     let t_count = Instant::now();
     let counted = coll

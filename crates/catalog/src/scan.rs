@@ -4,6 +4,8 @@
 use crate::collection::{decode, Collection, DocStream};
 use crate::error::Result;
 use crate::plan::{Access, IndexRef, Plan};
+use hourglass_query::filter::raw::RawFilter;
+use hourglass_query::raw_check::picked_document;
 use hourglass_storage::Snapshot;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,27 +33,71 @@ impl ScanStats {
     }
 }
 
+/// What a read may leave out of the stored documents it scans.
+#[derive(Debug, Clone, Default)]
+pub struct Narrowing {
+    /// Documents this rules out from their bytes are not built.
+    pub pre: Option<RawFilter>,
+    /// Only these top-level fields are built (`None`: all of them).
+    pub fields: Option<Arc<Vec<String>>>,
+}
+
+/// The document in `bytes` as `narrow` allows: `None` when its filter rules it out (as
+/// decided on the filter's fields alone); with fields named, only they are built.
+fn decode_if(bytes: &[u8], narrow: &Narrowing) -> Option<Result<bson::Document>> {
+    if let (Some(pre), Ok(raw)) = (&narrow.pre, bson::RawDocument::from_bytes(bytes)) {
+        if !pre.matches(raw) {
+            return None;
+        }
+    }
+    Some(
+        match narrow
+            .fields
+            .as_ref()
+            .and_then(|f| picked_document(bytes, f))
+        {
+            Some(picked) => Ok(picked),
+            None => decode(bytes),
+        },
+    )
+}
+
 impl Collection {
     /// The documents `plan` reads, from a fresh snapshot.
     pub fn execute(&self, plan: &Plan, stats: Arc<ScanStats>) -> DocStream {
-        self.execute_in(&self.engine().snapshot(), plan, stats)
+        self.execute_in(&self.engine().snapshot(), plan, stats, Narrowing::default())
     }
 
-    /// The documents `plan` reads as of `snap`.
+    /// [`Collection::execute`] building only what `narrow` allows (the caller still
+    /// applies its filter to what comes out).
+    pub fn execute_filtered(
+        &self,
+        plan: &Plan,
+        stats: Arc<ScanStats>,
+        narrow: Narrowing,
+    ) -> DocStream {
+        self.execute_in(&self.engine().snapshot(), plan, stats, narrow)
+    }
+
+    /// The documents `plan` reads as of `snap`, as `narrow` allows.
     pub(crate) fn execute_in(
         &self,
         snap: &Snapshot,
         plan: &Plan,
         stats: Arc<ScanStats>,
+        narrow: Narrowing,
     ) -> DocStream {
         match &plan.access {
-            Access::CollScan { reverse } => {
-                Box::new(snap.range(self.tree(), b"", None, *reverse).map(move |r| {
-                    stats.doc();
-                    let (_, v) = r?;
-                    decode(&v)
-                }))
-            }
+            Access::CollScan { reverse } => Box::new(
+                snap.range(self.tree(), b"", None, *reverse)
+                    .filter_map(move |r| {
+                        stats.doc();
+                        match r {
+                            Ok((_, v)) => decode_if(&v, &narrow),
+                            Err(e) => Some(Err(e.into())),
+                        }
+                    }),
+            ),
             Access::IdPoint(id) => {
                 stats.key();
                 let found = self.get_in(snap, id).transpose();
@@ -73,12 +119,17 @@ impl Collection {
                         let snap2 = snap.clone();
                         Box::new(ranges.clone().into_iter().flat_map(move |(s, e)| {
                             let stats = stats.clone();
-                            snap2.range(&tree, &s, e.as_deref(), reverse).map(move |r| {
-                                stats.key();
-                                stats.doc();
-                                let (_, v) = r?;
-                                decode(&v)
-                            })
+                            let narrow = narrow.clone();
+                            snap2
+                                .range(&tree, &s, e.as_deref(), reverse)
+                                .filter_map(move |r| {
+                                    stats.key();
+                                    stats.doc();
+                                    match r {
+                                        Ok((_, v)) => decode_if(&v, &narrow),
+                                        Err(e) => Some(Err(e.into())),
+                                    }
+                                })
                         }))
                     }
                     IndexRef::Secondary(ix) => {
@@ -103,7 +154,7 @@ impl Collection {
                             match snap.get(&coll_tree, &id_key) {
                                 Ok(Some(bytes)) => {
                                     stats.doc();
-                                    Some(decode(&bytes))
+                                    decode_if(&bytes, &narrow)
                                 }
                                 Ok(None) => None,
                                 Err(e) => Some(Err(e.into())),
@@ -124,7 +175,11 @@ impl Collection {
         limit: Option<usize>,
     ) -> Result<Vec<bson::Document>> {
         let mut out = Vec::new();
-        for doc in self.execute_in(snap, plan, Arc::new(ScanStats::default())) {
+        let narrow = Narrowing {
+            pre: RawFilter::new(filter),
+            fields: None,
+        };
+        for doc in self.execute_in(snap, plan, Arc::new(ScanStats::default()), narrow) {
             // Writes read their documents here: maxTimeMS and killOp stop them before
             // anything is written.
             hourglass_query::interrupt::check()?;

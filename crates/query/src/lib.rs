@@ -23,7 +23,7 @@ pub mod num;
 pub mod path;
 pub mod pipeline;
 pub mod projection;
-mod raw_check;
+pub mod raw_check;
 pub mod sort;
 pub mod update;
 

@@ -111,6 +111,88 @@ fn fixed(at: usize, n: usize, end: usize) -> Result<usize, RawCheckError> {
     }
 }
 
+/// The end of the value of type `kind` at `at` (before `end`) when it is not a
+/// document, array or code with scope (`None` for those).
+fn scalar_end(b: &[u8], kind: u8, at: usize, end: usize) -> Result<Option<usize>, RawCheckError> {
+    Ok(Some(match kind {
+        0x01 | 0x09 | 0x11 | 0x12 => fixed(at, 8, end)?,
+        0x10 => fixed(at, 4, end)?,
+        0x07 => fixed(at, 12, end)?,
+        0x13 => fixed(at, 16, end)?,
+        0x06 | 0x0A | 0x7F | 0xFF => at,
+        0x08 => match b.get(at) {
+            Some(0 | 1) if at < end => at + 1,
+            _ => return Err(invalid("boolean", at)),
+        },
+        0x02 | 0x0D | 0x0E => string(b, at, end)?,
+        0x0B => cstring(b, cstring(b, at, end)?, end)?,
+        0x0C => fixed(string(b, at, end)?, 12, end)?,
+        0x05 => {
+            let len = i32_at(b, at, end)?;
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&n| at + 5 + n <= end)
+                .ok_or_else(|| invalid("binary length", at))?;
+            if b[at + 4] == 0x02 {
+                // The old binary subtype repeats the length of what follows.
+                let inner = i32_at(b, at + 5, at + 5 + len)?;
+                if usize::try_from(inner).ok().map(|n| n + 4) != Some(len) {
+                    return Err(invalid("old binary inner length", at));
+                }
+            }
+            at + 5 + len
+        }
+        0x03 | 0x04 | 0x0F => return Ok(None),
+        _ => return Err(invalid("unknown element type", at)),
+    }))
+}
+
+/// The top-level elements of the BSON document `b` whose keys are in `fields`, copied
+/// into a new document in `b`'s order (a repeated key keeps each occurrence; decoding
+/// keeps the last, as for `b`). Only the picked elements are checked beyond their
+/// extent: decoding the result checks them. `None` when `b` is malformed.
+pub fn pick_top_level(b: &[u8], fields: &[String]) -> Option<Vec<u8>> {
+    let end = document_end(b, 0, b.len()).ok()?;
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&[0; 4]);
+    let mut at = 4;
+    while at < end {
+        let start = at;
+        let kind = b[at];
+        let key_at = at + 1;
+        let key_end = cstring(b, key_at, end).ok()?;
+        at = match scalar_end(b, kind, key_end, end).ok()? {
+            Some(next) => next,
+            None if kind == 0x0F => {
+                let total = usize::try_from(i32_at(b, key_end, end).ok()?).ok()?;
+                fixed(key_end, total, end).ok()?
+            }
+            None => document_end(b, key_end, end).ok()? + 1,
+        };
+        let key = &b[key_at..key_end - 1];
+        if fields.iter().any(|f| f.as_bytes() == key) {
+            out.extend_from_slice(&b[start..at]);
+        }
+    }
+    out.push(0);
+    let len = i32::try_from(out.len()).ok()?;
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    Some(out)
+}
+
+/// [`pick_top_level`] decoded: the top-level `fields` of `b` as a document (each value
+/// converted from its bytes, without the serde decoder's per-document cost). `None` when
+/// `b` or a picked value is malformed.
+pub fn picked_document(b: &[u8], fields: &[String]) -> Option<bson::Document> {
+    let picked = pick_top_level(b, fields)?;
+    let mut out = bson::Document::new();
+    for element in bson::RawDocument::from_bytes(&picked).ok()? {
+        let (key, value) = element.ok()?;
+        out.insert(key, bson::Bson::try_from(value).ok()?);
+    }
+    Some(out)
+}
+
 /// Validates `b` as one BSON document (exactly its bytes) nested less than `max_depth`
 /// levels deep.
 pub fn check(b: &[u8], max_depth: usize) -> Result<RawStats, RawCheckError> {
@@ -135,34 +217,11 @@ pub fn check(b: &[u8], max_depth: usize) -> Result<RawStats, RawCheckError> {
         let key_at = at + 1;
         at = cstring(b, key_at, end)?;
         stats.elements += 1;
+        if let Some(next) = scalar_end(b, kind, at, end)? {
+            at = next;
+            continue;
+        }
         at = match kind {
-            0x01 | 0x09 | 0x11 | 0x12 => fixed(at, 8, end)?,
-            0x10 => fixed(at, 4, end)?,
-            0x07 => fixed(at, 12, end)?,
-            0x13 => fixed(at, 16, end)?,
-            0x06 | 0x0A | 0x7F | 0xFF => at,
-            0x08 => match b.get(at) {
-                Some(0 | 1) if at < end => at + 1,
-                _ => return Err(invalid("boolean", at)),
-            },
-            0x02 | 0x0D | 0x0E => string(b, at, end)?,
-            0x0B => cstring(b, cstring(b, at, end)?, end)?,
-            0x0C => fixed(string(b, at, end)?, 12, end)?,
-            0x05 => {
-                let len = i32_at(b, at, end)?;
-                let len = usize::try_from(len)
-                    .ok()
-                    .filter(|&n| at + 5 + n <= end)
-                    .ok_or_else(|| invalid("binary length", at))?;
-                if b[at + 4] == 0x02 {
-                    // The old binary subtype repeats the length of what follows.
-                    let inner = i32_at(b, at + 5, at + 5 + len)?;
-                    if usize::try_from(inner).ok().map(|n| n + 4) != Some(len) {
-                        return Err(invalid("old binary inner length", at));
-                    }
-                }
-                at + 5 + len
-            }
             0x03 | 0x04 => {
                 let child = document_end(b, at, end)?;
                 open(&mut ends, &mut stats, child, max_depth)?;
@@ -338,6 +397,58 @@ mod tests {
             assert_eq!(check(&b, 200).unwrap().depth, depth);
             agree(&b, depth);
             agree(&b, depth + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod pick_tests {
+    use super::*;
+    use bson::{doc, Document};
+
+    #[test]
+    fn picked_fields_equal_the_decoded_document_narrowed_to_them() {
+        let d = doc! {
+            "_id": 1, "d": 1.5, "s": "héllo", "o": {"a": 1, "b": [1, "x"]}, "a": [true],
+            "bin": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] },
+            "code": bson::Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
+                code: "f()".into(), scope: doc! {"x": 1} }),
+            "re": bson::Regex { pattern: "a.b".into(), options: "i".into() },
+            "n": null, "t": bson::DateTime::from_millis(5), "i64": 7i64,
+        };
+        let bytes = bson::to_vec(&d).expect("encode");
+        let keys: Vec<String> = d.keys().cloned().collect();
+        for mask in 0u32..(1 << keys.len()) {
+            let wanted: Vec<String> = keys
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, k)| k.clone())
+                .collect();
+            let picked = pick_top_level(&bytes, &wanted).expect("well formed");
+            let got: Document = bson::from_slice(&picked).expect("decodes");
+            assert_eq!(picked_document(&bytes, &wanted).as_ref(), Some(&got));
+            let expected: Document = d
+                .iter()
+                .filter(|(k, _)| wanted.contains(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, expected, "{wanted:?}");
+        }
+    }
+
+    #[test]
+    fn picking_from_damaged_bytes_never_panics() {
+        let bytes =
+            bson::to_vec(&doc! {"a": 1, "b": {"c": "x"}, "s": "long string"}).expect("encode");
+        let wanted = vec!["b".to_string(), "s".to_string()];
+        for i in 0..bytes.len() {
+            for v in [0u8, 1, 0x7F, 0x80, 0xFF] {
+                let mut b = bytes.clone();
+                b[i] = v;
+                let _ = pick_top_level(&b, &wanted);
+            }
+            let _ = pick_top_level(&bytes[..i], &wanted);
         }
     }
 }

@@ -164,15 +164,17 @@ pub fn aggregate(req: &Request) -> CmdResult {
         }
         Some(spec) => all(pipeline.run_with(vec![coll_stats_stage(req, &coll, &spec)?], &opts)?),
         None if index_stats => all(pipeline.run_with(index_stats_stage(req, target), &opts)?),
-        // Documents stream from the scan into the leading stages.
-        None => pipeline.run_stream(
-            target.scan(
-                req,
-                filter,
-                rest.first().and_then(|s| s.get_document("$match").ok()),
-            )?,
-            &opts,
-        )?,
+        // Documents stream from the scan into the leading stages; the scan builds only
+        // the fields the stages read.
+        None => {
+            let read = super::planned::ReadOpts {
+                sort: None,
+                hint: None,
+                after: rest,
+            };
+            let spec = rest.first().and_then(|s| s.get_document("$match").ok());
+            pipeline.run_stream(target.scan_with(req, filter, spec, &read)?.0, &opts)?
+        }
     };
     let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
     // A pipeline ending in $out or $merge returns nothing: its cursor is closed at

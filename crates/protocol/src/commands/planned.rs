@@ -6,9 +6,12 @@ use crate::cursor::DocSource;
 use crate::error::CommandError;
 use bson::{doc, Bson, Document};
 use hourglass_catalog::plan::{bounds_document, plan, Access, Hint, Plan, Query};
+use hourglass_catalog::scan::Narrowing;
 use hourglass_catalog::scan::ScanStats;
 use hourglass_catalog::Collection;
+use hourglass_query::filter::raw::RawFilter;
 use hourglass_query::filter::Filter;
+use hourglass_query::pipeline::deps::pipeline_fields;
 use hourglass_query::sort::SortSpec;
 use std::sync::Arc;
 
@@ -90,7 +93,7 @@ pub fn regular_read(
 ) -> Result<PlannedRead, CommandError> {
     let plan = plan_read(c, &filter, spec, opts)?;
     let stats = Arc::new(ScanStats::default());
-    let docs = c.execute(&plan, stats.clone());
+    let docs = c.execute_filtered(&plan, stats.clone(), narrowing(&filter, opts.after));
     let source: DocSource = Box::new(docs.map(|r| r.map_err(CommandError::from)).filter(
         move |r| match r {
             Ok(d) => filter.matches(d),
@@ -102,6 +105,21 @@ pub fn regular_read(
         stats,
         source,
     })
+}
+
+/// What a scan of a regular collection may leave out: documents the filter rules out
+/// from their bytes are never built, and when the stages `after` the scan read only some
+/// top-level fields (and the filter its own), only those are built.
+fn narrowing(filter: &Filter, after: &[Document]) -> Narrowing {
+    let pre = RawFilter::new(filter);
+    let fields = match (&pre, pipeline_fields(after)) {
+        (Some(pre), Some(mut read)) => {
+            read.extend(pre.fields().iter().cloned());
+            Some(Arc::new(read.into_iter().collect()))
+        }
+        _ => None,
+    };
+    Narrowing { pre, fields }
 }
 
 /// mongod's one-line plan summary: `COLLSCAN`, `IDHACK` or `IXSCAN { a: 1, b: -1 }`.

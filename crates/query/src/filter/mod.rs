@@ -5,6 +5,7 @@
 pub mod doc_validation;
 mod eval;
 pub mod json_schema;
+pub mod raw;
 pub mod types;
 
 use bson::{Bson, Document};

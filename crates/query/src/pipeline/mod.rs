@@ -10,6 +10,7 @@ mod accum;
 mod bucket;
 mod context;
 mod densify;
+pub mod deps;
 mod geo_near;
 pub use geo_near::GeoNear;
 mod granularity;

@@ -106,7 +106,7 @@ impl ColumnarProject {
                 }
                 _ => {
                     let mut read = BTreeSet::new();
-                    super::deps::expr_fields(v, &mut read)?;
+                    hourglass_query::pipeline::deps::expr_fields(v, &mut read)?;
                     if read.iter().any(|f| Some(f.as_str()) != meta) {
                         return None;
                     }

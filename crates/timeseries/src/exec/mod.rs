@@ -6,7 +6,6 @@
 
 mod col;
 mod columnar;
-mod deps;
 mod gathered;
 mod lastpoint;
 mod near;
@@ -15,7 +14,7 @@ mod rows;
 mod vgroup;
 
 pub use columnar::ColumnarProject;
-pub use deps::pipeline_fields;
+use hourglass_query::pipeline::deps::pipeline_fields;
 pub use lastpoint::LastPoint;
 pub use near::NearestK;
 pub use rows::RowFilter;

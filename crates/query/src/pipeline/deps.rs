@@ -1,9 +1,10 @@
-//! Which top-level fields of the measurements a pipeline can observe, so that a bucket
-//! scan decodes only those columns. Conservative: anything not understood means
-//! "every field".
+//! Which top-level fields of its input documents a pipeline can observe, so that a
+//! bucket scan decodes only those columns and a collection scan converts only those
+//! fields of each stored document. Conservative: anything not understood means "every
+//! field".
 
+use crate::projection::Projection;
 use bson::{Bson, Document};
-use hourglass_query::projection::Projection;
 use std::collections::BTreeSet;
 
 /// The fields a stage sequence reads, or `None` when it may read any field.
@@ -54,7 +55,7 @@ fn top(path: &str) -> String {
 
 /// Field references of an expression (`"$a.b"` reads `a`); `$$ROOT`/`$$CURRENT` read
 /// everything.
-pub(super) fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
+pub fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
     match v {
         Bson::String(s) => {
             if let Some(var) = s.strip_prefix("$$") {
