@@ -237,10 +237,6 @@ impl Engine {
     /// left behind (external sorts' runs) are deleted.
     pub fn open(path: &Path) -> Result<Engine> {
         std::fs::create_dir_all(path)?;
-        match std::fs::remove_dir_all(path.join(TEMP_DIR)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => {}
-        }
         let db = Database::builder(path.join("engine"))
             .manual_journal_persist(true)
             .max_journaling_size(MAX_JOURNAL)
@@ -257,6 +253,11 @@ impl Engine {
                 fjall::Error::Locked => StorageError::DbPathInUse(path.to_path_buf()),
                 e => e.into(),
             })?;
+        // Only now, with the dbpath locked: another server's runs are not this one's.
+        match std::fs::remove_dir_all(path.join(TEMP_DIR)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
         Ok(Engine {
             db,
             group: Arc::new(GroupCommit::default()),
