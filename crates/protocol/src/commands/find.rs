@@ -11,7 +11,7 @@ use crate::error::{CmdResult, CommandError};
 use crate::state::OpCounters;
 use bson::{doc, Bson};
 use hourglass_query::filter::Filter;
-use hourglass_query::pipeline::spill::sort_documents;
+use hourglass_query::pipeline::spill::{sort_documents, top_k_documents};
 use hourglass_query::projection::Projection;
 use hourglass_query::sort::SortSpec;
 
@@ -32,18 +32,13 @@ pub fn shape(
         source = match limit {
             Some(l) => {
                 let docs = source.collect::<Result<Vec<_>, _>>()?;
-                let docs = sort.top_k(docs, l.saturating_add(skip));
-                limits.check_sort(
-                    docs.iter()
-                        .map(hourglass_query::pipeline::mem::doc_size)
-                        .sum(),
-                )?;
+                let docs = top_k_documents(&sort, docs, l.saturating_add(skip), &limits)?;
                 Box::new(docs.into_iter().map(Ok))
             }
             None => {
                 let dir = req.state.catalog.engine().temp_dir();
                 let sorted = sort_documents(&sort, source, &limits, Some(&dir))?;
-                Box::new(sorted.map(|e| e.map(|(_, d)| d).map_err(CommandError::from)))
+                Box::new(sorted.map(|e| e.map_err(CommandError::from)))
             }
         };
     }

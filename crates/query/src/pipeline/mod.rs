@@ -260,8 +260,7 @@ impl Pipeline {
             ),
             // ($sort + $limit is a top-k, kept by `run_from`.)
             (Some(Stage::Sort(spec)), next) if !matches!(next, Some(Stage::Limit(_))) => {
-                let sorted = spill::sort_documents(spec, it, &opts.limits, opts.spill_dir)?
-                    .map(|e| e.map(|(_, d)| d));
+                let sorted = spill::sort_documents(spec, it, &opts.limits, opts.spill_dir)?;
                 if last {
                     return Ok(Box::new(sorted));
                 }
@@ -295,9 +294,8 @@ impl Pipeline {
             // A $sort followed by a $limit only keeps the top documents (MongoDB's
             // top-k sort), so only those count against the sort memory limit.
             if let (Stage::Sort(spec), Some(Stage::Limit(k))) = (stage, self.stages.get(i + 1)) {
-                docs = spec.top_k(docs, usize::try_from(*k).unwrap_or(usize::MAX));
-                let used: u64 = docs.iter().map(mem::doc_size).sum();
-                opts.limits.check_sort(used)?;
+                let k = usize::try_from(*k).unwrap_or(usize::MAX);
+                docs = spill::top_k_documents(spec, docs, k, &opts.limits)?;
                 continue;
             }
             // $lookup gives one output per input: a $limit after it limits its input, so
@@ -583,7 +581,6 @@ fn run_stage(
         }
         Stage::Sort(spec) => {
             spill::sort_documents(spec, docs.into_iter().map(Ok), limits, opts.spill_dir)?
-                .map(|e| e.map(|(_, d)| d))
                 .collect::<Result<_, QueryError>>()?
         }
         Stage::Limit(n) => docs

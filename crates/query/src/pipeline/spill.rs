@@ -296,13 +296,14 @@ impl Iterator for Merge {
 
 /// Sorts documents as a blocking `$sort` does: held in memory up to `limits`' sort limit;
 /// past it written to runs under `dir` when the command allows the disk (error 292
-/// otherwise, or 146 past the in-memory ceiling when there is no `dir`).
+/// otherwise, or 146 past the in-memory ceiling when there is no `dir`). The documents
+/// come out in order as they are read back.
 pub fn sort_documents<E: From<QueryError>>(
     spec: &SortSpec,
     input: impl Iterator<Item = Result<Document, E>>,
     limits: &MemLimits,
     dir: Option<&Path>,
-) -> Result<Merge, E> {
+) -> Result<impl Iterator<Item = Result<Document, QueryError>> + Send + 'static, E> {
     let spill = match (limits.allow_disk_use, dir) {
         (true, Some(dir)) => Some((dir.to_path_buf(), limits.sort_bytes)),
         _ => None,
@@ -321,7 +322,20 @@ pub fn sort_documents<E: From<QueryError>>(
             limits.check_sort(sorter.bytes())?;
         }
     }
-    Ok(sorter.finish()?)
+    Ok(sorter.finish()?.map(|e| e.map(|(_, d)| d)))
+}
+
+/// The first `k` of `docs` in `spec`'s order (a sort followed by a limit, MongoDB's
+/// top-k sort): only they are kept, in memory, and they count against the sort limit.
+pub fn top_k_documents(
+    spec: &SortSpec,
+    docs: Vec<Document>,
+    k: usize,
+    limits: &MemLimits,
+) -> Result<Vec<Document>, QueryError> {
+    let docs = spec.top_k(docs, k);
+    limits.check_sort(docs.iter().map(super::mem::doc_size).sum())?;
+    Ok(docs)
 }
 
 #[cfg(test)]
