@@ -10,5 +10,5 @@ pub mod error;
 pub mod group_commit;
 
 pub use engine::txn::{self, Transaction};
-pub use engine::{Batch, Engine, Snapshot, Tree};
+pub use engine::{Batch, Engine, SharedValue, Snapshot, Tree};
 pub use error::StorageError;

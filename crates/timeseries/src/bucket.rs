@@ -369,8 +369,9 @@ pub struct DecodedBucket {
     control: std::sync::OnceLock<Document>,
     meta: std::sync::OnceLock<Option<Bson>>,
     directory: Vec<(String, Range<usize>)>,
-    /// The stored bytes; the column area starts at `area_start`.
-    buf: Vec<u8>,
+    /// The stored bytes (shared with the engine's block cache when read by a scan);
+    /// the column area starts at `area_start`.
+    buf: hourglass_storage::SharedValue,
     area_start: usize,
 }
 
@@ -408,7 +409,10 @@ pub fn decode_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
 }
 
 /// [`decode_compressed`] keeping `bytes` as the bucket's storage (no copy).
-pub fn decode_compressed_owned(bytes: Vec<u8>) -> Result<DecodedBucket, TsError> {
+pub fn decode_compressed_owned(
+    bytes: impl Into<hourglass_storage::SharedValue>,
+) -> Result<DecodedBucket, TsError> {
+    let bytes = bytes.into();
     let mut b = parse_compressed(&bytes)?;
     b.buf = bytes;
     Ok(b)
@@ -498,7 +502,7 @@ fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
         control: std::sync::OnceLock::new(),
         meta: std::sync::OnceLock::new(),
         directory,
-        buf: Vec::new(),
+        buf: hourglass_storage::SharedValue::from(&[][..]),
         area_start,
     })
 }

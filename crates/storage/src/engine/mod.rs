@@ -165,12 +165,25 @@ pub struct Snapshot {
 /// An owned key/value pair read from the engine.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
 
+/// A value read without copying it out of the engine's cached block: cheap to clone,
+/// derefs to its bytes.
+pub type SharedValue = fjall::Slice;
+
 impl Snapshot {
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if let Some(v) = self.overlay.as_ref().and_then(|o| o.get(tree, key)) {
             return Ok(v);
         }
         Ok(self.inner.get(&tree.ks, key)?.map(|v| v.to_vec()))
+    }
+
+    /// [`Snapshot::get`] sharing the value with the engine's block cache instead of
+    /// copying it.
+    pub fn get_shared(&self, tree: &Tree, key: &[u8]) -> Result<Option<SharedValue>> {
+        if let Some(v) = self.overlay.as_ref().and_then(|o| o.get(tree, key)) {
+            return Ok(v.map(SharedValue::from));
+        }
+        Ok(self.inner.get(&tree.ks, key)?)
     }
 
     /// Iterates the entries of `tree` whose key starts with `prefix`, in key order.
@@ -190,6 +203,47 @@ impl Snapshot {
         Merge::new(base, over, false)
     }
 
+    /// [`Snapshot::range`] with each value shared with the engine's block cache instead
+    /// of copied (a large value read once, as a bucket scan reads them).
+    pub fn range_shared(
+        &self,
+        tree: &Tree,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<(Vec<u8>, SharedValue)>> + Send + 'static> {
+        if self.overlay.is_some() {
+            // Inside a transaction: its writes are merged in as owned values.
+            let merged = self.range(tree, start, end, reverse);
+            return Box::new(merged.map(|kv| kv.map(|(k, v)| (k, SharedValue::from(v)))));
+        }
+        let map = |guard: fjall::Guard| {
+            let (k, v) = guard.into_inner()?;
+            Ok((k.to_vec(), v))
+        };
+        let iter = self.fjall_range(tree, start, end);
+        if reverse {
+            Box::new(iter.rev().map(map))
+        } else {
+            Box::new(iter.map(map))
+        }
+    }
+
+    fn fjall_range(
+        &self,
+        tree: &Tree,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> impl DoubleEndedIterator<Item = fjall::Guard> + Send + 'static {
+        use std::ops::Bound;
+        let upper = match end {
+            Some(e) => Bound::Excluded(e.to_vec()),
+            None => Bound::Unbounded,
+        };
+        self.inner
+            .range::<Vec<u8>, _>(&tree.ks, (Bound::Included(start.to_vec()), upper))
+    }
+
     /// Iterates the entries of `tree` with `start <= key < end` (no upper limit when `end`
     /// is `None`), in key order or, with `reverse`, backwards.
     pub fn range(
@@ -199,14 +253,7 @@ impl Snapshot {
         end: Option<&[u8]>,
         reverse: bool,
     ) -> Box<dyn Iterator<Item = Result<KeyValue>> + Send + 'static> {
-        use std::ops::Bound;
-        let upper = match end {
-            Some(e) => Bound::Excluded(e.to_vec()),
-            None => Bound::Unbounded,
-        };
-        let iter = self
-            .inner
-            .range::<Vec<u8>, _>(&tree.ks, (Bound::Included(start.to_vec()), upper));
+        let iter = self.fjall_range(tree, start, end);
         let map = |guard: fjall::Guard| {
             let (k, v) = guard.into_inner()?;
             Ok((k.to_vec(), v.to_vec()))
@@ -576,6 +623,50 @@ mod tests {
         assert_eq!(snap.get(&t, b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
         let all: Vec<_> = snap.scan_prefix(&t, b"k").collect::<Result<_>>().unwrap();
         assert_eq!(all.len(), 2);
+    }
+
+    #[test]
+    fn shared_reads_equal_copied_reads_in_both_directions_and_inside_a_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(dir.path()).unwrap();
+        let t = e.tree("t").unwrap();
+        let mut b = e.batch();
+        for i in 0..50u8 {
+            b.put(&t, &[i], &[i; 300]);
+        }
+        e.commit(b).unwrap();
+        let same = |snap: &Snapshot| {
+            for reverse in [false, true] {
+                let copied: Vec<KeyValue> = snap
+                    .range(&t, &[10], Some(&[40]), reverse)
+                    .collect::<Result<_>>()
+                    .unwrap();
+                let shared: Vec<KeyValue> = snap
+                    .range_shared(&t, &[10], Some(&[40]), reverse)
+                    .map(|kv| kv.map(|(k, v)| (k, v.to_vec())))
+                    .collect::<Result<_>>()
+                    .unwrap();
+                assert_eq!(copied, shared);
+            }
+            for k in [5u8, 20, 60] {
+                let copied = snap.get(&t, &[k]).unwrap();
+                let shared = snap.get_shared(&t, &[k]).unwrap().map(|v| v.to_vec());
+                assert_eq!(copied, shared);
+            }
+            snap.range_shared(&t, &[0], None, false).count()
+        };
+        assert_eq!(same(&e.snapshot()), 50);
+        // Inside a transaction the reads see its own (uncommitted) writes.
+        let txn = e.begin_transaction();
+        let _in = txn.enter();
+        let mut b = e.batch();
+        b.put(&t, &[20], b"mine");
+        b.put(&t, &[60], b"new");
+        b.delete(&t, &[30]);
+        e.apply(b).unwrap();
+        let snap = e.snapshot();
+        assert_eq!(same(&snap), 50);
+        assert_eq!(snap.get_shared(&t, &[20]).unwrap().as_deref(), Some(&b"mine"[..]));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod lastpoint;
 mod near;
 mod parallel;
 mod rows;
+mod top_groups;
 mod vgroup;
 
 pub use columnar::ColumnarProject;
@@ -30,6 +31,7 @@ use hourglass_query::filter::Filter;
 use hourglass_query::pipeline::mem::MemLimits;
 use hourglass_query::QueryError;
 use std::sync::Arc;
+use top_groups::{Cutoff, TopGroups};
 
 /// How a read of a time-series view is run.
 #[derive(Debug, Clone)]
@@ -40,7 +42,8 @@ pub struct TsPlan {
     filter: Filter,
     /// Top-level fields to decode (`None` = every field).
     pub fields: Option<Vec<String>>,
-    group: Option<(VectorGroup, Option<RowFilter>)>,
+    /// The vectorized group, its row filter, and the limit on its top time bins.
+    group: Option<(VectorGroup, Option<RowFilter>, Option<TopGroups>)>,
     lastpoint: Option<LastPoint>,
     /// The filter's vectorizable form, used to unpack only matching rows.
     rows: Option<RowFilter>,
@@ -100,9 +103,10 @@ impl TsPlan {
         let group = rest
             .first()
             .and_then(|s| s.get_document("$group").ok())
-            .and_then(|g| VectorGroup::parse(g, options))
+            .and_then(|spec| Some((spec, VectorGroup::parse(spec, options)?)))
             .filter(|_| !collated);
-        if let Some(g) = group {
+        if let Some((spec, g)) = group {
+            let top = TopGroups::parse(spec, &g, &rest[1..], options);
             let rows = RowFilter::from_filter(&filter_spec, options);
             // Everything the filter reads, meta included: a bucket whose columns the row
             // filter cannot decide (arrays) is matched as unpacked documents.
@@ -121,7 +125,7 @@ impl TsPlan {
                 filter_spec,
                 filter,
                 fields,
-                group: Some((g, rows)),
+                group: Some((g, rows, top)),
                 lastpoint: None,
                 rows: None,
                 columnar: None,
@@ -216,11 +220,14 @@ impl TsPlan {
             },
             "vectorizedGroup": self.group.is_some(),
             "lastPoint": self.lastpoint.is_some(),
-            "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r)| r.is_some()),
+            "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r, _)| r.is_some()),
             "lateMaterialization": self.columnar.is_some() || self.nearest.is_some(),
             "nearestFromColumns": self.nearest.is_some(),
             "stagesPushedDown": self.consumed as i64,
         };
+        if let Some((_, _, Some(top))) = &self.group {
+            d.insert("groupTopKeys", top.explain());
+        }
         if let Some(c) = counters {
             d.insert(
                 "executionStats",
@@ -236,6 +243,7 @@ impl TsPlan {
                     "archiveRowGroupsExamined": ScanCounters::get(&c.archive_row_groups_examined) as i64,
                     "archiveRowGroupsPruned": ScanCounters::get(&c.archive_row_groups_pruned) as i64,
                     "bucketsPassedOverByDistance": ScanCounters::get(&c.buckets_passed_over) as i64,
+                    "bucketsPassedOverByGroupKey": ScanCounters::get(&c.buckets_passed_over_by_key) as i64,
                 },
             );
         }
@@ -284,7 +292,18 @@ impl TimeseriesStore {
                 counters: Arc::new(ScanCounters::default()),
             });
         }
-        let scan = self.scan_fields(buckets, options, &plan.predicate, plan.fields.as_deref())?;
+        let cutoff = match &plan.group {
+            Some((group, _, Some(top))) => Some(Cutoff::new(top, group, options)),
+            _ => None,
+        };
+        let order = cutoff.as_ref().map(Cutoff::scan_order).unwrap_or_default();
+        let scan = self.scan_fields(
+            buckets,
+            options,
+            &plan.predicate,
+            plan.fields.as_deref(),
+            order,
+        )?;
         let counters = scan.counters.clone();
         let options = options.clone();
         // The fields a bucket is unpacked with when its rows must be matched as documents.
@@ -292,10 +311,20 @@ impl TimeseriesStore {
             .fields
             .as_ref()
             .map(|f| f.iter().map(String::as_str).collect());
-        if let Some((group, rows)) = &plan.group {
+        if let Some((group, rows, _)) = &plan.group {
             let mask =
                 |cols: &Cols<'_>| row_mask(plan, rows.as_ref(), cols, &options, wanted.as_deref());
-            let out = parallel::group(group, scan, &mask)?;
+            let how = parallel::Feed {
+                mask: &mask,
+                cutoff: cutoff.as_deref(),
+            };
+            let out = parallel::group(group, scan, &how)?;
+            if let Some(c) = &cutoff {
+                counters.buckets_passed_over_by_key.fetch_add(
+                    c.passed_over.load(std::sync::atomic::Ordering::Relaxed),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
             return Ok(TsExecution {
                 rows: TsRows::Docs(Box::new(out.into_iter().map(Ok))),
                 counters,
@@ -461,10 +490,10 @@ mod tests {
     use hourglass_query::pipeline::Pipeline;
     use hourglass_storage::Engine;
 
-    const T0: i64 = 1_451_606_400_000;
+    pub(super) const T0: i64 = 1_451_606_400_000;
 
     /// A time-series collection `cpu` (timeField `time`, metaField `tags`) and its store.
-    fn cpu() -> (
+    pub(super) fn cpu() -> (
         tempfile::TempDir,
         Arc<Collection>,
         TimeseriesOptions,
@@ -484,7 +513,7 @@ mod tests {
     }
 
     /// `stages` through the plan, and through the plain document path.
-    fn both_paths(
+    pub(super) fn both_paths(
         store: &TimeseriesStore,
         c: &Arc<Collection>,
         o: &TimeseriesOptions,

@@ -9,9 +9,11 @@
 //! ([`VectorGroup::mergeable`]), and only scans longer than [`SERIAL_BUCKETS`]: a short
 //! one finishes before threads would start. A kill or `maxTimeMS` reaches the workers
 //! (they run under the operation's interrupt), and the first error of any thread is the
-//! query's.
+//! query's. A group whose `$sort` and `$limit` keep only its top time bins passes over
+//! buckets that cannot reach them ([`Cutoff`]), in every thread.
 
 use super::col::Cols;
+use super::top_groups::{Cutoff, Kept};
 use super::vgroup::{GroupRun, VectorGroup};
 use crate::store::{BucketView, StoreError};
 use bson::Document;
@@ -46,11 +48,18 @@ type Chunk = Vec<(u64, BucketView)>;
 /// The rows of a bucket that pass the query's filter (`None`: all of them).
 pub(super) type Mask<'m> = dyn Fn(&Cols<'_>) -> Result<Option<Vec<bool>>, StoreError> + Sync + 'm;
 
+/// What each bucket goes through: the row filter, and the bar of a group whose limit
+/// keeps only its top bins.
+pub(super) struct Feed<'m> {
+    pub mask: &'m Mask<'m>,
+    pub cutoff: Option<&'m Cutoff>,
+}
+
 /// Runs `group` over every bucket of `scan`.
 pub(super) fn group<I>(
     group: &VectorGroup,
     scan: I,
-    mask: &Mask<'_>,
+    how: &Feed<'_>,
 ) -> Result<Vec<Document>, StoreError>
 where
     I: Iterator<Item = Result<BucketView, StoreError>>,
@@ -59,9 +68,10 @@ where
     let split = workers() >= 2 && group.mergeable();
     let mut scan = scan.enumerate().map(|(i, v)| (i as u64, v)).peekable();
     let mut run = group.start();
+    let mut kept = Kept::default();
     while let Some((at, view)) = scan.next_if(|(at, _)| !split || *at < SERIAL_BUCKETS) {
         interrupt::check()?;
-        feed(&mut run, at, &view?, mask)?;
+        feed(&mut run, &mut kept, at, &view?, how)?;
     }
     if scan.peek().is_none() {
         return Ok(run.finish());
@@ -77,7 +87,7 @@ where
                 let from_scan = &from_scan;
                 s.spawn(move || {
                     let _entered = operation.map(interrupt::enter);
-                    work(group, from_scan, mask)
+                    work(group, from_scan, how)
                 })
             })
             .collect();
@@ -126,9 +136,10 @@ where
 fn work<'g>(
     group: &'g VectorGroup,
     from_scan: &Mutex<Receiver<Chunk>>,
-    mask: &Mask<'_>,
+    how: &Feed<'_>,
 ) -> Result<GroupRun<'g>, StoreError> {
     let mut run = group.start();
+    let mut kept = Kept::default();
     loop {
         let next = from_scan.lock().recv();
         let Ok(chunk) = next else {
@@ -136,19 +147,27 @@ fn work<'g>(
         };
         for (at, view) in chunk {
             interrupt::check()?;
-            feed(&mut run, at, &view, mask)?;
+            feed(&mut run, &mut kept, at, &view, how)?;
         }
     }
 }
 
 fn feed(
     run: &mut GroupRun<'_>,
+    kept: &mut Kept,
     at: u64,
     view: &BucketView,
-    mask: &Mask<'_>,
+    how: &Feed<'_>,
 ) -> Result<(), StoreError> {
+    if how.cutoff.is_some_and(|c| c.passes_over(view)) {
+        return Ok(());
+    }
     let cols = Cols::new(view);
-    let mask = mask(&cols)?;
+    let mask = (how.mask)(&cols)?;
+    let before = run.len();
     run.feed_at(at, &cols, mask.as_deref())?;
+    if let Some(c) = how.cutoff {
+        c.note(kept, run.keys_from(before));
+    }
     Ok(())
 }

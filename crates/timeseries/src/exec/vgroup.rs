@@ -220,6 +220,22 @@ impl VectorGroup {
         f
     }
 
+    /// Whether the key reads the time and nothing else (no meta, no other field).
+    pub fn keys_by_time_alone(&self) -> bool {
+        self.time_bin.is_some() && self.key_fields.is_empty() && !self.reads_meta
+    }
+
+    /// The key of a measurement at `ms` when the key reads the time alone and is a
+    /// date ([`VectorGroup::keys_by_time_alone`]).
+    pub fn time_key(&self, ms: i64) -> Option<i64> {
+        let mut d = Document::new();
+        d.insert(self.time_field.clone(), DateTime::from_millis(ms));
+        match self.id.eval(&d) {
+            Ok(Bson::DateTime(k)) => Some(k.timestamp_millis()),
+            _ => None,
+        }
+    }
+
     pub fn needs_time(&self) -> bool {
         self.fields().contains(&self.time_field)
     }
@@ -373,6 +389,16 @@ fn finish(state: State) -> Bson {
 }
 
 impl GroupRun<'_> {
+    /// Groups so far.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The keys of the groups created after the first `start`.
+    pub fn keys_from(&self, start: usize) -> impl Iterator<Item = &Bson> {
+        self.groups.iter().skip(start).map(|(k, _)| k)
+    }
+
     /// Feeds the rows of the bucket at position `at` of the scan (buckets may be fed out
     /// of order, to runs merged later) selected by `mask` (all rows when `None`).
     pub fn feed_at(

@@ -26,6 +26,9 @@ pub struct ScanCounters {
     /// Buckets returned but not decoded: a `$geoNear` with a limit had its k nearer
     /// than every point of their box.
     pub buckets_passed_over: AtomicU64,
+    /// Buckets returned but not decoded: a group followed by `$sort` on its time key
+    /// and `$limit k` already had k keys later (earlier) than any of their rows'.
+    pub buckets_passed_over_by_key: AtomicU64,
 }
 
 impl ScanCounters {

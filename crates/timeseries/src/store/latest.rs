@@ -127,7 +127,7 @@ impl TimeseriesStore {
                 {
                     break;
                 }
-                let Some(bytes) = snap.get(tree, &bucket_key(CLOSED, &id))? else {
+                let Some(bytes) = snap.get_shared(tree, &bucket_key(CLOSED, &id))? else {
                     continue;
                 };
                 let b = decode_compressed_owned(bytes)?;

@@ -26,22 +26,48 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The selected buckets: archived rows first, then stored buckets (in time order, or
-/// per series), then open ones.
+/// per series), then open ones; or all of that backwards
+/// ([`ScanOrder::newest_first`]).
 pub struct BucketScan {
     archived: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
     stored: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
     open: std::vec::IntoIter<BucketView>,
+    newest_first: bool,
     pub counters: Arc<ScanCounters>,
+}
+
+/// Ends the scan of stored buckets early: given a stored bucket's minimum time (ms,
+/// from its key), true when neither it nor any stored bucket after it in the scan's
+/// order can matter to the reader.
+pub type StopAt = Arc<dyn Fn(i64) -> bool + Send + Sync>;
+
+/// The order a scan yields buckets in, and when it may stop.
+#[derive(Clone, Default)]
+pub struct ScanOrder {
+    /// Open buckets, then stored ones by descending minimum time, then archived rows
+    /// (the reverse of the usual order).
+    pub newest_first: bool,
+    /// Asked of each stored bucket when they are read in time order (not through the
+    /// meta index). Buckets before 1970 all carry the key time 0, unordered among
+    /// themselves, so it is not asked at that time when reading oldest first.
+    pub stop: Option<StopAt>,
 }
 
 impl Iterator for BucketScan {
     type Item = Result<BucketView, StoreError>;
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self
-            .archived
-            .next()
-            .or_else(|| self.stored.next())
-            .or_else(|| self.open.next().map(Ok));
+        let next = if self.newest_first {
+            self.open
+                .next_back()
+                .map(Ok)
+                .or_else(|| self.stored.next())
+                .or_else(|| self.archived.next())
+        } else {
+            self.archived
+                .next()
+                .or_else(|| self.stored.next())
+                .or_else(|| self.open.next().map(Ok))
+        };
         if let Some(Ok(_)) = next {
             ScanCounters::add(&self.counters.buckets_returned, 1);
         }
@@ -77,7 +103,7 @@ impl TimeseriesStore {
         options: &TimeseriesOptions,
         predicate: &BucketPredicate,
     ) -> Result<BucketScan, StoreError> {
-        self.scan_fields(buckets, options, predicate, None)
+        self.scan_fields(buckets, options, predicate, None, ScanOrder::default())
     }
 
     /// [`TimeseriesStore::scan`] of a read that needs only `fields` (top-level names)
@@ -88,10 +114,11 @@ impl TimeseriesStore {
         options: &TimeseriesOptions,
         predicate: &BucketPredicate,
         fields: Option<&[String]>,
+        order: ScanOrder,
     ) -> Result<BucketScan, StoreError> {
         let series = self.series(buckets, options)?;
         let mut s = series.lock();
-        scan_locked(&mut s, buckets, options, predicate, fields)
+        scan_locked(&mut s, buckets, options, predicate, fields, order)
     }
 }
 
@@ -102,6 +129,7 @@ pub(super) fn scan_locked(
     options: &TimeseriesOptions,
     predicate: &BucketPredicate,
     fields: Option<&[String]>,
+    order: ScanOrder,
 ) -> Result<BucketScan, StoreError> {
     let counters = Arc::new(ScanCounters::default());
     let (open, in_memory) = open_views(s, predicate, options, &counters);
@@ -118,19 +146,18 @@ pub(super) fn scan_locked(
         fields,
         counters.clone(),
     )?;
-    let stored = stored_views(
+    let newest_first = order.newest_first;
+    let source = StoredSource {
         snap,
-        buckets,
-        options,
-        predicate,
         directory,
         in_memory,
-        counters.clone(),
-    );
+    };
+    let stored = stored_views(source, buckets, options, predicate, order, counters.clone());
     Ok(BucketScan {
         archived,
         stored,
         open: open.into_iter(),
+        newest_first,
         counters,
     })
 }
@@ -183,15 +210,28 @@ pub(super) fn directory(
     Ok(dir)
 }
 
-fn stored_views(
+/// Where the stored buckets of a scan are read from.
+struct StoredSource {
     snap: Snapshot,
+    /// The series directory, when the predicate names the meta field.
+    directory: Option<Arc<Directory>>,
+    /// Buckets held in memory (their stored copies are skipped).
+    in_memory: HashSet<ObjectId>,
+}
+
+fn stored_views(
+    source: StoredSource,
     buckets: &Collection,
     options: &TimeseriesOptions,
     predicate: &BucketPredicate,
-    directory: Option<Arc<Directory>>,
-    in_memory: HashSet<ObjectId>,
+    order: ScanOrder,
     counters: Arc<ScanCounters>,
 ) -> Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send> {
+    let StoredSource {
+        snap,
+        directory,
+        in_memory,
+    } = source;
     let tree = buckets.tree().clone();
     let span_ms = options.bucket_max_span_seconds.saturating_mul(1000);
     let bounds = predicate.bounds;
@@ -224,9 +264,12 @@ fn stored_views(
                     }
                 }
             }
+            if order.newest_first {
+                ids.reverse();
+            }
             let head = error.map(Err).into_iter();
             let rest = ids.into_iter().filter_map(move |id| {
-                let bytes = match snap.get(&tree, &bucket_key(CLOSED, &id)) {
+                let bytes = match snap.get_shared(&tree, &bucket_key(CLOSED, &id)) {
                     Ok(Some(b)) => b,
                     Ok(None) => return None,
                     Err(e) => return Some(Err(e.into())),
@@ -254,7 +297,22 @@ fn stored_views(
                 _ => vec![CLOSED + 1],
             };
             Box::new(
-                snap.range(&tree, &start, Some(&end), false)
+                snap.range_shared(&tree, &start, Some(&end), order.newest_first)
+                    .take_while(move |entry| {
+                        let secs = match entry {
+                            Ok((k, _)) => {
+                                object_id_at(k).map(|id| id.timestamp().timestamp_millis() / 1000)
+                            }
+                            Err(_) => None,
+                        };
+                        let ordered = secs.is_some_and(|s| {
+                            s < i64::from(u32::MAX) && (order.newest_first || s > 0)
+                        });
+                        match (&order.stop, secs) {
+                            (Some(stop), Some(s)) if ordered => !stop(s * 1000),
+                            _ => true,
+                        }
+                    })
                     .filter_map(move |entry| {
                         let (k, bytes) = match entry {
                             Ok(kv) => kv,
