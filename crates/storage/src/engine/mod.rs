@@ -666,7 +666,10 @@ mod tests {
         e.apply(b).unwrap();
         let snap = e.snapshot();
         assert_eq!(same(&snap), 50);
-        assert_eq!(snap.get_shared(&t, &[20]).unwrap().as_deref(), Some(&b"mine"[..]));
+        assert_eq!(
+            snap.get_shared(&t, &[20]).unwrap().as_deref(),
+            Some(&b"mine"[..])
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use super::col::Cols;
 use super::gathered::{Gathered, Gathering};
+use super::packed_sort::packed_order;
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketView, StoreError};
 use arrow_array::UInt32Array;
@@ -334,12 +335,15 @@ impl Output<'_> {
         let rows: Vec<usize> = match &plan.sort {
             None => (0..n).collect(),
             Some((spec, keys)) => match self.sort_columns(keys) {
-                Some(columns) => lexsort_to_indices(&columns, fetch)
-                    .map_err(|e| QueryError::Coded(1, e.to_string()))?
-                    .values()
-                    .iter()
-                    .map(|&i| i as usize)
-                    .collect(),
+                Some(columns) => match packed_order(&columns[..keys.len()], n) {
+                    Some(order) => order.into_iter().map(|i| i as usize).collect(),
+                    None => lexsort_to_indices(&columns, fetch)
+                        .map_err(|e| QueryError::Coded(1, e.to_string()))?
+                        .values()
+                        .iter()
+                        .map(|&i| i as usize)
+                        .collect(),
+                },
                 None => {
                     let docs = (0..n).map(|r| self.build(r)).collect();
                     let k = plan

@@ -9,6 +9,7 @@ mod columnar;
 mod gathered;
 mod lastpoint;
 mod near;
+mod packed_sort;
 mod parallel;
 mod rows;
 mod top_groups;
