@@ -8,7 +8,7 @@
 //! show them) and are left alone. There is no upsert: callers refuse it.
 
 use super::modify::{commit_rewrites, lock_settled, Rewrite};
-use super::scan::{scan_locked, ScanOrder};
+use super::scan::scan_locked;
 use super::{BucketPredicate, BucketView, DeleteOutcome, StoreError, TimeseriesStore};
 use crate::options::TimeseriesOptions;
 use bson::Document;
@@ -57,14 +57,7 @@ impl TimeseriesStore {
         let geo_fields = Self::geo_fields(buckets, options)?;
         let mut s = lock_settled(&series);
         let mut hits: Vec<(BucketView, Document)> = Vec::new();
-        for view in scan_locked(
-            &mut s,
-            buckets,
-            options,
-            &BucketPredicate::all(),
-            None,
-            ScanOrder::default(),
-        )? {
+        for view in scan_locked(&mut s, buckets, options, &BucketPredicate::all(), None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if let Some(doc) = document_of(&view)?.filter(|d| change.filter.matches(d)) {

@@ -14,7 +14,7 @@
 use super::archive_read::refuse_archived_match;
 use super::insert_log::{stage_retire, Retired};
 use super::keys::*;
-use super::scan::{scan_locked, ScanOrder};
+use super::scan::scan_locked;
 use super::{
     meta_key, raw_measurements, stage_remove, stage_store, BucketPredicate, BucketView, Series,
     StoreError, TimeseriesStore,
@@ -94,14 +94,7 @@ impl TimeseriesStore {
         let mut s = lock_settled(&series);
         let mut deleted = 0u64;
         let mut rewrites = Vec::new();
-        for view in scan_locked(
-            &mut s,
-            buckets,
-            options,
-            &predicate,
-            None,
-            ScanOrder::default(),
-        )? {
+        for view in scan_locked(&mut s, buckets, options, &predicate, None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if view.is_archived() {
@@ -166,14 +159,7 @@ impl TimeseriesStore {
         let mut out = UpdateOutcome::default();
         let mut rewrites = Vec::new();
         let mut reinsert = Vec::new();
-        for view in scan_locked(
-            &mut s,
-            buckets,
-            options,
-            &predicate,
-            None,
-            ScanOrder::default(),
-        )? {
+        for view in scan_locked(&mut s, buckets, options, &predicate, None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if view.is_archived() {
@@ -340,14 +326,7 @@ impl TimeseriesStore {
         // The chosen measurement: its bucket, its row, itself.
         let mut views: Vec<BucketView> = Vec::new();
         let mut best: Option<(usize, usize, Document)> = None;
-        'scan: for view in scan_locked(
-            &mut s,
-            buckets,
-            options,
-            &predicate,
-            None,
-            ScanOrder::default(),
-        )? {
+        'scan: for view in scan_locked(&mut s, buckets, options, &predicate, None)? {
             hourglass_query::interrupt::check()?;
             let view = view?;
             if view.is_archived() {

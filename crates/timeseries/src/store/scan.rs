@@ -118,12 +118,23 @@ impl TimeseriesStore {
     ) -> Result<BucketScan, StoreError> {
         let series = self.series(buckets, options)?;
         let mut s = series.lock();
-        scan_locked(&mut s, buckets, options, predicate, fields, order)
+        scan_locked_in(&mut s, buckets, options, predicate, fields, order)
     }
 }
 
 /// [`TimeseriesStore::scan`] with the series lock held by the caller.
 pub(super) fn scan_locked(
+    s: &mut Series,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    predicate: &BucketPredicate,
+    fields: Option<&[String]>,
+) -> Result<BucketScan, StoreError> {
+    scan_locked_in(s, buckets, options, predicate, fields, ScanOrder::default())
+}
+
+/// [`scan_locked`] in `order`.
+fn scan_locked_in(
     s: &mut Series,
     buckets: &Collection,
     options: &TimeseriesOptions,
