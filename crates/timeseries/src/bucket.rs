@@ -442,21 +442,38 @@ fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
     let raw = bson::RawDocument::from_bytes(c.take(header_len)?)
         .map_err(|e| TsError::corrupt(format!("header: {e}")))?;
     let bad = |what: &str| TsError::corrupt(what.to_string());
-    let id = raw
-        .get_object_id("_id")
-        .map_err(|_| bad("header without ObjectId _id"))?;
-    let time_field = raw
-        .get_str("timeField")
-        .map_err(|_| bad("header without timeField"))?
-        .to_string();
-    let meta_field = match raw.get("metaField") {
-        Ok(None) => None,
-        Ok(Some(bson::RawBsonRef::String(s))) => Some(s.to_string()),
-        _ => return Err(bad("bad metaField")),
+    // One pass over the header (and one over control.min/max) rather than a lookup per
+    // field: each lookup of a raw document walks it from the start. The first of equal
+    // keys counts, as with a lookup.
+    let (mut id, mut time_field, mut meta_field, mut control) = (None, None, None, None);
+    for element in raw.iter_elements() {
+        let element = element.map_err(|e| TsError::corrupt(format!("header: {e}")))?;
+        let value = || element.value().ok();
+        match element.key() {
+            "_id" if id.is_none() => id = Some(value()),
+            "timeField" if time_field.is_none() => time_field = Some(value()),
+            "metaField" if meta_field.is_none() => meta_field = Some(value()),
+            "control" if control.is_none() => control = Some(value()),
+            _ => {}
+        }
+    }
+    let id = match id.flatten() {
+        Some(bson::RawBsonRef::ObjectId(id)) => id,
+        _ => return Err(bad("header without ObjectId _id")),
     };
-    let control = raw
-        .get_document("control")
-        .map_err(|_| bad("header without control"))?;
+    let time_field = match time_field.flatten() {
+        Some(bson::RawBsonRef::String(s)) => s.to_string(),
+        _ => return Err(bad("header without timeField")),
+    };
+    let meta_field = match meta_field {
+        None => None,
+        Some(Some(bson::RawBsonRef::String(s))) => Some(s.to_string()),
+        Some(_) => return Err(bad("bad metaField")),
+    };
+    let control = match control.flatten() {
+        Some(bson::RawBsonRef::Document(d)) => d,
+        _ => return Err(bad("header without control")),
+    };
     let min = control
         .get_document("min")
         .map_err(|_| bad("control without min"))?;
@@ -473,7 +490,7 @@ fn parse_compressed(bytes: &[u8]) -> Result<DecodedBucket, TsError> {
         _ => None,
     };
     let ncols = c.u32()? as usize;
-    let mut directory: Vec<(String, Range<usize>)> = Vec::new();
+    let mut directory: Vec<(String, Range<usize>)> = Vec::with_capacity(ncols.min(1024));
     for _ in 0..ncols {
         let name_len = usize::from(c.u16()?);
         let name = std::str::from_utf8(c.take(name_len)?)

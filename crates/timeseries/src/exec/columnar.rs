@@ -287,15 +287,24 @@ impl<'a> ColumnarRun<'a> {
     pub fn finish_raw(self) -> Result<Vec<RawDocumentBuf>, QueryError> {
         let bad = |e: String| QueryError::Coded(1, e);
         let out = self.gathered();
+        // Each output name as a BSON key (its bytes and a NUL), checked once.
+        let names: Vec<Vec<u8>> = out
+            .plan
+            .outputs
+            .iter()
+            .map(|(name, ..)| {
+                let mut key = Vec::with_capacity(name.len() + 1);
+                bson_write::write_cstring(name, &mut key).map(|()| key)
+            })
+            .collect::<Result<_, _>>()
+            .map_err(bad)?;
         match out.order()? {
             Ordered::Rows(rows) => rows
                 .into_iter()
                 .map(|r| {
                     let mut buf = Vec::with_capacity(64);
-                    bson_write::write_len_prefixed(&mut buf, |buf| {
-                        out.each_value(r, |name, v| bson_write::write_element(name, v, buf))
-                    })
-                    .map_err(bad)?;
+                    bson_write::write_len_prefixed(&mut buf, |buf| out.write_row(r, &names, buf))
+                        .map_err(bad)?;
                     RawDocumentBuf::from_bytes(buf).map_err(|e| bad(e.to_string()))
                 })
                 .collect(),
@@ -389,6 +398,21 @@ impl Output<'_> {
             let value = self.columns.get(slot).and_then(|c| c.cell(r, bucket));
             if let (Some(v), Some((name, ..))) = (value, self.plan.outputs.get(slot)) {
                 f(name, &v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the output fields of row `r` in order as BSON elements (`names`: each
+    /// output's key bytes).
+    fn write_row(&self, r: usize, names: &[Vec<u8>], out: &mut Vec<u8>) -> Result<(), String> {
+        let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
+        let Some(order) = self.orders.get(bucket) else {
+            return Ok(());
+        };
+        for &slot in order.iter() {
+            if let (Some(column), Some(name)) = (self.columns.get(slot), names.get(slot)) {
+                column.write_cell(r, bucket, name, out)?;
             }
         }
         Ok(())

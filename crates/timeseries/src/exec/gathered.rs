@@ -9,7 +9,9 @@ use arrow_array::builder::{ArrayBuilder, Float64Builder, Int32Builder, Int64Buil
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, StringArray, UInt32Array,
 };
+use bson::spec::ElementType;
 use bson::{Bson, DateTime};
+use hourglass_query::bson_write;
 use hourglass_query::compare::compare_values;
 use hourglass_query::pipeline::mem::approx_size;
 use std::borrow::Cow;
@@ -215,6 +217,47 @@ impl Gathering {
 }
 
 impl Gathered {
+    /// Writes row `r`'s value (its bucket is `bucket`) as a BSON element named by
+    /// `name` (the key's bytes and its NUL); nothing when the row has no value.
+    pub fn write_cell(
+        &self,
+        r: usize,
+        bucket: usize,
+        name: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        // Writes `a`'s value at `r`, when it has one.
+        fn put<T: arrow_array::ArrowPrimitiveType, const N: usize>(
+            a: &arrow_array::PrimitiveArray<T>,
+            r: usize,
+            kind: ElementType,
+            (name, out): (&[u8], &mut Vec<u8>),
+            bytes: impl Fn(T::Native) -> [u8; N],
+        ) -> Result<(), String> {
+            if r < a.len() && a.is_valid(r) {
+                out.push(kind as u8);
+                out.extend_from_slice(name);
+                out.extend_from_slice(&bytes(a.value(r)));
+            }
+            Ok(())
+        }
+        let to = (name, &mut *out);
+        let value = match self {
+            Gathered::Dates(a) => return put(a, r, ElementType::DateTime, to, i64::to_le_bytes),
+            Gathered::Doubles(a) => return put(a, r, ElementType::Double, to, f64::to_le_bytes),
+            Gathered::Int32s(a) => return put(a, r, ElementType::Int32, to, i32::to_le_bytes),
+            Gathered::Int64s(a) => return put(a, r, ElementType::Int64, to, i64::to_le_bytes),
+            Gathered::PerBucket(v) => v.get(bucket),
+            Gathered::Values(v) => v.get(r),
+        };
+        let Some(Some(v)) = value else {
+            return Ok(());
+        };
+        out.push(v.element_type() as u8);
+        out.extend_from_slice(name);
+        bson_write::write_value(v, out)
+    }
+
     /// The value of row `r`, whose bucket is `bucket`.
     pub fn cell(&self, r: usize, bucket: usize) -> Option<Cow<'_, Bson>> {
         fn at<T: arrow_array::ArrowPrimitiveType>(
