@@ -552,6 +552,40 @@ mod tests {
     }
 
     #[test]
+    fn group_keys_equal_under_mongodb_comparison_form_one_group() {
+        let (_dir, c, o, store) = cpu();
+        // 1, 1.0 and NumberLong(1) are one key; so are -0.0 and 0; so are {a: 1} and
+        // {a: 1.0}; "1" is another.
+        let keys = [
+            Bson::Int32(1),
+            Bson::Double(1.0),
+            Bson::Int64(1),
+            Bson::Double(-0.0),
+            Bson::Int32(0),
+            Bson::String("1".into()),
+            Bson::Document(doc! {"a": 1}),
+            Bson::Document(doc! {"a": 1.0}),
+        ];
+        let docs: Vec<Document> = (0..400i64)
+            .map(|i| {
+                doc! {
+                    "time": bson::DateTime::from_millis(T0 + i * 1_000),
+                    // One series: rows reach both paths in the same order, so both keep
+                    // the same first-seen value of a key.
+                    "tags": {"hostname": "host_0"},
+                    "k": keys[(i % 8) as usize].clone(),
+                    "v": (i % 10) as f64,
+                }
+            })
+            .collect();
+        store.insert_docs(&c, &o, docs, true).unwrap();
+        let stages = [doc! {"$group": {"_id": "$k", "s": {"$sum": "$v"}, "c": {"$count": {}}}}];
+        let (fast, plan) = check_same(&store, &c, &o, stages.to_vec());
+        assert!(plan.group.is_some());
+        assert_eq!(fast.len(), 4, "{fast:?}");
+    }
+
+    #[test]
     fn vectorized_group_and_pruned_scan_equal_the_document_path() {
         let (_dir, c, o, store) = cpu();
         let mut docs = Vec::new();

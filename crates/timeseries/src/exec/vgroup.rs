@@ -11,12 +11,11 @@ use crate::store::BucketView;
 use crate::TsError;
 use bson::{Bson, DateTime, Document};
 use hourglass_catalog::keystring;
-use hourglass_query::compare::{compare_values, OrdBson};
+use hourglass_query::compare::compare_values;
 use hourglass_query::expr::Expr;
 use hourglass_query::num::Num;
 use hourglass_query::QueryError;
 use rustc_hash::FxHashMap as HashMap;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// `$dateTrunc` reference point for bins (2000-01-01T00:00:00Z).
@@ -245,7 +244,7 @@ impl VectorGroup {
             group: self,
             raw: HashMap::default(),
             simple: HashMap::default(),
-            by_key: BTreeMap::new(),
+            by_key: HashMap::default(),
             groups: Vec::new(),
             meta_ids: HashMap::default(),
             meta_docs: Vec::new(),
@@ -269,7 +268,9 @@ pub struct GroupRun<'a> {
     group: &'a VectorGroup,
     raw: HashMap<Vec<u8>, usize>,
     simple: HashMap<(u32, Option<i64>), usize>,
-    by_key: BTreeMap<OrdBson, usize>,
+    /// Groups by their key's key string: equal exactly when MongoDB's comparison
+    /// says the keys are equal (`1` and `1.0`, `-0.0` and `0.0`).
+    by_key: HashMap<Vec<u8>, usize>,
     groups: Vec<(Bson, Vec<State>)>,
     meta_ids: HashMap<Vec<u8>, u32>,
     /// Per series (`meta_ids`' values): the meta document expressions read, also where
@@ -590,15 +591,14 @@ impl GroupRun<'_> {
             };
         }
         let key = g.id.eval(scratch)?;
-        Ok(match self.by_key.get(&OrdBson(key.clone())) {
+        let id = keystring::encode(&key);
+        Ok(match self.by_key.get(&id) {
             Some(s) => *s,
             None => {
-                self.groups.push((
-                    key.clone(),
-                    g.accs.iter().map(|(_, a, _)| initial(*a)).collect(),
-                ));
+                self.groups
+                    .push((key, g.accs.iter().map(|(_, a, _)| initial(*a)).collect()));
                 self.first_seen.push(position);
-                self.by_key.insert(OrdBson(key), self.groups.len() - 1);
+                self.by_key.insert(id, self.groups.len() - 1);
                 self.groups.len() - 1
             }
         })
@@ -609,7 +609,8 @@ impl GroupRun<'_> {
     pub fn merge(&mut self, other: GroupRun<'_>) {
         let accs = &self.group.accs;
         for ((key, states), seen) in other.groups.into_iter().zip(other.first_seen) {
-            match self.by_key.get(&OrdBson(key.clone())) {
+            let id = keystring::encode(&key);
+            match self.by_key.get(&id) {
                 Some(&slot) => {
                     if let Some((_, mine)) = self.groups.get_mut(slot) {
                         for (((_, acc, _), a), b) in accs.iter().zip(mine).zip(states) {
@@ -621,9 +622,9 @@ impl GroupRun<'_> {
                     }
                 }
                 None => {
-                    self.groups.push((key.clone(), states));
+                    self.groups.push((key, states));
                     self.first_seen.push(seen);
-                    self.by_key.insert(OrdBson(key), self.groups.len() - 1);
+                    self.by_key.insert(id, self.groups.len() - 1);
                 }
             }
         }
