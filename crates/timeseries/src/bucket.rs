@@ -701,6 +701,30 @@ impl DecodedBucket {
     }
 
     /// Decodes one column; `Ok(None)` when the bucket has no such field.
+    /// [`DecodedBucket::column`] with values only at the rows `rows` selects (all when
+    /// `None`): a numeric column is decoded without BSON values and only the selected
+    /// rows become values.
+    fn column_at(
+        &self,
+        field: &str,
+        rows: Option<&[bool]>,
+    ) -> Result<Option<Vec<Option<Bson>>>, TsError> {
+        let Some(rows) = rows else {
+            return self.column(field);
+        };
+        match self.typed_column(field)? {
+            Some(t) => Ok(Some(
+                (0..self.count)
+                    .map(|i| match rows.get(i) {
+                        Some(true) => t.get(i),
+                        _ => None,
+                    })
+                    .collect(),
+            )),
+            None => self.column(field),
+        }
+    }
+
     pub fn column(&self, field: &str) -> Result<Option<Vec<Option<Bson>>>, TsError> {
         match self.column_bytes(field)? {
             None => Ok(None),
@@ -767,7 +791,7 @@ impl DecodedBucket {
         let mut cols = Vec::new();
         for (name, _) in &self.directory {
             if is_wanted(fields, name) {
-                if let Some(c) = self.column(name)? {
+                if let Some(c) = self.column_at(name, rows)? {
                     cols.push((name.as_str(), c));
                 }
             }

@@ -9,6 +9,7 @@ use super::keys::*;
 use super::scan::directory;
 use super::{StoreError, TimeseriesStore};
 use crate::bucket::{decode_compressed_owned, Bucket};
+use crate::column::NumericValues;
 use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::{Bson, Document};
@@ -131,8 +132,21 @@ impl TimeseriesStore {
                     continue;
                 };
                 let b = decode_compressed_owned(bytes)?;
-                let times = b.column(tf)?.unwrap_or_default();
-                if let Some((i, t)) = newest(times.iter().map(|v| time_of(v.as_ref()))) {
+                // Times decoded as numbers when stored so; else as BSON values.
+                let typed = b.typed_column(tf)?;
+                let newest_row = match typed.as_ref().map(|c| (c, &c.values)) {
+                    Some((col, NumericValues::Dates(times))) => newest(
+                        times
+                            .iter()
+                            .enumerate()
+                            .map(|(i, t)| col.has(i).then_some(*t)),
+                    ),
+                    _ => {
+                        let times = b.column(tf)?.unwrap_or_default();
+                        newest(times.iter().map(|v| time_of(v.as_ref())))
+                    }
+                };
+                if let Some((i, t)) = newest_row {
                     offer(&mut best, meta.as_ref(), t, &|| {
                         b.unpack_rows(None, Some(&only(i))).ok()?.pop()
                     });
