@@ -8,15 +8,16 @@
 //!
 //! A bucket's rows' keys are bounded by its times only when the key grows with the
 //! time, so the `_id` must be one of three forms: the time itself, one `$dateTrunc` of
-//! it (UTC, a fixed unit: the group's own bin), or `$subtract` of the time and its
-//! `$mod` by a positive constant (the pre-5.0 spelling of the same bin).
+//! it in UTC (in a timezone with daylight saving a truncation can step back), or
+//! `$subtract` of the time and its `$mod` by a positive constant (the pre-5.0 spelling
+//! of the same bin).
 //!
 //! Keys are kept as "higher is better": the time in ms for `_id: -1`, its negation for
 //! `_id: 1`. Each run keeps its own k best keys; the bar (the k-th best) is shared by
 //! the threads of a split scan, and any run's bar is a safe one, since the k-th best
 //! of the keys one run saw is at most the k-th best of all keys.
 
-use super::vgroup::VectorGroup;
+use super::vgroup::{in_utc, VectorGroup};
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketView, ScanOrder};
 use bson::{Bson, Document};
@@ -83,8 +84,9 @@ fn grows_with_time(id: &Bson, time_field: &str) -> bool {
         Bson::String(_) => is_time(id),
         Bson::Document(d) if d.len() == 1 => {
             if let Ok(t) = d.get_document("$dateTrunc") {
-                // VectorGroup accepted it: UTC and a fixed unit, over the time.
-                return t.get("date").is_some_and(is_time);
+                // In a timezone with daylight saving, local times repeat when clocks go
+                // back, and their truncations can step back.
+                return t.get("date").is_some_and(is_time) && in_utc(t);
             }
             let Ok(args) = d.get_array("$subtract") else {
                 return false;
@@ -299,6 +301,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn only_keys_that_never_step_back_as_time_grows_limit_the_scan() {
+        let (_dir, _c, o, _store) = cpu();
+        let top = |id: Bson| {
+            let stages = [
+                doc! {"$group": {"_id": id, "mx": {"$max": "$v"}}},
+                doc! {"$sort": {"_id": -1}},
+                doc! {"$limit": 3},
+            ];
+            TsPlan::new(&stages, &o)
+                .unwrap()
+                .explain(None)
+                .contains_key("groupTopKeys")
+        };
+        for id in id_forms() {
+            assert!(top(id.clone()), "{id:?}");
+        }
+        assert!(top(Bson::Document(
+            doc! {"$dateTrunc": {"date": "$time", "unit": "hour", "timezone": "UTC"}}
+        )));
+        // When clocks go back, 01:59 EDT truncates to the minute 01:59 and the next
+        // minute, 01:00 EST, to 01:00: the key steps back an hour.
+        assert!(!top(Bson::Document(
+            doc! {"$dateTrunc": {"date": "$time", "unit": "minute", "timezone": "America/New_York"}}
+        )));
+        assert!(!top(Bson::Document(
+            doc! {"$multiply": [{"$toLong": "$time"}, -1]}
+        )));
     }
 
     #[test]

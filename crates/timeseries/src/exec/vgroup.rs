@@ -78,6 +78,17 @@ fn unit_ms(unit: &str) -> Option<i64> {
     })
 }
 
+/// Whether a `$dateTrunc` spec truncates in UTC (no timezone, or UTC named): no
+/// daylight-saving shifts, so its bins are fixed widths and its result never decreases
+/// as the date grows.
+pub(super) fn in_utc(date_trunc: &Document) -> bool {
+    match date_trunc.get("timezone") {
+        None => true,
+        Some(Bson::String(z)) => z == "UTC" || z == "GMT" || z == "Z",
+        _ => false,
+    }
+}
+
 /// Walks an `_id` expression: field references, and the `$dateTrunc`s over the time
 /// field. Returns false when the key can't be computed from raw keys.
 fn key_inputs(
@@ -105,11 +116,7 @@ fn key_inputs(
         Bson::Document(d) => {
             if let Some(Bson::Document(t)) = d.get("$dateTrunc") {
                 let date_is_time = t.get_str("date").ok() == Some(&format!("${}", o.time_field));
-                let utc = match t.get("timezone") {
-                    None => true,
-                    Some(Bson::String(z)) => z == "UTC" || z == "GMT" || z == "Z",
-                    _ => false,
-                };
+                let utc = in_utc(t);
                 let bin = t.get_str("unit").ok().and_then(unit_ms);
                 let size = match t.get("binSize") {
                     None => Some(1),
