@@ -217,31 +217,34 @@ impl Snapshot {
             let merged = self.range(tree, start, end, reverse);
             return Box::new(merged.map(|kv| kv.map(|(k, v)| (k, SharedValue::from(v)))));
         }
-        let map = |guard: fjall::Guard| {
-            let (k, v) = guard.into_inner()?;
-            Ok((k.to_vec(), v))
-        };
-        let iter = self.fjall_range(tree, start, end);
-        if reverse {
-            Box::new(iter.rev().map(map))
-        } else {
-            Box::new(iter.map(map))
-        }
+        self.engine_range(tree, start, end, reverse)
     }
 
-    fn fjall_range(
+    /// The engine's entries in the range, without a transaction's writes.
+    fn engine_range(
         &self,
         tree: &Tree,
         start: &[u8],
         end: Option<&[u8]>,
-    ) -> impl DoubleEndedIterator<Item = fjall::Guard> + Send + 'static {
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<(Vec<u8>, SharedValue)>> + Send + 'static> {
         use std::ops::Bound;
         let upper = match end {
             Some(e) => Bound::Excluded(e.to_vec()),
             None => Bound::Unbounded,
         };
-        self.inner
-            .range::<Vec<u8>, _>(&tree.ks, (Bound::Included(start.to_vec()), upper))
+        let iter = self
+            .inner
+            .range::<Vec<u8>, _>(&tree.ks, (Bound::Included(start.to_vec()), upper));
+        let map = |guard: fjall::Guard| {
+            let (k, v) = guard.into_inner()?;
+            Ok((k.to_vec(), v))
+        };
+        if reverse {
+            Box::new(iter.rev().map(map))
+        } else {
+            Box::new(iter.map(map))
+        }
     }
 
     /// Iterates the entries of `tree` with `start <= key < end` (no upper limit when `end`
@@ -253,20 +256,17 @@ impl Snapshot {
         end: Option<&[u8]>,
         reverse: bool,
     ) -> Box<dyn Iterator<Item = Result<KeyValue>> + Send + 'static> {
-        let iter = self.fjall_range(tree, start, end);
-        let map = |guard: fjall::Guard| {
-            let (k, v) = guard.into_inner()?;
-            Ok((k.to_vec(), v.to_vec()))
-        };
+        let base = self
+            .engine_range(tree, start, end, reverse)
+            .map(|kv| kv.map(|(k, v)| (k, v.to_vec())));
         let over = match &self.overlay {
             Some(o) => o.range(tree, start, end),
             None => Vec::new(),
         };
-        match (reverse, over.is_empty()) {
-            (false, true) => Box::new(iter.map(map)),
-            (true, true) => Box::new(iter.rev().map(map)),
-            (false, false) => Box::new(Merge::new(iter.map(map), over, false)),
-            (true, false) => Box::new(Merge::new(iter.rev().map(map), over, true)),
+        if over.is_empty() {
+            Box::new(base)
+        } else {
+            Box::new(Merge::new(base, over, reverse))
         }
     }
 }
