@@ -374,43 +374,31 @@ impl Output<'_> {
         }
     }
 
-    /// Row `r` as a document.
-    fn build(&self, r: usize) -> Document {
-        let mut d = Document::new();
-        let _ = self.each_value(r, |name, v| {
-            d.insert(name, v.clone());
-            Ok(())
-        });
-        d
+    /// Row `r`'s bucket and the output slots in the order its document lists them.
+    fn slots_of(&self, r: usize) -> (usize, &[usize]) {
+        let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
+        let order = self.orders.get(bucket).map_or(&[][..], |o| o.as_slice());
+        (bucket, order)
     }
 
-    /// Calls `f` with each output field of row `r` in order.
-    fn each_value(
-        &self,
-        r: usize,
-        mut f: impl FnMut(&str, &Bson) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
-        let Some(order) = self.orders.get(bucket) else {
-            return Ok(());
-        };
-        for &slot in order.iter() {
+    /// Row `r` as a document.
+    fn build(&self, r: usize) -> Document {
+        let (bucket, order) = self.slots_of(r);
+        let mut d = Document::new();
+        for &slot in order {
             let value = self.columns.get(slot).and_then(|c| c.cell(r, bucket));
             if let (Some(v), Some((name, ..))) = (value, self.plan.outputs.get(slot)) {
-                f(name, &v)?;
+                d.insert(name.clone(), v.into_owned());
             }
         }
-        Ok(())
+        d
     }
 
     /// Writes the output fields of row `r` in order as BSON elements (`names`: each
     /// output's key bytes).
     fn write_row(&self, r: usize, names: &[Vec<u8>], out: &mut Vec<u8>) -> Result<(), String> {
-        let bucket = self.bucket_of_row.get(r).copied().unwrap_or(0) as usize;
-        let Some(order) = self.orders.get(bucket) else {
-            return Ok(());
-        };
-        for &slot in order.iter() {
+        let (bucket, order) = self.slots_of(r);
+        for &slot in order {
             if let (Some(column), Some(name)) = (self.columns.get(slot), names.get(slot)) {
                 column.write_cell(r, bucket, name, out)?;
             }
