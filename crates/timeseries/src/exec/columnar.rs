@@ -8,6 +8,7 @@
 //! specification's order, ties of the sort in scan order.
 
 use super::col::Cols;
+use super::count_arg;
 use super::gathered::{Gathered, Gathering};
 use super::packed_sort::packed_order;
 use crate::options::TimeseriesOptions;
@@ -47,11 +48,6 @@ pub struct ColumnarProject {
     limit: Option<usize>,
     /// How many stages this runs.
     pub stages: usize,
-}
-
-fn count_arg(v: &Bson) -> Option<usize> {
-    let n = hourglass_query::num::Num::from_bson(v)?.as_exact_i64()?;
-    usize::try_from(n).ok()
 }
 
 impl ColumnarProject {

@@ -34,6 +34,12 @@ use hourglass_query::QueryError;
 use std::sync::Arc;
 use top_groups::{Cutoff, TopGroups};
 
+/// The count a `$limit` or `$skip` stage gives (a whole number, not negative).
+fn count_arg(v: &Bson) -> Option<usize> {
+    let n = hourglass_query::num::Num::from_bson(v)?.as_exact_i64()?;
+    usize::try_from(n).ok()
+}
+
 /// How a read of a time-series view is run.
 #[derive(Debug, Clone)]
 pub struct TsPlan {

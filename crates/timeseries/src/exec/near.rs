@@ -30,19 +30,15 @@ impl NearestK {
     /// `[$geoNear, $limit k, ...]` with a top-level key and no `query` of its own.
     pub fn parse(stages: &[Document]) -> Option<NearestK> {
         let spec = stages.first()?.get("$geoNear")?;
-        let limit = stages.get(1)?.get("$limit")?;
-        let limit = hourglass_query::num::Num::from_bson(limit)?.as_f64();
-        if !(1.0..=1e9).contains(&limit) || limit.fract() != 0.0 {
+        let limit = super::count_arg(stages.get(1)?.get("$limit")?)?;
+        if !(1..=1_000_000_000).contains(&limit) {
             return None;
         }
         let stage = GeoNear::parse(spec).ok()?;
         if stage.query().is_some() || stage.key().contains('.') {
             return None;
         }
-        Some(NearestK {
-            stage,
-            limit: limit as usize,
-        })
+        Some(NearestK { stage, limit })
     }
 
     /// The pipeline stages it runs.

@@ -17,6 +17,7 @@
 //! the threads of a split scan, and any run's bar is a safe one, since the k-th best
 //! of the keys one run saw is at most the k-th best of all keys.
 
+use super::count_arg;
 use super::vgroup::{in_utc, VectorGroup};
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketView, ScanOrder};
@@ -61,14 +62,10 @@ impl TopGroups {
         } else {
             return None;
         };
-        let limit = Num::from_bson(after.get(1)?.get("$limit")?)?.as_f64();
-        if !(1.0..=MAX_LIMIT as f64).contains(&limit) || limit.fract() != 0.0 {
-            return None;
-        }
-        Some(TopGroups {
-            limit: limit as usize,
-            descending,
-        })
+        let limit = count_arg(after.get(1)?.get("$limit")?)?;
+        (1..=MAX_LIMIT)
+            .contains(&limit)
+            .then_some(TopGroups { limit, descending })
     }
 
     pub fn explain(&self) -> Document {
