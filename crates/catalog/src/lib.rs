@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod collection;
+pub mod distinct_scan;
 pub mod error;
 mod expire;
 pub use expire::ExpireBy;

@@ -25,10 +25,10 @@ impl ScanStats {
     pub fn docs(&self) -> u64 {
         self.docs_examined.load(Ordering::Relaxed)
     }
-    fn key(&self) {
+    pub(crate) fn key(&self) {
         self.keys_examined.fetch_add(1, Ordering::Relaxed);
     }
-    fn doc(&self) {
+    pub(crate) fn doc(&self) {
         self.docs_examined.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -139,7 +139,10 @@ impl Collection {
                         let entries = ranges.into_iter().flat_map(move |(s, e)| {
                             keys_snap.range(&itree, &s, e.as_deref(), reverse)
                         });
-                        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+                        // Only a multikey index has several entries per document (the
+                        // flag is set before any such entry commits, so before `snap`).
+                        let mut seen: Option<HashSet<Vec<u8>>> =
+                            ix.is_multikey().then(HashSet::new);
                         let snap = snap.clone();
                         let coll_tree = self.tree().clone();
                         Box::new(entries.filter_map(move |r| {
@@ -148,7 +151,7 @@ impl Collection {
                                 Ok((_, v)) => v,
                                 Err(e) => return Some(Err(e.into())),
                             };
-                            if !seen.insert(id_key.clone()) {
+                            if seen.as_mut().is_some_and(|s| !s.insert(id_key.clone())) {
                                 return None;
                             }
                             match snap.get(&coll_tree, &id_key) {

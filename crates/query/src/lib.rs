@@ -17,6 +17,7 @@ pub mod expr;
 pub mod filter;
 pub mod geo;
 pub mod interrupt;
+pub mod keystring;
 pub mod let_vars;
 pub mod limits;
 pub mod num;

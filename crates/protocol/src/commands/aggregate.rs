@@ -91,7 +91,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
     } else {
         &stages[..]
     };
-    let pipeline = Pipeline::parse(rest)?;
+    let mut pipeline = Pipeline::parse(rest)?;
     let explain = req.opt_bool("explain")?.unwrap_or(false);
     let cursor_opts =
         match req.body.get("cursor") {
@@ -166,15 +166,29 @@ pub fn aggregate(req: &Request) -> CmdResult {
         None if index_stats => all(pipeline.run_with(index_stats_stage(req, target), &opts)?),
         // Documents stream from the scan into the leading stages; the scan builds only
         // the fields the stages read.
-        None => {
-            let read = super::planned::ReadOpts {
-                sort: None,
-                hint: None,
-                after: rest,
-            };
-            let spec = rest.first().and_then(|s| s.get_document("$match").ok());
-            pipeline.run_stream(target.scan_with(req, filter, spec, &read)?.0, &opts)?
-        }
+        None => match &target {
+            // The leading $match and $sort are planned with the hint, as explain shows:
+            // an index that gives the order takes the $sort's place.
+            Target::Regular(Some(c)) => {
+                let hint = super::planned::parse_hint(req.body.get("hint"))?;
+                let read = super::aggregate_source::open(c, rest, filter, hint.as_ref())?;
+                *req.plan_summary.lock() = Some(read.summary());
+                if read.absorbed.is_some() {
+                    pipeline = Pipeline::parse(&read.remaining(rest))?;
+                }
+                let docs = Box::new(read.source.map(super::target::interruptible));
+                pipeline.run_stream(docs, &opts)?
+            }
+            _ => {
+                let read = super::planned::ReadOpts {
+                    sort: None,
+                    hint: None,
+                    after: rest,
+                };
+                let spec = rest.first().and_then(|s| s.get_document("$match").ok());
+                pipeline.run_stream(target.scan_with(req, filter, spec, &read)?.0, &opts)?
+            }
+        },
     };
     let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
     // A pipeline ending in $out or $merge returns nothing: its cursor is closed at
@@ -194,6 +208,19 @@ pub fn aggregate(req: &Request) -> CmdResult {
 /// (`executionStats` verbosity and above) the pipeline runs and `executionStats` carries
 /// its counts.
 fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool) -> CmdResult {
+    if let Target::Regular(Some(c)) = Target::resolve(req, coll) {
+        let hint = super::planned::parse_hint(req.body.get("hint"))?;
+        let filter = match stages.first().and_then(|s| s.get_document("$match").ok()) {
+            Some(m) => Filter::parse(m)?,
+            None => Filter::match_all(),
+        };
+        let read = super::aggregate_source::open(&c, stages, filter, hint.as_ref())?;
+        let remaining = read.remaining(stages);
+        if let super::aggregate_source::Access::Distinct(group) = read.access {
+            let input = (read.source, read.stats.as_ref());
+            return explain_distinct(req, coll, remaining, &group, input, execute);
+        }
+    }
     let mut used = 0;
     let match_spec = stages.first().and_then(|s| s.get_document("$match").ok());
     if match_spec.is_some() {
@@ -204,13 +231,20 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
     if sort.is_some() {
         used += 1;
     }
-    let (planner, _) = super::query_planner::query_planner(
+    let (mut planner, plan) = super::query_planner::query_planner(
         req,
         coll,
         match_spec,
         sort.as_ref(),
         req.body.get("hint"),
     )?;
+    // A sort no index gives runs on the documents read, as MongoDB's SORT stage.
+    if let (Some(s), Ok(w)) = (sort_doc, planner.get_document("winningPlan")) {
+        if !plan.as_ref().is_some_and(|p| p.provides_sort) {
+            let sorted = doc! {"stage": "SORT", "sortPattern": s.clone(), "memLimit": 104_857_600_i64, "type": "simple", "inputStage": w.clone()};
+            planner.insert("winningPlan", sorted);
+        }
+    }
     let stats = match execute {
         true => Some(execution_stats(
             req,
@@ -240,6 +274,65 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
         out.extend(stages[used..].iter().cloned().map(Bson::Document));
         reply.insert("stages", out);
     }
+    if let Some(s) = stats {
+        reply.insert("executionStats", s);
+    }
+    reply.insert("command", req.body.clone());
+    Ok(reply)
+}
+
+/// `explain` of a `$sort` + `$group` read by DISTINCT_SCAN: the scan under `$cursor`, then
+/// the stages that run on its documents.
+fn explain_distinct(
+    req: &Request,
+    coll: &str,
+    remaining: Vec<Document>,
+    group: &super::aggregate_source::DistinctGroup,
+    (source, scan): (
+        crate::cursor::DocSource,
+        &hourglass_catalog::scan::ScanStats,
+    ),
+    execute: bool,
+) -> CmdResult {
+    let mut planner = doc! {
+        "namespace": format!("{}.{coll}", req.db),
+        "indexFilterSet": false,
+        "parsedQuery": {},
+        "maxIndexedOrSolutionsReached": false,
+        "maxIndexedAndSolutionsReached": false,
+        "maxScansToExplodeReached": false,
+        "winningPlan": super::aggregate_source::distinct_plan(&group.index, group.last, None),
+        "rejectedPlans": [],
+    };
+    let mut cursor = Document::new();
+    let mut stats = None;
+    if execute {
+        let started = std::time::Instant::now();
+        let docs = source.collect::<Result<Vec<Document>, _>>()?;
+        let read_n = docs.len() as u64;
+        let pipeline = Pipeline::parse(&remaining)?;
+        let ctx = super::pipeline_context::CatalogContext::new(req);
+        let returned = match pipeline.writes() {
+            true => 0,
+            false => pipeline.run_with(docs, &ctx.run_options()?)?.len(),
+        };
+        let s = doc! {
+            "executionSuccess": true,
+            "nReturned": returned as i64,
+            "executionTimeMillis": started.elapsed().as_millis() as i64,
+            "totalKeysExamined": scan.keys() as i64,
+            "totalDocsExamined": scan.docs() as i64,
+            "executionStages": super::aggregate_source::distinct_plan(&group.index, group.last, Some((scan, read_n))),
+        };
+        stats = Some(s);
+    }
+    cursor.insert("queryPlanner", std::mem::take(&mut planner));
+    if let Some(s) = &stats {
+        cursor.insert("executionStats", s.clone());
+    }
+    let mut out: Vec<Bson> = vec![Bson::Document(doc! {"$cursor": cursor})];
+    out.extend(remaining.into_iter().map(Bson::Document));
+    let mut reply = doc! {"explainVersion": "1", "stages": out};
     if let Some(s) = stats {
         reply.insert("executionStats", s);
     }

@@ -213,6 +213,16 @@ pub fn explain(req: &Request) -> CmdResult {
     if on_view && !["find", "count", "distinct"].contains(&name.as_str()) {
         super::views::refuse_on_view(req, &shape.coll)?;
     }
+    if name == "distinct" && !on_view {
+        let execute = verbosity != Verbosity::QueryPlanner;
+        if let Some(mut reply) =
+            super::distinct::explain_by_scan(req, &inner, &shape.coll, execute)?
+        {
+            reply.insert("command", inner);
+            reply.insert("serverInfo", server_info(req));
+            return Ok(reply);
+        }
+    }
     if on_view || matches!(Target::resolve(req, &shape.coll), Target::TimeSeries { .. }) {
         // A read of a view (a time-series collection is one over its buckets) runs as a
         // pipeline, and is explained as one, as MongoDB explains any read of a view.

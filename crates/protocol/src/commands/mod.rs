@@ -3,6 +3,7 @@
 //! handlers share. Each command (or tight family of commands) has its own file.
 
 mod aggregate;
+mod aggregate_source;
 mod aggregate_ts;
 mod archive_rule;
 mod args;

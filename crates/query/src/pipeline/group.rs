@@ -1,7 +1,7 @@
 //! The `$group` stage: group key expression and accumulators (see
 //! [`super::accum`]), with memory accounting.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bson::{Bson, Document};
 
@@ -73,9 +73,43 @@ pub(crate) fn group_by(
 }
 
 /// The groups being built, in first-seen order.
+/// Where each group's key is: by key string (equal exactly when MongoDB's comparison
+/// says so), or by comparison under a collation, which equates strings its own way.
+enum KeyIndex {
+    Hashed(HashMap<Vec<u8>, usize>),
+    Compared(BTreeMap<OrdBson, usize>),
+}
+
+impl KeyIndex {
+    fn new() -> KeyIndex {
+        match crate::collation::active() {
+            true => KeyIndex::Compared(BTreeMap::new()),
+            false => KeyIndex::Hashed(HashMap::new()),
+        }
+    }
+
+    fn get(&self, k: &Bson) -> Option<usize> {
+        match self {
+            KeyIndex::Hashed(m) => m.get(&crate::keystring::encode(k)).copied(),
+            KeyIndex::Compared(m) => m.get(&OrdBson(k.clone())).copied(),
+        }
+    }
+
+    fn insert(&mut self, k: &Bson, slot: usize) {
+        match self {
+            KeyIndex::Hashed(m) => {
+                m.insert(crate::keystring::encode(k), slot);
+            }
+            KeyIndex::Compared(m) => {
+                m.insert(OrdBson(k.clone()), slot);
+            }
+        }
+    }
+}
+
 struct Groups<'s> {
     accs: &'s [(String, AccSpec)],
-    index: BTreeMap<OrdBson, usize>,
+    index: KeyIndex,
     groups: Vec<(Bson, Document, Vec<Acc>)>,
     /// Approximate bytes held.
     used: u64,
@@ -85,7 +119,7 @@ impl<'s> Groups<'s> {
     fn new(accs: &'s [(String, AccSpec)]) -> Groups<'s> {
         Groups {
             accs,
-            index: BTreeMap::new(),
+            index: KeyIndex::new(),
             groups: Vec::new(),
             used: 0,
         }
@@ -93,8 +127,8 @@ impl<'s> Groups<'s> {
 
     /// The slot of the group of `k`, created when `create`.
     fn slot(&mut self, k: &Bson, create: bool) -> Option<usize> {
-        if let Some(i) = self.index.get(&OrdBson(k.clone())) {
-            return Some(*i);
+        if let Some(i) = self.index.get(k) {
+            return Some(i);
         }
         if !create {
             return None;
@@ -110,7 +144,7 @@ impl<'s> Groups<'s> {
                 + 64) as u64;
         let states = self.accs.iter().map(|(_, a)| a.start()).collect();
         self.groups.push((k.clone(), n_doc, states));
-        self.index.insert(OrdBson(k.clone()), self.groups.len() - 1);
+        self.index.insert(k, self.groups.len() - 1);
         Some(self.groups.len() - 1)
     }
 
@@ -208,9 +242,7 @@ where
             limits.check_group(stage, groups.used)?;
             continue;
         }
-        let same = current
-            .as_ref()
-            .is_some_and(|g| g.index.contains_key(&OrdBson(k.clone())));
+        let same = current.as_ref().is_some_and(|g| g.index.get(&k).is_some());
         if !same {
             more.extend(current.take().map(Groups::finish).into_iter().flatten());
         }
@@ -408,5 +440,35 @@ mod tests {
         assert_eq!(err(doc! {"_id": null, "n": {"$bogus": 1}}), 15952);
         assert_eq!(err(doc! {"_id": null, "n": 1}), 40234);
         assert_eq!(err(doc! {"_id": null, "a.b": {"$sum": 1}}), 40235);
+    }
+
+    #[test]
+    fn keys_equal_under_mongodb_comparison_form_one_group() {
+        let keys = vec![
+            Bson::Int32(1),
+            Bson::Double(1.0),
+            Bson::Int64(1),
+            Bson::Document(doc! {"a": 1}),
+            Bson::Document(doc! {"a": 1.0}),
+            Bson::Double(-0.0),
+            Bson::Int32(0),
+            Bson::String("x".into()),
+            Bson::Double(1.0),
+        ];
+        let input: Vec<Document> = keys.into_iter().map(|k| doc! {"k": k}).collect();
+        let out = run(doc! {"_id": "$k", "n": {"$sum": 1}}, input);
+        let counts: Vec<(Bson, i32)> = out
+            .into_iter()
+            .map(|g| (g.get("_id").cloned().unwrap(), g.get_i32("n").unwrap()))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                (Bson::Int32(1), 4),
+                (Bson::Document(doc! {"a": 1}), 2),
+                (Bson::Double(-0.0), 2),
+                (Bson::String("x".into()), 1),
+            ]
+        );
     }
 }
