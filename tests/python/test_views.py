@@ -38,11 +38,13 @@ def test_a_view_cursor_belongs_to_the_view_and_continues_with_get_more(src):
     assert len(more["cursor"]["nextBatch"]) == 8
 
 
-def test_find_with_single_batch_or_negative_limit_closes_the_cursor(src):
+def test_find_with_single_batch_or_a_shell_negative_limit_closes_the_cursor(src):
     src.create_collection("v", viewOn="src", pipeline=[])
     reply = src.command("find", "v", batchSize=2, singleBatch=True)
     assert reply["cursor"]["id"] == 0 and len(reply["cursor"]["firstBatch"]) == 2
-    reply = src.command("find", "v", limit=-3)
+    # A driver sends a shell's limit(-3) as limit 3 with singleBatch.
+    assert len(list(src.v.find(limit=-3))) == 3
+    reply = src.command("find", "v", limit=3, singleBatch=True)
     assert reply["cursor"]["id"] == 0 and len(reply["cursor"]["firstBatch"]) == 3
 
 

@@ -17,6 +17,7 @@ pub mod keystring;
 pub mod namespace;
 pub mod plan;
 mod plan_geo;
+pub mod plan_min_max;
 pub mod scan;
 mod transaction;
 pub mod validation;

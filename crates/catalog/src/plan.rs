@@ -65,7 +65,7 @@ impl IndexRef {
         }
     }
 
-    fn parts(&self) -> Vec<KeyPart> {
+    pub(crate) fn parts(&self) -> Vec<KeyPart> {
         match self {
             IndexRef::Id => vec![KeyPart {
                 path: "_id".into(),
@@ -518,7 +518,7 @@ fn eligible(index: &Index, query: &Query<'_>, c: &Candidate) -> bool {
     true
 }
 
-fn find_hinted(coll: &Collection, hint: &Hint) -> Result<Option<IndexRef>> {
+pub(crate) fn find_hinted(coll: &Collection, hint: &Hint) -> Result<Option<IndexRef>> {
     let bad =
         || CatalogError::BadValue("hint provided does not correspond to an existing index".into());
     let indexes = coll.indexes();

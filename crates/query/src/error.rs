@@ -106,7 +106,7 @@ impl QueryError {
         QueryError::BadValue(msg.into())
     }
 
-    pub(crate) fn loc(code: i32, msg: impl Into<String>) -> Self {
+    pub fn loc(code: i32, msg: impl Into<String>) -> Self {
         QueryError::Coded(code, msg.into())
     }
 }

@@ -132,6 +132,43 @@ pub fn set_doc_path(doc: &mut Document, parts: &[&str], value: Bson) {
     }
 }
 
+/// Sets `value` at `parts` as `$addFields`/`$set` do: an array on the way gets the rest
+/// of the path set in each element (documents in place, nested arrays element by
+/// element, any other value replaced by a document holding only the rest of the path);
+/// any other non-document on the way is replaced by a document.
+pub fn set_field_path(doc: &mut Document, parts: &[&str], value: Bson) {
+    let Some((first, rest)) = parts.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.insert(*first, value);
+        return;
+    }
+    match doc.get_mut(*first) {
+        Some(Bson::Document(sub)) => set_field_path(sub, rest, value),
+        Some(Bson::Array(items)) => set_in_elements(items, rest, &value),
+        _ => {
+            let mut sub = Document::new();
+            set_field_path(&mut sub, rest, value);
+            doc.insert(*first, sub);
+        }
+    }
+}
+
+fn set_in_elements(items: &mut [Bson], parts: &[&str], value: &Bson) {
+    for item in items {
+        match item {
+            Bson::Document(d) => set_field_path(d, parts, value.clone()),
+            Bson::Array(inner) => set_in_elements(inner, parts, value),
+            other => {
+                let mut d = Document::new();
+                set_field_path(&mut d, parts, value.clone());
+                *other = Bson::Document(d);
+            }
+        }
+    }
+}
+
 /// The values `distinct` takes from `value` at `path`: arrays at the end unwound one
 /// level, arrays of documents on the way descended into, numeric parts as indexes.
 pub fn distinct_values(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {

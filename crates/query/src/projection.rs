@@ -370,6 +370,13 @@ fn incl_array(node: &Node, items: &[Bson], root: &Document) -> Result<Bson, Quer
         match item {
             Bson::Document(d) => out.push(Bson::Document(apply_incl(node, d, root, false)?)),
             Bson::Array(inner) => out.push(incl_array(node, inner, root)?),
+            // A value computed below the array replaces each element that is no document.
+            _ if node.has_computed() => out.push(Bson::Document(apply_incl(
+                node,
+                &Document::new(),
+                root,
+                false,
+            )?)),
             _ => {}
         }
     }
@@ -479,6 +486,15 @@ mod tests {
         assert_eq!(
             proj(doc! {"a": {"c": 1}}, d),
             doc! {"_id": 1, "a": {"c": 2}}
+        );
+    }
+
+    #[test]
+    fn computed_dotted_fields_reach_every_element_of_an_array() {
+        let d = doc! {"_id": 1, "a": [{"x": 1}, {"x": 2}, 3, [{"x": 4}]]};
+        assert_eq!(
+            proj(doc! {"a.y": {"$literal": 5}}, d),
+            doc! {"_id": 1, "a": [{"y": 5}, {"y": 5}, {"y": 5}, [{"y": 5}]]}
         );
     }
 

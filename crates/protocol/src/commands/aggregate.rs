@@ -184,6 +184,7 @@ pub fn aggregate(req: &Request) -> CmdResult {
                     sort: None,
                     hint: None,
                     after: rest,
+                    ..Default::default()
                 };
                 let spec = rest.first().and_then(|s| s.get_document("$match").ok());
                 pipeline.run_stream(target.scan_with(req, filter, spec, &read)?.0, &opts)?
@@ -237,6 +238,7 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
         match_spec,
         sort.as_ref(),
         req.body.get("hint"),
+        (None, None),
     )?;
     // A sort no index gives runs on the documents read, as MongoDB's SORT stage.
     if let (Some(s), Ok(w)) = (sort_doc, planner.get_document("winningPlan")) {
@@ -367,6 +369,7 @@ fn execution_stats(
         sort,
         hint: hint.as_ref(),
         after: rest,
+        ..Default::default()
     };
     let read = super::planned::regular_read(&c, filter, match_spec, &opts)?;
     let fetched = read.source.collect::<Result<Vec<Document>, _>>()?;

@@ -114,6 +114,7 @@ pub fn open(
         sort: sort.as_ref().map(|(_, s)| s),
         hint,
         after: &after,
+        ..Default::default()
     };
     let read = regular_read(c, filter, match_spec, &opts)?;
     Ok(AggregateRead {

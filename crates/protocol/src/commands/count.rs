@@ -39,6 +39,7 @@ pub fn count(req: &Request) -> CmdResult {
         sort: None,
         hint: hint.as_ref(),
         after: &after,
+        ..Default::default()
     };
     for doc in Target::resolve(req, &coll)
         .scan_with(req, filter, req.opt_document("query")?, &opts)?

@@ -70,13 +70,19 @@ pub fn batch_size(req: &Request, field: &str) -> Result<Option<usize>, CommandEr
     non_negative_batch_size(req.opt_i64(field)?)
 }
 
+/// MongoDB's error for a negative value of a field that must be at least 0.
+pub fn negative(field: &str, n: i64) -> CommandError {
+    CommandError::new(
+        51024,
+        format!("BSON field '{field}' value must be >= 0, actual value '{n}'"),
+    )
+}
+
 /// Checks a batch size value (`None` = not given).
 pub fn non_negative_batch_size(n: Option<i64>) -> Result<Option<usize>, CommandError> {
     match n {
         None => Ok(None),
-        Some(n) if n < 0 => Err(CommandError::bad_value(format!(
-            "BatchSize value must be non-negative, but received: {n}"
-        ))),
+        Some(n) if n < 0 => Err(negative("batchSize", n)),
         Some(n) => Ok(Some(n as usize)),
     }
 }

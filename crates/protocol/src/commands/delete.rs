@@ -7,21 +7,24 @@ use crate::state::OpCounters;
 use bson::{doc, Bson, Document};
 use hourglass_query::filter::Filter;
 
+/// Whether a statement deletes one document (`limit: 1`) or all it matches (`0`).
+fn statement_limit(stmt: &Document) -> Result<bool, CommandError> {
+    match stmt.get("limit").and_then(super::args::as_i64) {
+        Some(0) => Ok(false),
+        Some(1) => Ok(true),
+        Some(n) => Err(CommandError::failed_to_parse(format!(
+            "The limit field in delete objects must be 0 or 1. Got {n}"
+        ))),
+        None => Err(CommandError::missing_field("delete.deletes.limit")),
+    }
+}
+
 fn run_statement(req: &Request, coll: &str, stmt: &Document) -> Result<u64, CommandError> {
     let q = match stmt.get("q") {
         Some(Bson::Document(d)) => d,
         _ => return Err(CommandError::missing_field("delete.deletes.q")),
     };
-    let limit = match stmt.get("limit").and_then(super::args::as_i64) {
-        Some(0) => false,
-        Some(1) => true,
-        Some(n) => {
-            return Err(CommandError::failed_to_parse(format!(
-                "The limit field in delete objects must be 0 or 1. Got {n}"
-            )))
-        }
-        None => return Err(CommandError::missing_field("delete.deletes.limit")),
-    };
+    let limit = statement_limit(stmt)?;
     let filter = Filter::parse(q)?;
     match Target::resolve(req, coll) {
         Target::TimeSeries { buckets, options } => Ok(req
@@ -55,6 +58,10 @@ pub fn delete(req: &Request) -> CmdResult {
         &["q", "limit", "collation", "hint"],
         &["q", "limit"],
     )?;
+    // A bad limit fails the command as it is parsed, before any statement runs.
+    for stmt in &stmts {
+        statement_limit(stmt)?;
+    }
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let mut n = 0u64;
     let mut errors = Vec::new();

@@ -30,6 +30,9 @@ pub(super) struct ReadShape<'a> {
     skip: Option<i64>,
     limit: Option<i64>,
     projection: Option<&'a Document>,
+    /// A find's `min` and `max` (non-empty).
+    min: Option<&'a Document>,
+    max: Option<&'a Document>,
     /// Stage wrapping the read (`COUNT`, `UPDATE`, `DELETE`), if any.
     wrapper: Option<&'static str>,
 }
@@ -76,6 +79,8 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
         skip: None,
         limit: None,
         projection: None,
+        min: None,
+        max: None,
         wrapper: None,
     };
     match name {
@@ -83,11 +88,15 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
             s.filter = opt_doc(inner, "filter")?;
             s.sort = opt_doc(inner, "sort")?;
             s.skip = num("skip");
-            if s.skip.is_some_and(|k| k < 0) {
-                return Err(CommandError::bad_value("skip value must be non-negative"));
+            s.limit = num("limit").filter(|l| *l != 0);
+            for (field, n) in [("skip", s.skip), ("limit", s.limit)] {
+                if let Some(n) = n.filter(|n| *n < 0) {
+                    return Err(super::cursor_reply::negative(field, n));
+                }
             }
-            s.limit = num("limit").filter(|l| *l != 0).map(i64::abs);
             s.projection = opt_doc(inner, "projection")?.filter(|p| !p.is_empty());
+            s.min = opt_doc(inner, "min")?.filter(|p| !p.is_empty());
+            s.max = opt_doc(inner, "max")?.filter(|p| !p.is_empty());
         }
         "count" => {
             s.filter = opt_doc(inner, "query")?;
@@ -216,7 +225,7 @@ pub fn explain(req: &Request) -> CmdResult {
     if name == "distinct" && !on_view {
         let execute = verbosity != Verbosity::QueryPlanner;
         if let Some(mut reply) =
-            super::distinct::explain_by_scan(req, &inner, &shape.coll, execute)?
+            super::distinct_scan::explain_by_scan(req, &inner, &shape.coll, execute)?
         {
             reply.insert("command", inner);
             reply.insert("serverInfo", server_info(req));
@@ -231,8 +240,14 @@ pub fn explain(req: &Request) -> CmdResult {
         return explain_aggregate(req, db, body, inner, verbosity);
     }
     let sort = shape.sort.map(SortSpec::parse).transpose()?;
-    let (mut planner, plan) =
-        query_planner(req, &shape.coll, shape.filter, sort.as_ref(), shape.hint)?;
+    let (mut planner, plan) = query_planner(
+        req,
+        &shape.coll,
+        shape.filter,
+        sort.as_ref(),
+        shape.hint,
+        (shape.min, shape.max),
+    )?;
     // `$near` orders by distance; a sort then reorders.
     let near = matches!(shape.filter.map(Filter::parse), Some(Ok(f)) if f.near().is_some());
     let sorted = !near && plan.as_ref().is_some_and(|p| p.provides_sort);
@@ -260,6 +275,8 @@ pub fn explain(req: &Request) -> CmdResult {
             sort: sort.as_ref(),
             hint: hint.as_ref(),
             after: &[],
+            min: shape.min,
+            max: shape.max,
         };
         let rings = match (filter.near(), &coll) {
             (Some((path, near)), Some(c)) if super::near_find::reads_rings(c, path, near) => {

@@ -92,6 +92,13 @@ pub fn find(req: &Request) -> CmdResult {
         // A time-series read is an aggregation over the buckets, as in MongoDB.
         return Err(super::view_reads::show_record_id_error());
     }
+    for option in ["returnKey", "showRecordId"] {
+        if req.opt_bool(option)? == Some(true) {
+            return Err(CommandError::bad_value(format!(
+                "find's {option} is not supported by this server"
+            )));
+        }
+    }
     let filter = match req.opt_document("filter")? {
         Some(f) => Filter::parse(f)?,
         None => Filter::match_all(),
@@ -102,24 +109,22 @@ pub fn find(req: &Request) -> CmdResult {
         .filter(|p| !p.is_empty())
         .map(Projection::parse)
         .transpose()?;
-    let skip = match req.opt_i64("skip")? {
-        Some(s) if s < 0 => {
-            return Err(CommandError::bad_value(format!(
-                "Skip value must be non-negative, but received: {s}"
-            )))
+    // The find command has no negative values (a driver sends a shell's negative limit
+    // as `limit` and `singleBatch`), nor the legacy `ntoreturn`.
+    if req.body.contains_key("ntoreturn") {
+        if req.body.contains_key("limit") || req.body.contains_key("batchSize") {
+            return Err(CommandError::bad_value(
+                "'limit' or 'batchSize' fields can not be set with 'ntoreturn' field.",
+            ));
         }
-        s => s.unwrap_or(0) as usize,
-    };
-    let mut single_batch = req.opt_bool("singleBatch")?.unwrap_or(false);
-    let limit = match req.opt_i64("limit")? {
-        Some(l) if l < 0 => {
-            // Legacy negative limit: one batch of |limit| documents.
-            single_batch = true;
-            Some(l.unsigned_abs() as usize)
-        }
-        Some(0) | None => None,
-        Some(l) => Some(l as usize),
-    };
+        return Err(CommandError::new(
+            5746101,
+            "the 'ntoreturn' field is not supported by the find command; use 'limit' and 'batchSize'",
+        ));
+    }
+    let skip = non_negative(req, "skip")?.unwrap_or(0);
+    let single_batch = req.opt_bool("singleBatch")?.unwrap_or(false);
+    let limit = non_negative(req, "limit")?.filter(|l| *l > 0);
     let mut batch = batch_size(req, "batchSize")?;
     if single_batch && batch.is_none() {
         batch = limit;
@@ -133,10 +138,20 @@ pub fn find(req: &Request) -> CmdResult {
         needs.push(doc! {"$project": p.clone()});
     }
     let hint = parse_hint(req.body.get("hint"))?;
+    let (min, max) = min_max(req)?;
+    if (min.is_some() || max.is_some())
+        && !matches!(Target::resolve(req, &coll), Target::Regular(_))
+    {
+        return Err(CommandError::bad_value(
+            "min() and max() read an index of a regular collection; this is not one",
+        ));
+    }
     let opts = ReadOpts {
         sort: sort.as_ref(),
         hint: hint.as_ref(),
         after: &needs,
+        min,
+        max,
     };
     if let Target::TimeSeries { .. } = Target::resolve(req, &coll) {
         // A time-series read is an aggregation, where MongoDB allows no $near.
@@ -191,6 +206,25 @@ pub fn find(req: &Request) -> CmdResult {
         batch.or(Some(DEFAULT_FIRST_BATCH)),
         single_batch,
     )
+}
+
+/// The value of a field that must not be negative (51024 otherwise, as MongoDB's
+/// command parser).
+fn non_negative(req: &Request, field: &str) -> Result<Option<usize>, CommandError> {
+    match req.opt_i64(field)? {
+        Some(n) if n < 0 => Err(super::cursor_reply::negative(field, n)),
+        n => Ok(n.map(|n| n as usize)),
+    }
+}
+
+/// A find's `min` and `max` bounds (an empty one is none).
+pub fn min_max(
+    req: &Request,
+) -> Result<(Option<&bson::Document>, Option<&bson::Document>), CommandError> {
+    let bound = |k: &str| -> Result<Option<&bson::Document>, CommandError> {
+        Ok(req.opt_document(k)?.filter(|d| !d.is_empty()))
+    };
+    Ok((bound("min")?, bound("max")?))
 }
 
 pub fn get_more(req: &Request) -> CmdResult {

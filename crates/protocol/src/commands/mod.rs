@@ -21,6 +21,7 @@ mod db_stats;
 mod delete;
 mod diagnostics;
 mod distinct;
+mod distinct_scan;
 mod explain;
 mod find;
 mod find_and_modify;

@@ -55,6 +55,7 @@ pub fn nearest_first(
             sort: None,
             hint: None,
             after: &[],
+            ..Default::default()
         };
         let all = regular_read(c, filter, spec, &opts)?
             .source
@@ -139,6 +140,7 @@ impl Rings {
             sort: None,
             hint: None,
             after: &[],
+            ..Default::default()
         };
         let mut read = regular_read(&self.c, filter, self.spec.as_ref(), &opts)?;
         let mut ring = Vec::new();

@@ -177,15 +177,32 @@ impl PipelineContext for CatalogContext<'_> {
         for (k, v) in key {
             spec.insert(k.clone(), bson::doc! {"$eq": v.clone()});
         }
+        // The unique index on the `on` fields finds the document.
         let f = Filter::parse(&spec)?;
-        let mut out = Vec::new();
-        for d in c.scan() {
-            let d = d.map_err(from_catalog)?;
-            if f.matches(&d) {
-                out.push(d);
-            }
-        }
-        Ok(out)
+        let opts = super::planned::ReadOpts::default();
+        super::planned::regular_read(&c, f, Some(&spec), &opts)
+            .map_err(from_command)?
+            .source
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(from_command)
+    }
+
+    fn has_unique_index(
+        &self,
+        db: &str,
+        coll: &str,
+        fields: &[String],
+    ) -> Result<bool, QueryError> {
+        let Some(c) = self.existing(db, coll) else {
+            return Ok(false);
+        };
+        let mut want: Vec<&str> = fields.iter().map(String::as_str).collect();
+        want.sort_unstable();
+        Ok(c.indexes().iter().any(|i| {
+            let mut paths: Vec<&str> = i.spec.parts.iter().map(|p| p.path.as_str()).collect();
+            paths.sort_unstable();
+            i.spec.unique && i.spec.partial.is_none() && paths == want
+        }))
     }
 
     fn insert_document(&self, db: &str, coll: &str, doc: Document) -> Result<(), QueryError> {

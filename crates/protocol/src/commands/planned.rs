@@ -6,6 +6,7 @@ use crate::cursor::DocSource;
 use crate::error::CommandError;
 use bson::{doc, Bson, Document};
 use hourglass_catalog::plan::{bounds_document, plan, Access, Hint, Plan, Query};
+use hourglass_catalog::plan_min_max::min_max_plan;
 use hourglass_catalog::scan::Narrowing;
 use hourglass_catalog::scan::ScanStats;
 use hourglass_catalog::Collection;
@@ -23,6 +24,9 @@ pub struct ReadOpts<'a> {
     /// The stages that process the documents read (e.g. a find's `$sort`/`$project`,
     /// `$count`): a time-series scan decodes only the columns they read.
     pub after: &'a [Document],
+    /// A find's `min` and `max`: the hinted index is read between them.
+    pub min: Option<&'a Document>,
+    pub max: Option<&'a Document>,
 }
 
 /// A read in progress: its plan, its counters and its documents.
@@ -58,6 +62,9 @@ pub fn plan_read(
     spec: Option<&Document>,
     opts: &ReadOpts<'_>,
 ) -> Result<Plan, CommandError> {
+    if opts.min.is_some() || opts.max.is_some() {
+        return Ok(min_max_plan(c, opts.hint, opts.min, opts.max)?);
+    }
     Ok(plan(c, &query(filter, spec, opts))?)
 }
 
@@ -69,6 +76,9 @@ pub fn plan_with_alternatives(
     spec: Option<&Document>,
     opts: &ReadOpts<'_>,
 ) -> Result<(Plan, Vec<Plan>), CommandError> {
+    if opts.min.is_some() || opts.max.is_some() {
+        return Ok((plan_read(c, filter, spec, opts)?, Vec::new()));
+    }
     Ok(hourglass_catalog::plan::plan_with_alternatives(
         c,
         &query(filter, spec, opts),

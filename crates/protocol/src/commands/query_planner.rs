@@ -18,6 +18,7 @@ pub fn query_planner(
     spec: Option<&Document>,
     sort: Option<&SortSpec>,
     hint: Option<&Bson>,
+    (min, max): (Option<&Document>, Option<&Document>),
 ) -> Result<(Document, Option<Plan>), CommandError> {
     let filter = match spec {
         Some(f) => Filter::parse(f)?,
@@ -28,6 +29,8 @@ pub fn query_planner(
         sort,
         hint: hint.as_ref(),
         after: &[],
+        min,
+        max,
     };
     let mut rejected = Vec::new();
     let (winning, plan) = match Target::resolve(req, coll) {

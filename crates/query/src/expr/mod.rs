@@ -45,6 +45,12 @@ enum E {
     Reduce(Box<E>, Box<E>, Box<E>),
     /// `$rand`: a new random double in [0, 1) at each evaluation.
     Rand,
+    /// `$median` (one value) or `$percentile` (an array) of an input.
+    Quantile {
+        input: Box<E>,
+        ps: Vec<f64>,
+        median: bool,
+    },
 }
 
 /// Evaluated arguments of an object-form operator (`{date: ..., unit: ...}`).
@@ -299,6 +305,7 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
             ));
         }
         "$switch" => return parse_switch(arg),
+        "$median" | "$percentile" => return parse_quantile(name, arg),
         "$rand" => {
             return match arg {
                 Bson::Document(d) if d.is_empty() => Ok(E::Rand),
@@ -406,17 +413,10 @@ fn parse_named(name: &str, arg: &Bson) -> Result<Option<E>, QueryError> {
     let Some((static_name, allowed, required)) = spec else {
         return Ok(None);
     };
+    if name == "$getField" {
+        return parse_get_field(arg).map(Some);
+    }
     let (c_obj, c_unknown, c_missing) = named_codes(name);
-    let shorthand;
-    let arg = match (name, arg) {
-        ("$getField", Bson::String(_)) => {
-            let mut d = Document::new();
-            d.insert("field", arg.clone());
-            shorthand = Bson::Document(d);
-            &shorthand
-        }
-        _ => arg,
-    };
     let Bson::Document(d) = arg else {
         return Err(named_error(
             c_obj,
@@ -441,10 +441,126 @@ fn parse_named(name: &str, arg: &Bson) -> Result<Option<E>, QueryError> {
             ));
         }
     }
-    if matches!(name, "$getField" | "$setField" | "$unsetField") && !d.contains_key("input") {
+    if matches!(name, "$setField" | "$unsetField") && !d.contains_key("input") {
         args.push(("input".into(), E::Var("CURRENT".into(), Vec::new())));
     }
     Ok(Some(E::Named(static_name, args)))
+}
+
+/// `$median` / `$percentile` as expressions: the same arguments as the
+/// accumulators; `input` evaluates to an array (its numbers are used) or a value.
+fn parse_quantile(name: &str, arg: &Bson) -> Result<E, QueryError> {
+    let median = name == "$median";
+    let Bson::Document(d) = arg else {
+        return Err(QueryError::loc(
+            if median { 7436201 } else { 7436200 },
+            format!(
+                "specification must be an object; found {name}: {}",
+                crate::error::render(arg)
+            ),
+        ));
+    };
+    let spec = crate::pipeline::AccSpec::parse(name, arg)?;
+    let input = d.get("input").map(parse).transpose()?;
+    Ok(E::Quantile {
+        input: Box::new(input.unwrap_or(E::Lit(Bson::Null))),
+        ps: spec.quantiles(),
+        median,
+    })
+}
+
+/// Evaluates `$median` / `$percentile` on an input value.
+fn quantile_of(v: Option<Bson>, ps: &[f64], median: bool) -> Bson {
+    let xs: Vec<f64> = match v {
+        Some(Bson::Array(items)) => items
+            .iter()
+            .filter_map(Num::from_bson)
+            .map(Num::as_f64)
+            .collect(),
+        Some(other) => Num::from_bson(&other)
+            .map(Num::as_f64)
+            .into_iter()
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut out = crate::pipeline::AccSpec::percentiles(xs, ps);
+    if median {
+        out.pop().unwrap_or(Bson::Null)
+    } else {
+        Bson::Array(out)
+    }
+}
+
+/// `$getField`: `{field, input}`, or the shorthand `{$getField: <field>}` on
+/// `$$CURRENT`. Before 7.2, `field` must be a constant string: a field path is
+/// 5654600, another expression 5654601 and a constant of another type 5654602.
+fn parse_get_field(arg: &Bson) -> Result<E, QueryError> {
+    let full = match arg {
+        Bson::Document(d) if d.keys().next().is_none_or(|k| !k.starts_with('$')) => Some(d),
+        _ => None,
+    };
+    let (field, input) = match full {
+        None => (arg, E::Var("CURRENT".into(), Vec::new())),
+        Some(d) => {
+            if let Some(k) = d.keys().find(|k| !matches!(k.as_str(), "field" | "input")) {
+                return Err(QueryError::loc(
+                    3041701,
+                    format!("$getField found an unknown argument: {k}"),
+                ));
+            }
+            let field = d.get("field").ok_or_else(|| {
+                QueryError::loc(3041702, "$getField requires 'field' to be specified")
+            })?;
+            let input = d.get("input").ok_or_else(|| {
+                QueryError::loc(3041703, "$getField requires 'input' to be specified")
+            })?;
+            (field, parse(input)?)
+        }
+    };
+    let constant = match field {
+        Bson::String(s) if s.starts_with('$') => {
+            let path = match s.strip_prefix("$$") {
+                Some(var) => format!("${var}"),
+                None => format!("$CURRENT.{}", &s[1..]),
+            };
+            return Err(QueryError::loc(
+                5654600,
+                format!("'{path}' is a field path reference which is not allowed in this context. Did you mean {{$literal: '{path}'}}?"),
+            ));
+        }
+        Bson::Document(d) => match (d.len(), d.iter().next()) {
+            (1, Some((k, v))) if k == "$const" || k == "$literal" => v,
+            _ => {
+                return Err(QueryError::loc(
+                    5654601,
+                    "$getField requires 'field' to evaluate to a constant, but got a non-constant argument",
+                ))
+            }
+        },
+        Bson::Array(_) => {
+            return Err(QueryError::loc(
+                5654601,
+                "$getField requires 'field' to evaluate to a constant, but got a non-constant argument",
+            ))
+        }
+        other => other,
+    };
+    if !matches!(constant, Bson::String(_)) {
+        return Err(QueryError::loc(
+            5654602,
+            format!(
+                "$getField requires 'field' to evaluate to type String, but got {}",
+                type_name(constant)
+            ),
+        ));
+    }
+    Ok(E::Named(
+        "$getField",
+        vec![
+            ("field".into(), E::Lit(constant.clone())),
+            ("input".into(), input),
+        ],
+    ))
 }
 
 fn parse_cond(arg: &Bson) -> Result<E, QueryError> {
@@ -555,6 +671,7 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
     match e {
         E::Lit(v) => Ok(Some(v.clone())),
         E::Rand => Ok(Some(Bson::Double(fastrand::f64()))),
+        E::Quantile { input, ps, median } => Ok(Some(quantile_of(eval(input, ctx)?, ps, *median))),
         E::Field(parts) => Ok(crate::path::get_agg_path(ctx.root, parts)),
         E::Var(name, parts) => eval_var(name, parts, ctx),
         E::Doc(fields) => {

@@ -91,6 +91,8 @@ const OPS: &[(&str, usize, usize)] = &[
     ("$setDifference", 2, 2),
     ("$setEquals", 2, usize::MAX),
     ("$setIsSubset", 2, 2),
+    ("$tsSecond", 1, 1),
+    ("$tsIncrement", 1, 1),
 ];
 
 /// Looks up an operator: its static name and (min, max) argument count.
@@ -117,6 +119,7 @@ pub(super) fn eval_op(name: &str, args: Vec<Option<Bson>>) -> R {
         "$mod" => modulo(a0, a1),
         "$abs" | "$ceil" | "$floor" | "$sqrt" | "$exp" | "$ln" | "$log10" => unary_math(name, a0),
         "$round" | "$trunc" => round(name, a0, a1),
+        "$tsSecond" | "$tsIncrement" => timestamp_part(name, a0),
         "$pow" | "$log" => binary_math(name, a0, a1),
         "$eq" => Ok(Some(Bson::Boolean(cmp_opt(a0, a1).is_eq()))),
         "$ne" => Ok(Some(Bson::Boolean(!cmp_opt(a0, a1).is_eq()))),
@@ -374,7 +377,7 @@ fn round(name: &str, a: &Option<Bson>, places: &Option<Bson>) -> R {
     let p = match places {
         None => 0,
         Some(v) => match Num::from_bson(v).and_then(|n| n.as_exact_i64()) {
-            Some(p) if (-20..100).contains(&p) => p,
+            Some(p) if (-20..=100).contains(&p) => p,
             _ => {
                 return Err(QueryError::loc(
                     51083,
@@ -386,6 +389,10 @@ fn round(name: &str, a: &Option<Bson>, places: &Option<Bson>) -> R {
     let apply = |f: f64| -> f64 {
         let m = 10f64.powi(p as i32);
         let x = f * m;
+        if !x.is_finite() || x.abs() >= 4_503_599_627_370_496.0 {
+            // No fractional digits left at this scale: nothing to round.
+            return f;
+        }
         let r = if name == "$trunc" {
             x.trunc()
         } else {
@@ -398,14 +405,160 @@ fn round(name: &str, a: &Option<Bson>, places: &Option<Bson>) -> R {
         };
         r / m
     };
+    let trunc = name == "$trunc";
     let out = match n {
         Num::I32(_) | Num::I64(_) if p >= 0 => n,
-        Num::I32(i) => Num::I32(apply(f64::from(i)) as i32),
-        Num::I64(i) => Num::I64(apply(i as f64) as i64),
+        Num::I32(i) => {
+            let r = round_int(i128::from(i), p, trunc);
+            match i32::try_from(r) {
+                Ok(v) => Num::I32(v),
+                // Rounding up past the int range promotes to a long.
+                Err(_) => Num::I64(i64::try_from(r).unwrap_or(i64::MAX)),
+            }
+        }
+        Num::I64(i) => match i64::try_from(round_int(i128::from(i), p, trunc)) {
+            Ok(v) => Num::I64(v),
+            Err(_) => {
+                return Err(QueryError::loc(
+                    51080,
+                    format!("invalid conversion from Decimal128 result in {name} resulting from arguments: [{i}, {p}]"),
+                ))
+            }
+        },
         Num::F64(f) => Num::F64(apply(f)),
-        Num::Dec(f) => Num::Dec(apply(f)),
+        Num::Dec(_) => {
+            if let Some(Bson::Decimal128(d)) = a {
+                return Ok(Some(round_decimal(d, p, trunc)));
+            }
+            return Ok(a.clone());
+        }
     };
     Ok(Some(out.to_bson()))
+}
+
+/// `$tsSecond` / `$tsIncrement`: a part of a Timestamp, as a long.
+fn timestamp_part(name: &str, a: &Option<Bson>) -> R {
+    match a {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::Timestamp(ts)) => Ok(Some(Bson::Int64(i64::from(if name == "$tsSecond" {
+            ts.time
+        } else {
+            ts.increment
+        })))),
+        Some(other) => Err(QueryError::loc(
+            if name == "$tsSecond" {
+                5687301
+            } else {
+                5687302
+            },
+            format!(
+                " Argument to {name} must be a timestamp, but is {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+/// Rounds (half to even) or truncates an integer to `places` (negative: tens,
+/// hundreds, ...).
+fn round_int(x: i128, places: i64, trunc: bool) -> i128 {
+    if places >= 0 {
+        return x;
+    }
+    let Some(m) = u32::try_from(-places)
+        .ok()
+        .and_then(|e| 10i128.checked_pow(e))
+    else {
+        return 0;
+    };
+    let (q, r) = (x / m, x % m);
+    if trunc || r == 0 {
+        return q * m;
+    }
+    let twice = 2 * r.abs();
+    let away = twice > m || (twice == m && q % 2 != 0);
+    if away {
+        (q + x.signum()) * m
+    } else {
+        q * m
+    }
+}
+
+/// A finite decimal split into sign, coefficient digits and exponent.
+fn decimal_parts(d: &bson::Decimal128) -> Option<(bool, String, i64)> {
+    let s = d.to_string();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.as_str()),
+    };
+    let (mantissa, exp) = match body.split_once(['E', 'e']) {
+        Some((m, e)) => (m, e.trim_start_matches('+').parse::<i64>().ok()?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int}{frac}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let trimmed = digits.trim_start_matches('0');
+    let coeff = if trimmed.is_empty() { "0" } else { trimmed };
+    let exp = exp.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    Some((neg, coeff.to_string(), exp))
+}
+
+/// `$round` / `$trunc` of a Decimal128 to `places`: the result has exponent
+/// `-places` (rounding half to even, or truncating), as a decimal quantize does;
+/// when that needs more than 34 digits, it keeps 34. NaN and infinities are
+/// returned as they are.
+fn round_decimal(d: &bson::Decimal128, places: i64, trunc: bool) -> Bson {
+    const MAX_DIGITS: usize = 34;
+    let Some((neg, coeff, exp)) = decimal_parts(d) else {
+        return Bson::Decimal128(*d);
+    };
+    let target = -places;
+    let (coeff, exp) = if exp >= target {
+        // Pad with zeros down to the target exponent (or to 34 digits).
+        let want = usize::try_from(exp - target).unwrap_or(0);
+        let pad = if coeff == "0" {
+            want
+        } else {
+            want.min(MAX_DIGITS.saturating_sub(coeff.len()))
+        };
+        let exp = exp - i64::try_from(pad).unwrap_or(0);
+        let coeff = if coeff == "0" {
+            coeff
+        } else {
+            format!("{coeff}{}", "0".repeat(pad))
+        };
+        (coeff, exp)
+    } else {
+        let drop = usize::try_from(target - exp).unwrap_or(usize::MAX);
+        let (kept, dropped) = if drop >= coeff.len() {
+            ("", coeff.as_str())
+        } else {
+            coeff.split_at(coeff.len() - drop)
+        };
+        let mut k: u128 = kept.parse().unwrap_or(0);
+        if !trunc && drop <= coeff.len() {
+            let mut rest = dropped.bytes();
+            let first = rest.next().unwrap_or(b'0');
+            let tail_nonzero = rest.any(|b| b != b'0');
+            let up = match first.cmp(&b'5') {
+                std::cmp::Ordering::Greater => true,
+                std::cmp::Ordering::Less => false,
+                std::cmp::Ordering::Equal => tail_nonzero || k % 2 == 1,
+            };
+            if up {
+                k += 1;
+            }
+        }
+        (k.to_string(), target)
+    };
+    let text = format!("{}{coeff}E{exp}", if neg { "-" } else { "" });
+    match text.parse::<bson::Decimal128>() {
+        Ok(v) => Bson::Decimal128(v),
+        Err(_) => Bson::Decimal128(*d),
+    }
 }
 
 fn binary_math(name: &str, a: &Option<Bson>, b: &Option<Bson>) -> R {

@@ -515,3 +515,275 @@ fn to_date_parses_iso_forms() {
     );
     assert_eq!(ev_err(Bson::Document(doc! {"$toDate": "soon"})).code(), 241);
 }
+
+#[test]
+fn date_from_string_rejects_a_gmt_offset_together_with_a_timezone() {
+    let msg =
+        "you cannot pass in a date/time string with GMT offset together with a timezone argument";
+    for s in [
+        "2024-01-01T10:00:00+02:00",
+        "2017-07-12T22:23:55Z",
+        "2017-07-12T22:23:55.123-0500",
+    ] {
+        let err = ev_err(Bson::Document(
+            doc! {"$dateFromString": {"dateString": s, "timezone": "Europe/Paris"}},
+        ));
+        assert_eq!(err.code(), 241, "{s}");
+        assert_eq!(err.message(), msg);
+    }
+    let with_format = ev_err(Bson::Document(doc! {"$dateFromString": {
+        "dateString": "4/26/1992:+0445", "format": "%m/%d/%Y:%z", "timezone": "+0500"
+    }}));
+    assert_eq!(with_format.code(), 241);
+    assert_eq!(with_format.message(), msg);
+    // onError catches it, like the other conversion failures.
+    assert_eq!(
+        evj(doc! {"$dateFromString": {
+            "dateString": "2024-01-01T10:00:00Z", "timezone": "Asia/Tokyo", "onError": "bad"
+        }}),
+        Bson::String("bad".into())
+    );
+    // Without an offset in the string the timezone applies; a null timezone is null.
+    assert_eq!(
+        evj(
+            doc! {"$dateFromString": {"dateString": "2017-07-06T12:35:37", "timezone": "Asia/Tokyo"}}
+        ),
+        date("2017-07-06T03:35:37Z")
+    );
+    assert_eq!(
+        evj(doc! {"$dateFromString": {"dateString": "2017-07-11T17:05:19Z", "timezone": null}}),
+        Bson::Null
+    );
+    // An offset alone (no timezone argument) is still honoured, with or without a format.
+    assert_eq!(
+        evj(doc! {"$dateFromString": {"dateString": "2024-01-01T10:00:00+02:00"}}),
+        date("2024-01-01T08:00:00Z")
+    );
+    assert_eq!(
+        evj(doc! {"$dateFromString": {"dateString": "4/26/1992:+0445", "format": "%m/%d/%Y:%z"}}),
+        date("1992-04-25T19:15:00Z")
+    );
+}
+
+fn dec(s: &str) -> Bson {
+    Bson::Decimal128(s.parse().unwrap())
+}
+
+#[test]
+fn round_and_trunc_of_decimals_keep_mongodb_exponents_and_round_half_to_even() {
+    let r = |op: &str, x: &str, places: Option<Bson>| {
+        let arg = match places {
+            Some(p) => Bson::Array(vec![dec(x), p]),
+            None => dec(x),
+        };
+        let out = evj(doc! {op: arg});
+        match out {
+            Bson::Decimal128(d) => d.to_string(),
+            other => panic!("{op} {x}: not a decimal: {other:?}"),
+        }
+    };
+    // The Decimal128 cases of jstests/aggregation/expressions/round_trunc.js.
+    assert_eq!(r("$trunc", "-1.6", None), "-1");
+    assert_eq!(r("$round", "-1.6", None), "-2");
+    assert_eq!(r("$trunc", "1.298", Some(0.into())), "1");
+    assert_eq!(r("$trunc", "1.298", Some(1.into())), "1.2");
+    assert_eq!(r("$trunc", "23.298", Some((-1).into())), "2E+1");
+    assert_eq!(
+        r(
+            "$trunc",
+            "1.298912343250054252245154325",
+            Some(Bson::Int64(20))
+        ),
+        "1.29891234325005425224"
+    );
+    assert_eq!(
+        r("$trunc", "1.298", Some(dec("100"))),
+        "1.298000000000000000000000000000000"
+    );
+    assert_eq!(r("$round", "1.298", Some(0.into())), "1");
+    assert_eq!(r("$round", "1.298", Some(1.into())), "1.3");
+    assert_eq!(r("$round", "23.298", Some((-1).into())), "2E+1");
+    assert_eq!(
+        r(
+            "$round",
+            "1.298912343250054252245154325",
+            Some(Bson::Int64(20))
+        ),
+        "1.29891234325005425225"
+    );
+    assert_eq!(
+        r("$round", "1.298", Some(dec("100"))),
+        "1.298000000000000000000000000000000"
+    );
+    for op in ["$round", "$trunc"] {
+        for special in ["Infinity", "-Infinity", "NaN"] {
+            assert_eq!(r(op, special, Some(0.into())), special);
+        }
+    }
+    // Half to even ("Rounding to Even Values").
+    assert_eq!(r("$round", "2.345", Some(2.into())), "2.34");
+    assert_eq!(r("$round", "2.355", Some(2.into())), "2.36");
+    assert_eq!(r("$round", "-2.5", None), "-2");
+    assert_eq!(r("$round", "2.3451", Some(2.into())), "2.35");
+    // Integers: half to even, and int overflow promotes to long.
+    assert_eq!(evj(doc! {"$round": [25, -1]}), Bson::Int32(20));
+    assert_eq!(evj(doc! {"$round": [35, -1]}), Bson::Int32(40));
+    assert_eq!(
+        evj(doc! {"$round": [2147483647, -1]}),
+        Bson::Int64(2147483650)
+    );
+    assert_eq!(
+        ev_err(Bson::Document(
+            doc! {"$round": [Bson::Int64(9223372036854775806), -1]}
+        ))
+        .code(),
+        51080
+    );
+    assert_eq!(evj(doc! {"$trunc": [1.298, 100]}), Bson::Double(1.298));
+    assert_eq!(
+        ev_err(Bson::Document(doc! {"$round": [1, 101]})).code(),
+        51083
+    );
+    assert_eq!(
+        ev_err(Bson::Document(doc! {"$trunc": [1, -21]})).code(),
+        51083
+    );
+}
+
+#[test]
+fn median_and_percentile_work_as_expressions() {
+    let d = doc! {"x": [0, "non-numeric", 1, 2], "s": 5, "n": "x", "x1": "a"};
+    let e = |v: Document| ev(Bson::Document(v), d.clone());
+    assert_eq!(
+        e(doc! {"$median": {"input": [1, 2, 3, 4], "method": "approximate"}}),
+        Bson::Double(2.0)
+    );
+    assert_eq!(
+        e(doc! {"$percentile": {"input": "$x", "p": [0.5, 0.9, 0.1], "method": "approximate"}}),
+        Bson::Array(vec![
+            Bson::Double(1.0),
+            Bson::Double(2.0),
+            Bson::Double(0.0)
+        ])
+    );
+    // A single numeric value is every percentile; non-numeric input gives nulls.
+    assert_eq!(
+        e(doc! {"$percentile": {"input": "$s", "p": [0.5, 0.9], "method": "approximate"}}),
+        Bson::Array(vec![Bson::Double(5.0), Bson::Double(5.0)])
+    );
+    assert_eq!(
+        e(
+            doc! {"$percentile": {"input": ["$n", "$x1", "$x"], "p": [0.5, 0.9], "method": "approximate"}}
+        ),
+        Bson::Array(vec![Bson::Null, Bson::Null])
+    );
+    assert_eq!(
+        e(doc! {"$median": {"input": "$missing", "method": "approximate"}}),
+        Bson::Null
+    );
+    // Variables bound around the expression are visible to its input.
+    assert_eq!(
+        e(
+            doc! {"$let": {"vars": {"v": [7, 9, 8]}, "in": {"$median": {"input": "$$v", "method": "approximate"}}}}
+        ),
+        Bson::Double(8.0)
+    );
+    assert_eq!(
+        ev_err(Bson::Document(doc! {"$percentile": 0.5})).code(),
+        7436200
+    );
+    assert_eq!(
+        ev_err(Bson::Document(doc! {"$median": 0.5})).code(),
+        7436201
+    );
+    assert_eq!(
+        ev_err(Bson::Document(
+            doc! {"$percentile": {"input": "$x", "p": [1.5], "method": "approximate"}}
+        ))
+        .code(),
+        7750301
+    );
+    assert!(Expr::parse(&Bson::Document(
+        doc! {"$median": {"input": "$x", "method": "approximate", "p": [0.5]}}
+    ))
+    .is_err());
+}
+
+#[test]
+fn ts_second_and_ts_increment_read_timestamp_parts_as_longs() {
+    let d =
+        doc! {"ts": Bson::Timestamp(bson::Timestamp { time: 1622731060, increment: 10 }), "n": 5};
+    let e = |v: Document| ev(Bson::Document(v), d.clone());
+    assert_eq!(e(doc! {"$tsSecond": "$ts"}), Bson::Int64(1622731060));
+    assert_eq!(e(doc! {"$tsIncrement": "$ts"}), Bson::Int64(10));
+    assert_eq!(e(doc! {"$tsSecond": "$missing"}), Bson::Null);
+    assert_eq!(e(doc! {"$tsIncrement": null}), Bson::Null);
+    let err = |v: Document| {
+        Expr::parse(&Bson::Document(v))
+            .unwrap()
+            .eval(&d)
+            .unwrap_err()
+    };
+    assert_eq!(err(doc! {"$tsSecond": "$n"}).code(), 5687301);
+    assert_eq!(err(doc! {"$tsIncrement": "$n"}).code(), 5687302);
+    assert!(err(doc! {"$tsSecond": "$n"})
+        .message()
+        .contains("must be a timestamp, but is int"));
+}
+
+#[test]
+fn get_field_requires_a_constant_string_field() {
+    let code = |v: Bson| ev_err(Bson::Document(doc! {"$getField": v})).code();
+    // Field paths and variables, in full and shorthand form.
+    assert_eq!(
+        code(Bson::Document(doc! {"field": "$c", "input": "$o"})),
+        5654600
+    );
+    assert_eq!(code("$c".into()), 5654600);
+    assert_eq!(code("$$CURRENT.a".into()), 5654600);
+    let err = ev_err(Bson::Document(doc! {"$getField": "$a.b"}));
+    assert_eq!(
+        err.message(),
+        "'$CURRENT.a.b' is a field path reference which is not allowed in this context. Did you mean {$literal: '$CURRENT.a.b'}?"
+    );
+    // Other expressions are not constants.
+    assert_eq!(
+        code(Bson::Document(
+            doc! {"field": {"$concat": ["a", "b"]}, "input": {"a": 1}}
+        )),
+        5654601
+    );
+    assert_eq!(code(Bson::Document(doc! {"$add": [2, 3]})), 5654601);
+    assert_eq!(
+        code(Bson::Document(doc! {"field": {"a": 1}, "input": {"a": 1}})),
+        5654601
+    );
+    // Constants of another type.
+    assert_eq!(code(5.into()), 5654602);
+    assert_eq!(code(true.into()), 5654602);
+    assert_eq!(
+        code(Bson::Document(doc! {"field": null, "input": {}})),
+        5654602
+    );
+    assert_eq!(code(Bson::Document(doc! {"$const": {"a": 1}})), 5654602);
+    // Argument errors.
+    assert_eq!(code(Bson::Document(doc! {"input": {"a": "b"}})), 3041702);
+    assert_eq!(code(Bson::Document(doc! {"field": "a"})), 3041703);
+    assert_eq!(
+        code(Bson::Document(
+            doc! {"field": "a", "input": {}, "unknown": true}
+        )),
+        3041701
+    );
+    // Constant strings, including $const / $literal ones starting with '$'.
+    let d = doc! {"$a": 10, "x": 1, "e": {"$f": 30}};
+    let e = |v: Bson| ev(Bson::Document(doc! {"$getField": v}), d.clone());
+    assert_eq!(e(Bson::Document(doc! {"$const": "$a"})), Bson::Int32(10));
+    assert_eq!(e("x".into()), Bson::Int32(1));
+    assert_eq!(
+        e(Bson::Document(
+            doc! {"field": {"$literal": "$f"}, "input": "$e"}
+        )),
+        Bson::Int32(30)
+    );
+}

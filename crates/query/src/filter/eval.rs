@@ -45,7 +45,7 @@ pub(crate) fn pred_matches(pred: &Pred, values: &[Option<&Bson>]) -> bool {
         Pred::ElemMatchVal(preds) => values.iter().flatten().any(|v| match v {
             Bson::Array(items) => items
                 .iter()
-                .any(|item| preds.iter().all(|p| pred_matches(p, &[Some(item)]))),
+                .any(|item| preds.iter().all(|p| element_matches(p, item))),
             _ => false,
         }),
         _ => values.iter().any(|v| match v {
@@ -55,6 +55,19 @@ pub(crate) fn pred_matches(pred: &Pred, values: &[Option<&Bson>]) -> bool {
                     || matches!(v, Bson::Array(items) if items.iter().any(|i| leaf_matches(pred, i)))
             }
         }),
+    }
+}
+
+/// Matches a predicate of a value `$elemMatch` against one array element as it is: an
+/// element that is itself an array is not searched (`{$elemMatch: {$gt: 4, $lt: 6}}`
+/// does not match `[[5]]`), unless the predicate is about arrays (`$size`,
+/// `$elemMatch`).
+fn element_matches(pred: &Pred, item: &Bson) -> bool {
+    match pred {
+        Pred::Not(preds) => !preds.iter().all(|p| element_matches(p, item)),
+        Pred::Exists(want) => *want,
+        Pred::All(preds) => !preds.is_empty() && preds.iter().all(|p| element_matches(p, item)),
+        _ => leaf_matches(pred, item),
     }
 }
 

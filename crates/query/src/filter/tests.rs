@@ -160,6 +160,35 @@ fn elem_match_object_and_value_forms() {
 }
 
 #[test]
+fn value_elem_match_does_not_search_nested_arrays() {
+    let q = doc! {"a": {"$elemMatch": {"$lt": 6, "$gt": 4}}};
+    assert!(m(q.clone(), doc! {"a": [5]}));
+    assert!(!m(q.clone(), doc! {"a": [[5]]}));
+    assert!(!m(q, doc! {"a": [[3, 7]]}));
+    assert!(!m(
+        doc! {"a": {"$elemMatch": {"$type": "number"}}},
+        doc! {"a": [[1, 2]]}
+    ));
+    assert!(!m(
+        doc! {"a": {"$elemMatch": {"$eq": 1}}},
+        doc! {"a": [[1, 2]]}
+    ));
+    // Predicates about arrays still look at an element that is one.
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$size": 2}}},
+        doc! {"a": [[1, 2]]}
+    ));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$elemMatch": {"$eq": 2}}}},
+        doc! {"a": [[1, 2]]}
+    ));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$not": {"$eq": 1}}}},
+        doc! {"a": [[1, 2]]}
+    ));
+}
+
+#[test]
 fn size_all_and_mod() {
     assert!(m(doc! {"a": {"$size": 2}}, doc! {"a": [1, [2, 3]]}));
     assert!(!m(doc! {"a": {"$size": 1}}, doc! {"a": 1}));

@@ -229,6 +229,28 @@ impl AccSpec {
         Ok(spec)
     }
 
+    /// The discrete percentiles `ps` of `xs` (the smallest value with at least a
+    /// fraction `p` of the values at or below it); null for each when `xs` is empty.
+    pub(crate) fn percentiles(mut xs: Vec<f64>, ps: &[f64]) -> Vec<Bson> {
+        xs.sort_by(|a, b| a.total_cmp(b));
+        ps.iter()
+            .map(|p| {
+                let rank = (p * xs.len() as f64).ceil() as usize;
+                let idx = rank.saturating_sub(1).min(xs.len().saturating_sub(1));
+                xs.get(idx).map(|x| Bson::Double(*x)).unwrap_or(Bson::Null)
+            })
+            .collect()
+    }
+
+    /// The percentiles asked for (`p` of `$percentile`; `[0.5]` for `$median`).
+    pub(crate) fn quantiles(&self) -> Vec<f64> {
+        if self.kind == AccKind::Median {
+            vec![0.5]
+        } else {
+            self.p.clone()
+        }
+    }
+
     /// A fresh accumulator state.
     pub fn start(&self) -> Acc {
         Acc {
@@ -468,23 +490,14 @@ impl AccSpec {
                     items.first().map(|(v, _)| v.clone()).unwrap_or(Bson::Null)
                 }
                 AccKind::Median | AccKind::Percentile => {
-                    let mut xs: Vec<f64> = items
+                    let xs: Vec<f64> = items
                         .iter()
                         .filter_map(|(v, _)| Num::from_bson(v).map(Num::as_f64))
                         .collect();
-                    xs.sort_by(|a, b| a.total_cmp(b));
-                    let pick = |p: f64| -> Bson {
-                        if xs.is_empty() {
-                            return Bson::Null;
-                        }
-                        let rank = (p * xs.len() as f64).ceil() as usize;
-                        let idx = rank.saturating_sub(1).min(xs.len() - 1);
-                        xs.get(idx).map(|x| Bson::Double(*x)).unwrap_or(Bson::Null)
-                    };
                     if self.kind == AccKind::Median {
-                        pick(0.5)
+                        Self::percentiles(xs, &[0.5]).pop().unwrap_or(Bson::Null)
                     } else {
-                        Bson::Array(self.p.iter().map(|p| pick(*p)).collect())
+                        Bson::Array(Self::percentiles(xs, &self.p))
                     }
                 }
                 _ => Bson::Array(items.iter().map(|(v, _)| v.clone()).collect()),

@@ -32,6 +32,11 @@ pub trait PipelineContext {
         key: &Document,
     ) -> Result<Vec<Document>, QueryError>;
 
+    /// Whether `db.coll` exists and has a unique index on exactly `fields` (in any order),
+    /// without a partial filter: what `$merge` needs to join on fields other than `_id`.
+    fn has_unique_index(&self, db: &str, coll: &str, fields: &[String])
+        -> Result<bool, QueryError>;
+
     /// Inserts one document into `db.coll` (creating the collection).
     fn insert_document(&self, db: &str, coll: &str, doc: Document) -> Result<(), QueryError>;
 

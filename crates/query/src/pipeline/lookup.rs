@@ -560,6 +560,12 @@ impl Merge {
     ) -> Result<Vec<Document>, QueryError> {
         let ctx = opts.ctx("$merge")?;
         let db = self.db.as_deref().unwrap_or(opts.db);
+        if self.on != ["_id"] && !ctx.has_unique_index(db, &self.coll, &self.on)? {
+            return Err(QueryError::loc(
+                51183,
+                "Cannot find index to verify that join fields will be unique",
+            ));
+        }
         for doc in docs {
             let mut doc = doc;
             if !doc.contains_key("_id") && self.on.iter().any(|o| o == "_id") {

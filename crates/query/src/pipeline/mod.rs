@@ -554,7 +554,7 @@ fn stream_one(stage: &Stage, doc: Document) -> Result<Option<Document>, QueryErr
             for ((path, _), v) in fields.iter().zip(values) {
                 let parts: Vec<&str> = path.iter().map(String::as_str).collect();
                 match v {
-                    Some(v) => crate::path::set_doc_path(&mut new, &parts, v),
+                    Some(v) => crate::path::set_field_path(&mut new, &parts, v),
                     None => remove_doc_path(&mut new, &parts),
                 }
             }
@@ -759,12 +759,23 @@ fn remove_doc_path(doc: &mut Document, parts: &[&str]) {
         Some((first, [])) => {
             doc.remove(*first);
         }
-        Some((first, rest)) => {
-            if let Some(Bson::Document(sub)) = doc.get_mut(*first) {
-                remove_doc_path(sub, rest);
-            }
-        }
+        Some((first, rest)) => match doc.get_mut(*first) {
+            Some(Bson::Document(sub)) => remove_doc_path(sub, rest),
+            Some(Bson::Array(items)) => remove_in_elements(items, rest),
+            _ => {}
+        },
         None => {}
+    }
+}
+
+/// [`remove_doc_path`] in each document of an array (and of arrays in it).
+fn remove_in_elements(items: &mut [Bson], parts: &[&str]) {
+    for item in items {
+        match item {
+            Bson::Document(d) => remove_doc_path(d, parts),
+            Bson::Array(inner) => remove_in_elements(inner, parts),
+            _ => {}
+        }
     }
 }
 

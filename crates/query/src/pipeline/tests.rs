@@ -188,6 +188,14 @@ impl PipelineContext for MemCtx {
             .filter(|d| f.matches(d))
             .collect())
     }
+    fn has_unique_index(
+        &self,
+        _db: &str,
+        _coll: &str,
+        _fields: &[String],
+    ) -> Result<bool, QueryError> {
+        Ok(false)
+    }
     fn insert_document(&self, _db: &str, coll: &str, doc: Document) -> Result<(), QueryError> {
         self.colls
             .lock()
@@ -584,4 +592,28 @@ fn a_streamed_limit_stops_reading_its_input() {
         .unwrap()
         .count();
     assert_eq!(out, 2);
+}
+
+#[test]
+fn add_fields_sets_a_dotted_path_in_every_element_of_an_array() {
+    let d = doc! {"_id": 1, "a": [{"x": 1}, {"x": 2}, 3, [{"x": 4}]], "b": 7};
+    let out = run(vec![doc! {"$addFields": {"a.y": 5}}], vec![d.clone()]);
+    assert_eq!(
+        out,
+        vec![
+            doc! {"_id": 1, "a": [{"x": 1, "y": 5}, {"x": 2, "y": 5}, {"y": 5}, [{"x": 4, "y": 5}]], "b": 7}
+        ]
+    );
+    // A scalar on the way becomes a document; $$REMOVE removes from each element.
+    let out = run(
+        vec![
+            doc! {"$set": {"b.c": 1}},
+            doc! {"$set": {"a.x": "$$REMOVE"}},
+        ],
+        vec![d],
+    );
+    assert_eq!(
+        out,
+        vec![doc! {"_id": 1, "a": [{}, {}, 3, [{}]], "b": {"c": 1}}]
+    );
 }

@@ -56,6 +56,11 @@ enum Func {
     DocumentNumber,
     Locf(Expr),
     LinearFill(Expr),
+    /// `$covariancePop` / `$covarianceSamp` of `[x, y]` pairs.
+    Covariance {
+        input: Expr,
+        samp: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -71,7 +76,7 @@ impl Output {
         matches!(
             (&self.func, &self.window),
             (Func::LinearFill(_), _)
-                | (Func::Acc(_), None)
+                | (Func::Acc(_) | Func::Covariance { .. }, None)
                 | (_, Some(Window::Documents(_, Bound::Unbounded)))
                 | (_, Some(Window::Range(_, Bound::Unbounded, _)))
         )
@@ -152,6 +157,13 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
             "$setWindowFields output field '{field}' must be an object"
         )));
     };
+    const RANKS: [&str; 3] = ["$rank", "$denseRank", "$documentNumber"];
+    if d.keys().any(|k| RANKS.contains(&k.as_str())) && d.len() != 1 {
+        return Err(QueryError::loc(
+            5371601,
+            "Rank style window functions take no other arguments",
+        ));
+    }
     let mut window = None;
     let mut func = None;
     for (k, v) in d {
@@ -222,9 +234,23 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
                 };
                 Func::ExpMovingAvg { input, alpha }
             }
-            "$rank" => Func::Rank,
-            "$denseRank" => Func::DenseRank,
-            "$documentNumber" => Func::DocumentNumber,
+            "$rank" | "$denseRank" | "$documentNumber" => {
+                if !matches!(v, Bson::Document(o) if o.is_empty()) {
+                    return Err(QueryError::loc(
+                        5371603,
+                        format!("{k} must be specified with '{{}}' as the value"),
+                    ));
+                }
+                match k.as_str() {
+                    "$rank" => Func::Rank,
+                    "$denseRank" => Func::DenseRank,
+                    _ => Func::DocumentNumber,
+                }
+            }
+            "$covariancePop" | "$covarianceSamp" => Func::Covariance {
+                input: Expr::parse(v)?,
+                samp: k == "$covarianceSamp",
+            },
             "$locf" => Func::Locf(Expr::parse(v)?),
             "$linearFill" => Func::LinearFill(Expr::parse(v)?),
             name => {
@@ -245,7 +271,10 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
     if window.is_some()
         && !matches!(
             func,
-            Func::Acc(_) | Func::Derivative { .. } | Func::Integral { .. }
+            Func::Acc(_)
+                | Func::Derivative { .. }
+                | Func::Integral { .. }
+                | Func::Covariance { .. }
         )
     {
         return Err(fail(
@@ -298,12 +327,23 @@ impl SetWindowFields {
             ));
         }
         for o in &s.outputs {
+            let rank = match o.func {
+                Func::Rank => Some("$rank"),
+                Func::DenseRank => Some("$denseRank"),
+                Func::DocumentNumber => Some("$documentNumber"),
+                _ => None,
+            };
+            if let Some(name) = rank {
+                if s.sort.as_ref().is_none_or(|x| x.keys().len() != 1) {
+                    return Err(QueryError::loc(
+                        5371602,
+                        format!("{name} must be specified with a top level sortBy expression with exactly one element"),
+                    ));
+                }
+            }
             let needs_sort = matches!(
                 o.func,
-                Func::Rank
-                    | Func::DenseRank
-                    | Func::DocumentNumber
-                    | Func::Shift { .. }
+                Func::Shift { .. }
                     | Func::ExpMovingAvg { .. }
                     | Func::Derivative { .. }
                     | Func::Integral { .. }
@@ -321,8 +361,7 @@ impl SetWindowFields {
             if needs_sort && s.sort.is_none() {
                 return Err(fail("this window function requires a sortBy"));
             }
-            if (matches!(o.window, Some(Window::Range(..)))
-                || matches!(o.func, Func::Rank | Func::DenseRank))
+            if matches!(o.window, Some(Window::Range(..)))
                 && s.sort.as_ref().is_some_and(|x| x.keys().len() != 1)
             {
                 return Err(fail(
@@ -515,6 +554,17 @@ impl SetWindowFields {
                     ));
                 }
             }
+            Func::Covariance { input, samp } => {
+                let mut pairs = Vec::with_capacity(n);
+                for d in docs {
+                    pairs.push(numeric_pair(&input.eval(d)?));
+                }
+                for i in 0..n {
+                    let (l, h) = Self::window_range(&o.window, i, n, keys, desc)?;
+                    let window = pairs.get(l..h).unwrap_or_default();
+                    out.push(Some(covariance(window.iter().flatten(), *samp)));
+                }
+            }
             Func::Shift {
                 output,
                 by,
@@ -647,6 +697,35 @@ impl SetWindowFields {
     }
 }
 
+/// The `[x, y]` of a covariance input when both are numbers.
+fn numeric_pair(v: &Bson) -> Option<(f64, f64)> {
+    match v {
+        Bson::Array(a) if a.len() == 2 => {
+            let x = Num::from_bson(&a[0])?.as_f64();
+            let y = Num::from_bson(&a[1])?.as_f64();
+            Some((x, y))
+        }
+        _ => None,
+    }
+}
+
+/// Population (or sample) covariance of the pairs; null without enough of them.
+fn covariance<'a>(pairs: impl Iterator<Item = &'a (f64, f64)> + Clone, samp: bool) -> Bson {
+    let (mut n, mut sx, mut sy) = (0u64, 0.0, 0.0);
+    for (x, y) in pairs.clone() {
+        n += 1;
+        sx += x;
+        sy += y;
+    }
+    let denom = if samp { n.saturating_sub(1) } else { n };
+    if denom == 0 {
+        return Bson::Null;
+    }
+    let (mx, my) = (sx / n as f64, sy / n as f64);
+    let c: f64 = pairs.map(|(x, y)| (x - mx) * (y - my)).sum();
+    Bson::Double(c / denom as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,7 +800,7 @@ mod tests {
         );
         assert_eq!(code(doc! {"output": {"f": {"$linearFill": "$v"}}}), 605001);
         assert_eq!(code(doc! {"output": {"x": {"$sum": 1, "$avg": 1}}}), 9);
-        assert_eq!(code(doc! {"output": {"x": {"$rank": {}}}}), 9);
+        assert_eq!(code(doc! {"output": {"x": {"$rank": {}}}}), 5371602);
         assert_eq!(
             code(
                 doc! {"sortBy": {"t": 1}, "output": {"x": {"$sum": 1, "window": {"documents": [1, 0]}}}}
@@ -749,5 +828,63 @@ mod tests {
             out[2].get_array("all").unwrap(),
             &vec![Bson::Int32(4), Bson::Int32(2), Bson::Int32(1)]
         );
+    }
+    #[test]
+    fn rank_functions_need_one_sort_key_and_take_no_window() {
+        let err = |d: Document| SetWindowFields::parse(&Bson::Document(d)).unwrap_err();
+        for f in ["$rank", "$denseRank", "$documentNumber"] {
+            let e = err(doc! {"output": {"r": {f: {}}}});
+            assert_eq!(e.code(), 5371602);
+            assert_eq!(
+                e.message(),
+                format!("{f} must be specified with a top level sortBy expression with exactly one element")
+            );
+            assert_eq!(
+                err(doc! {"sortBy": {"a": 1, "b": 1}, "output": {"r": {f: {}}}}).code(),
+                5371602
+            );
+            let e = err(
+                doc! {"sortBy": {"a": 1}, "output": {"r": {f: {}, "window": {"documents": [-1, 0]}}}},
+            );
+            assert_eq!(e.code(), 5371601);
+            assert_eq!(
+                e.message(),
+                "Rank style window functions take no other arguments"
+            );
+            assert_eq!(
+                err(doc! {"sortBy": {"a": 1}, "output": {"r": {f: 1}}}).code(),
+                5371603
+            );
+        }
+    }
+
+    #[test]
+    fn covariance_pop_and_samp_over_partitions_and_windows() {
+        let docs = vec![
+            doc! {"t": 1, "x": 1, "y": 2},
+            doc! {"t": 2, "x": 2, "y": 4},
+            doc! {"t": 3, "x": "skip", "y": 100},
+            doc! {"t": 4, "x": 3, "y": 9},
+        ];
+        let out = run(
+            doc! {"sortBy": {"t": 1}, "output": {
+                "pop": {"$covariancePop": ["$x", "$y"]},
+                "samp": {"$covarianceSamp": ["$x", "$y"]},
+                "run": {"$covarianceSamp": ["$x", "$y"], "window": {"documents": ["unbounded", "current"]}},
+                "near": {"$covariancePop": ["$x", "$y"], "window": {"range": [-1, 0]}},
+            }},
+            docs,
+        );
+        // Pairs (1,2), (2,4), (3,9): means 2 and 5; sum of products of deviations 7.
+        assert_eq!(out[0].get_f64("pop").unwrap(), 7.0 / 3.0);
+        assert_eq!(out[3].get_f64("samp").unwrap(), 3.5);
+        assert_eq!(out[0].get("run"), Some(&Bson::Null));
+        assert_eq!(out[1].get_f64("run").unwrap(), 1.0);
+        assert_eq!(out[2].get_f64("run").unwrap(), 1.0);
+        assert_eq!(out[3].get_f64("run").unwrap(), 3.5);
+        assert_eq!(out[0].get_f64("near").unwrap(), 0.0);
+        assert_eq!(out[1].get_f64("near").unwrap(), 0.5);
+        assert_eq!(out[2].get_f64("near").unwrap(), 0.0);
+        assert_eq!(out[3].get_f64("near").unwrap(), 0.0);
     }
 }

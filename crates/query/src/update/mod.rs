@@ -215,7 +215,8 @@ impl Update {
 
 /// Replaces the `$` component of `op`'s path by the index of the first element of that
 /// array for which `query` matches (the query is tried with the array narrowed to that
-/// one element).
+/// one element). A query that matches without any element (one that does not read the
+/// array) fails, as MongoDB's.
 fn resolve_positional(
     doc: &Document,
     op: &FieldOp,
@@ -233,6 +234,12 @@ fn resolve_positional(
     let Some(Bson::Array(items)) = paths::get(doc, prefix) else {
         return Err(not_found());
     };
+    // A query that matches whatever the array holds matched no element of it.
+    let mut emptied = doc.clone();
+    paths::set(&mut emptied, prefix, Bson::Array(Vec::new()))?;
+    if query.matches(&emptied) {
+        return Err(not_found());
+    }
     for (i, item) in items.iter().enumerate() {
         let mut narrowed = doc.clone();
         paths::set(&mut narrowed, prefix, Bson::Array(vec![item.clone()]))?;

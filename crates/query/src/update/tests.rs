@@ -336,3 +336,19 @@ fn positional_operator_targets_first_element_the_query_matched() {
     let err = u.apply(&mut d, false).unwrap_err();
     assert_eq!(err.code(), 2);
 }
+
+#[test]
+fn positional_operator_fails_when_the_query_matched_no_element() {
+    let u = Update::parse(&doc! {"$set": {"a.$": 9}}).unwrap();
+    for q in [doc! {"_id": 1}, doc! {"_id": 1, "a": {"$exists": true}}] {
+        let q = crate::filter::Filter::parse(&q).unwrap();
+        let mut d = doc! {"_id": 1, "a": [1, 2]};
+        let err = u.apply_matched(&mut d, false, Some(&q)).unwrap_err();
+        assert_eq!(err.code(), 2);
+        assert_eq!(d, doc! {"_id": 1, "a": [1, 2]});
+    }
+    let q = crate::filter::Filter::parse(&doc! {"_id": 1, "a": 2}).unwrap();
+    let mut d = doc! {"_id": 1, "a": [1, 2]};
+    assert!(u.apply_matched(&mut d, false, Some(&q)).unwrap());
+    assert_eq!(d, doc! {"_id": 1, "a": [1, 9]});
+}

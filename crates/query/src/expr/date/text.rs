@@ -143,28 +143,59 @@ fn chrono_format(fmt: &str) -> Result<String, QueryError> {
     Ok(out)
 }
 
+/// Whether a zone is UTC (the default when no `timezone` is given).
+fn is_utc(zone: Zone) -> bool {
+    matches!(zone, Zone::Fixed(f) if f.local_minus_utc() == 0)
+}
+
+/// A date string that carries its own GMT offset (or `Z`) cannot be combined with a
+/// `timezone` argument other than UTC.
+fn offset_with_zone(zone: Zone) -> Result<(), QueryError> {
+    if is_utc(zone) {
+        Ok(())
+    } else {
+        Err(QueryError::ConversionFailure(
+            "you cannot pass in a date/time string with GMT offset together with a timezone argument"
+                .into(),
+        ))
+    }
+}
+
 /// Parses a date string; returns the UTC instant.
 fn parse_date_string(s: &str, fmt: Option<&str>, zone: Zone) -> Result<i64, QueryError> {
     let fail = || QueryError::ConversionFailure(format!("Error parsing date string '{s}'"));
     if let Some(fmt) = fmt {
         let cf = chrono_format(fmt)?;
-        if let Ok(d) = DateTime::parse_from_str(s, &cf) {
-            return Ok(d.timestamp_millis());
-        }
-        if let Ok(d) = NaiveDateTime::parse_from_str(s, &cf) {
-            return Ok(zone.to_utc(d));
-        }
-        if let Ok(d) = NaiveDate::parse_from_str(s, &cf) {
-            return Ok(zone.to_utc(midnight(d)));
-        }
-        return Err(fail());
+        let mut p = chrono::format::Parsed::new();
+        chrono::format::parse(&mut p, s, chrono::format::StrftimeItems::new(&cf))
+            .map_err(|_| fail())?;
+        let date = p.to_naive_date().map_err(|_| fail())?;
+        // Time parts not in the format are zero.
+        let hour = p.hour_div_12().unwrap_or(0) * 12 + p.hour_mod_12().unwrap_or(0);
+        let time = chrono::NaiveTime::from_hms_nano_opt(
+            hour,
+            p.minute().unwrap_or(0),
+            p.second().unwrap_or(0),
+            p.nanosecond().unwrap_or(0),
+        )
+        .ok_or_else(fail)?;
+        let local = date.and_time(time);
+        return match p.offset() {
+            Some(off) => {
+                offset_with_zone(zone)?;
+                Ok(local.and_utc().timestamp_millis() - i64::from(off) * 1000)
+            }
+            None => Ok(zone.to_utc(local)),
+        };
     }
     let t = s.trim();
     if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+        offset_with_zone(zone)?;
         return Ok(d.timestamp_millis());
     }
     for f in ["%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z"] {
         if let Ok(d) = DateTime::parse_from_str(t, f) {
+            offset_with_zone(zone)?;
             return Ok(d.timestamp_millis());
         }
     }
