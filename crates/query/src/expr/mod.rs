@@ -10,6 +10,7 @@ mod convert;
 mod date;
 mod named;
 mod ops;
+pub(crate) mod quantile;
 
 pub(crate) use date::{add_units, parse_zone, Unit, Zone};
 
@@ -460,11 +461,11 @@ fn parse_quantile(name: &str, arg: &Bson) -> Result<E, QueryError> {
             ),
         ));
     };
-    let spec = crate::pipeline::AccSpec::parse(name, arg)?;
+    let ps = quantile::parse_spec(name, d)?;
     let input = d.get("input").map(parse).transpose()?;
     Ok(E::Quantile {
         input: Box::new(input.unwrap_or(E::Lit(Bson::Null))),
-        ps: spec.quantiles(),
+        ps,
         median,
     })
 }
@@ -483,7 +484,7 @@ fn quantile_of(v: Option<Bson>, ps: &[f64], median: bool) -> Bson {
             .collect(),
         None => Vec::new(),
     };
-    let mut out = crate::pipeline::AccSpec::percentiles(xs, ps);
+    let mut out = quantile::percentiles(xs, ps);
     if median {
         out.pop().unwrap_or(Bson::Null)
     } else {

@@ -90,10 +90,7 @@ fn obj<'a>(name: &str, arg: &'a Bson) -> Result<&'a Document, QueryError> {
     }
 }
 
-fn field<'a>(name: &str, d: &'a Document, k: &str) -> Result<&'a Bson, QueryError> {
-    d.get(k)
-        .ok_or_else(|| QueryError::loc(5787907, format!("{name} requires a '{k}' field")))
-}
+use crate::expr::quantile::required as field;
 
 impl AccSpec {
     /// Parses `{<op>: <arg>}`'s operator and argument.
@@ -197,58 +194,9 @@ impl AccSpec {
             spec.n = Some(Expr::parse(field(name, d, "n")?)?);
         }
         if matches!(kind, AccKind::Median | AccKind::Percentile) {
-            match field(name, d, "method")? {
-                Bson::String(m) if m == "approximate" || m == "discrete" || m == "continuous" => {}
-                other => {
-                    return Err(QueryError::BadValue(format!(
-                        "Currently only 'approximate' can be used as percentile 'method', found {}",
-                        crate::error::render(other)
-                    )))
-                }
-            }
-        }
-        if kind == AccKind::Percentile {
-            let ps = match field(name, d, "p")? {
-                Bson::Array(items) if !items.is_empty() => items
-                    .iter()
-                    .map(|v| {
-                        Num::from_bson(v)
-                            .map(Num::as_f64)
-                            .filter(|f| (0.0..=1.0).contains(f))
-                    })
-                    .collect::<Option<Vec<f64>>>(),
-                _ => None,
-            };
-            spec.p = ps.ok_or_else(|| {
-                QueryError::loc(
-                    7750301,
-                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]",
-                )
-            })?;
+            spec.p = crate::expr::quantile::parse_spec(name, d)?;
         }
         Ok(spec)
-    }
-
-    /// The discrete percentiles `ps` of `xs` (the smallest value with at least a
-    /// fraction `p` of the values at or below it); null for each when `xs` is empty.
-    pub(crate) fn percentiles(mut xs: Vec<f64>, ps: &[f64]) -> Vec<Bson> {
-        xs.sort_by(|a, b| a.total_cmp(b));
-        ps.iter()
-            .map(|p| {
-                let rank = (p * xs.len() as f64).ceil() as usize;
-                let idx = rank.saturating_sub(1).min(xs.len().saturating_sub(1));
-                xs.get(idx).map(|x| Bson::Double(*x)).unwrap_or(Bson::Null)
-            })
-            .collect()
-    }
-
-    /// The percentiles asked for (`p` of `$percentile`; `[0.5]` for `$median`).
-    pub(crate) fn quantiles(&self) -> Vec<f64> {
-        if self.kind == AccKind::Median {
-            vec![0.5]
-        } else {
-            self.p.clone()
-        }
     }
 
     /// A fresh accumulator state.
@@ -495,9 +443,11 @@ impl AccSpec {
                         .filter_map(|(v, _)| Num::from_bson(v).map(Num::as_f64))
                         .collect();
                     if self.kind == AccKind::Median {
-                        Self::percentiles(xs, &[0.5]).pop().unwrap_or(Bson::Null)
+                        crate::expr::quantile::percentiles(xs, &[0.5])
+                            .pop()
+                            .unwrap_or(Bson::Null)
                     } else {
-                        Bson::Array(Self::percentiles(xs, &self.p))
+                        Bson::Array(crate::expr::quantile::percentiles(xs, &self.p))
                     }
                 }
                 _ => Bson::Array(items.iter().map(|(v, _)| v.clone()).collect()),
