@@ -108,3 +108,47 @@ def test_merge_on_fields_without_a_unique_index_is_refused_before_writing(db):
     with pytest.raises(OperationFailure) as e:
         list(db.src.aggregate([{"$project": {"v": 0}}, {"$merge": {"into": "tgt", "on": "v"}}]))
     assert e.value.code == 51132
+
+
+@pytest.fixture
+def schools(db):
+    db.schools.insert_many([
+        {"_id": 1, "zipcode": "63109", "students": [
+            {"name": "john", "school": 102, "age": 10}, {"name": "jess", "school": 102, "age": 11},
+            {"name": "jeff", "school": 108, "age": 15}]},
+        {"_id": 2, "zipcode": "63110", "students": [{"name": "ajax", "school": 100, "age": 7}]},
+        {"_id": 3, "zipcode": "63109", "students": [{"name": "ajax", "school": 100, "age": 7},
+                                                     {"name": "achilles", "school": 100, "age": 8}]},
+        {"_id": 4, "zipcode": "63109", "students": [{"name": "barney", "school": 102, "age": 7},
+                                                     {"name": "ruth", "school": 102, "age": 16}]},
+    ])
+    return db.schools
+
+
+def test_elem_match_projection_keeps_the_first_matching_element_after_the_other_fields(schools):
+    got = list(schools.find({"zipcode": "63109"}, {"students": {"$elemMatch": {"school": 102}}}))
+    assert got == [
+        {"_id": 1, "students": [{"name": "john", "school": 102, "age": 10}]},
+        {"_id": 3},
+        {"_id": 4, "students": [{"name": "barney", "school": 102, "age": 7}]},
+    ]
+    got = schools.find_one({"_id": 4}, {"students": {"$elemMatch": {"school": 102, "age": {"$gt": 10}}}, "zipcode": 1})
+    assert list(got) == ["_id", "zipcode", "students"]
+    assert got["students"] == [{"name": "ruth", "school": 102, "age": 16}]
+    # With exclusions, every other field stays.
+    got = schools.find_one({"_id": 1}, {"zipcode": 0, "students": {"$elemMatch": {"age": {"$gte": 11}}}})
+    assert got == {"_id": 1, "students": [{"name": "jess", "school": 102, "age": 11}]}
+
+
+def test_positional_projection_keeps_the_element_the_query_matched(schools, db):
+    got = schools.find_one({"_id": 1, "students.age": {"$gt": 10}}, {"students.$": 1})
+    assert got == {"_id": 1, "students": [{"name": "jess", "school": 102, "age": 11}]}
+    db.grades.insert_one({"_id": 7, "semester": 1, "grades": [70, 87, 90]})
+    assert db.grades.find_one({"grades": {"$gte": 85}}, {"grades.$": 1}) == {"_id": 7, "grades": [87]}
+    # A query that matched no element of the array.
+    with pytest.raises(OperationFailure) as e:
+        db.grades.find_one({"_id": 7}, {"grades.$": 1})
+    assert e.value.code == 51246
+    # findAndModify's fields take it too.
+    got = db.grades.find_one_and_update({"grades": 90}, {"$set": {"seen": True}}, projection={"grades.$": 1})
+    assert got == {"_id": 7, "grades": [90]}

@@ -1,12 +1,15 @@
 //! Find/`$project` projections: inclusion, exclusion, nested and dotted
 //! paths, `$slice`, and computed fields (aggregation expressions, MongoDB 4.4+).
 //! Output field order follows the source document; computed fields that are
-//! new are appended in specification order.
+//! new are appended in specification order. A find's projection may also use
+//! `$elemMatch` (the first matching element of an array field, appended after the
+//! other fields) and the positional `<array>.$` (the first element the query matched).
 
 use bson::{Bson, Document};
 
 use crate::error::QueryError;
 use crate::expr::Expr;
+use crate::filter::Filter;
 
 /// A parsed projection.
 #[derive(Debug, Clone)]
@@ -15,6 +18,11 @@ pub struct Projection {
     inclusion: bool,
     exclude_id: bool,
     empty: bool,
+    /// A find's `$elemMatch` fields (top-level): each keeps the first element of its
+    /// array that the filter (on the field, as `{f: {$elemMatch: ...}}`) matches.
+    elem_match: Vec<(String, Filter)>,
+    /// A find's positional `<path>.$` and the find's query.
+    positional: Option<(Vec<String>, Filter)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -34,6 +42,10 @@ enum Item {
 #[derive(Default)]
 struct Mode {
     inclusion: Option<bool>,
+    /// Whether `$elemMatch` and positional projections are allowed (a find's).
+    find: bool,
+    elem_match: Vec<(String, Filter)>,
+    positional: Option<Vec<String>>,
 }
 
 impl Node {
@@ -80,18 +92,39 @@ impl Node {
 impl Projection {
     /// Parses a projection document.
     pub fn parse(spec: &Document) -> Result<Projection, QueryError> {
+        Projection::parse_with(spec, Mode::default(), None)
+    }
+
+    /// Parses a find's projection, which may also use `$elemMatch` and the positional
+    /// `.$` (the first element of the array that `query` matched).
+    pub fn parse_find(spec: &Document, query: &Filter) -> Result<Projection, QueryError> {
+        let mode = Mode {
+            find: true,
+            ..Mode::default()
+        };
+        Projection::parse_with(spec, mode, Some(query))
+    }
+
+    fn parse_with(
+        spec: &Document,
+        mut mode: Mode,
+        query: Option<&Filter>,
+    ) -> Result<Projection, QueryError> {
         let mut root = Node::default();
-        let mut mode = Mode::default();
         let mut exclude_id = false;
         parse_into(&mut root, spec, "", &mut mode, &mut exclude_id)?;
+        let only_elem_match = !mode.elem_match.is_empty() && mode.inclusion.is_none();
         Ok(Projection {
             root,
-            // `{_id: 1}` alone is an inclusion projection.
+            // `{_id: 1}` alone is an inclusion projection, as is `$elemMatch` alone.
             inclusion: mode.inclusion.unwrap_or_else(|| {
-                spec.len() == 1 && spec.get("_id").is_some_and(crate::expr::truthy)
+                only_elem_match
+                    || spec.len() == 1 && spec.get("_id").is_some_and(crate::expr::truthy)
             }),
             exclude_id,
             empty: spec.is_empty(),
+            elem_match: mode.elem_match,
+            positional: mode.positional.zip(query.cloned()),
         })
     }
 
@@ -119,7 +152,7 @@ impl Projection {
             .fields
             .iter()
             .all(|(_, item)| matches!(item, Item::Include | Item::Exclude | Item::Computed(_)));
-        if self.empty || !flat {
+        if self.empty || !flat || !self.elem_match.is_empty() || self.positional.is_some() {
             return self.try_apply(&doc);
         }
         let computed = self
@@ -167,8 +200,79 @@ impl Projection {
         if self.exclude_id {
             out.remove("_id");
         }
+        if let Some((path, query)) = &self.positional {
+            positional(&mut out, doc, path, query)?;
+        }
+        for (field, filter) in &self.elem_match {
+            out.remove(field);
+            let Some(Bson::Array(items)) = doc.get(field) else {
+                continue;
+            };
+            let first = items.iter().find(|item| {
+                let mut one = Document::new();
+                one.insert(field.clone(), Bson::Array(vec![(*item).clone()]));
+                filter.matches(&one)
+            });
+            if let Some(item) = first {
+                out.insert(field.clone(), Bson::Array(vec![item.clone()]));
+            }
+        }
         Ok(out)
     }
+}
+
+/// The array at `path` of `doc`, walking documents only.
+fn array_at<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Vec<Bson>> {
+    let (last, parents) = path.split_last()?;
+    let mut cur = doc;
+    for p in parents {
+        cur = cur.get_document(p).ok()?;
+    }
+    cur.get_array(last).ok()
+}
+
+/// `doc` with the array at `path` replaced by `items`.
+fn with_array(doc: &Document, path: &[String], items: Vec<Bson>) -> Document {
+    let mut out = doc.clone();
+    let mut cur = &mut out;
+    let Some((last, parents)) = path.split_last() else {
+        return out;
+    };
+    for p in parents {
+        match cur.get_mut(p) {
+            Some(Bson::Document(d)) => cur = d,
+            _ => return doc.clone(),
+        }
+    }
+    cur.insert(last.clone(), Bson::Array(items));
+    out
+}
+
+/// Narrows the array at `path` in the projected `out` to the first element of `doc`'s
+/// array that `query` matched: the query holds with the array narrowed to that element
+/// and fails with it empty (a query that holds regardless matched no element).
+fn positional(
+    out: &mut Document,
+    doc: &Document,
+    path: &[String],
+    query: &Filter,
+) -> Result<(), QueryError> {
+    let not_found = || {
+        QueryError::loc(
+            51246,
+            "positional operator '.$' couldn't find a matching element in the array",
+        )
+    };
+    let items = array_at(doc, path).ok_or_else(not_found)?;
+    if query.matches(&with_array(doc, path, Vec::new())) {
+        return Err(not_found());
+    }
+    let matched = items
+        .iter()
+        .find(|item| query.matches(&with_array(doc, path, vec![(*item).clone()])))
+        .ok_or_else(not_found)?;
+    *out = with_array(out, path, vec![matched.clone()]);
+    Ok(())
 }
 
 fn parse_into(
@@ -184,9 +288,36 @@ fn parse_into(
         } else {
             format!("{prefix}.{key}")
         };
+        if let Some(array) = full.strip_suffix(".$").filter(|_| mode.find) {
+            if mode.positional.is_some() || key.matches(".$").count() > 1 {
+                return Err(QueryError::loc(
+                    31276,
+                    "Cannot specify more than one positional projection per query.",
+                ));
+            }
+            if !crate::expr::truthy(value) || matches!(value, Bson::Document(_)) {
+                return Err(QueryError::loc(
+                    31395,
+                    format!("positional projection cannot be used with exclusion or an expression: {full}"),
+                ));
+            }
+            if mode.inclusion == Some(false) {
+                return Err(QueryError::loc(
+                    31253,
+                    format!("Cannot do inclusion on field {full} in exclusion projection"),
+                ));
+            }
+            mode.inclusion = Some(true);
+            let path: Vec<String> = array.split('.').map(str::to_string).collect();
+            let parts: Vec<&str> = array.split('.').collect();
+            node.insert(&parts, Item::Include, array)?;
+            mode.positional = Some(path);
+            continue;
+        }
         if key.ends_with(".$") || key == "$" {
-            return Err(QueryError::bad(
-                "positional projection is not supported yet",
+            return Err(QueryError::loc(
+                31324,
+                "Cannot use positional projection in aggregation projection",
             ));
         }
         let parts: Vec<&str> = key.split('.').collect();
@@ -225,6 +356,14 @@ fn parse_into(
                         } =>
                 {
                     parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?
+                }
+                Some(op) if op == "$elemMatch" && mode.find => {
+                    if parts.len() > 1 || !prefix.is_empty() {
+                        return Err(QueryError::bad("Cannot use $elemMatch projection on a nested field."));
+                    }
+                    let filter = Filter::parse(&bson::doc! {key.clone(): {"$elemMatch": d.get("$elemMatch").cloned().unwrap_or(Bson::Null)}})?;
+                    mode.elem_match.push((key.clone(), filter));
+                    continue;
                 }
                 Some(op) if op == "$elemMatch" || op == "$meta" => {
                     return Err(QueryError::bad(format!("{op} projection is not supported yet")))
@@ -499,6 +638,21 @@ mod tests {
     }
 
     #[test]
+    fn find_elem_match_and_positional_projections_narrow_arrays() {
+        let d = doc! {"_id": 1, "z": 5, "a": [{"b": 1}, {"b": 2}, {"b": 2, "c": 1}]};
+        let q = Filter::parse(&doc! {"a.b": 2}).unwrap();
+        let p = Projection::parse_find(&doc! {"a": {"$elemMatch": {"b": 2}}}, &q).unwrap();
+        assert_eq!(p.apply(&d), doc! {"_id": 1, "a": [{"b": 2}]});
+        let p = Projection::parse_find(&doc! {"a.$": 1, "z": 1}, &q).unwrap();
+        assert_eq!(p.apply(&d), doc! {"_id": 1, "z": 5, "a": [{"b": 2}]});
+        // Aggregation projections refuse both.
+        assert!(Projection::parse(&doc! {"a.$": 1}).is_err());
+        assert!(Projection::parse(&doc! {"a": {"$elemMatch": {"b": 2}}}).is_err());
+        let nested = Projection::parse_find(&doc! {"x.a": {"$elemMatch": {"b": 2}}}, &q);
+        assert!(nested.is_err());
+    }
+
+    #[test]
     fn mixing_inclusion_and_exclusion_is_rejected() {
         assert_eq!(
             Projection::parse(&doc! {"a": 1, "b": 0})
@@ -551,8 +705,11 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_projection_operators_error() {
-        assert_eq!(Projection::parse(&doc! {"a.$": 1}).unwrap_err().code(), 2);
+    fn find_only_projection_operators_error_in_aggregation() {
+        assert_eq!(
+            Projection::parse(&doc! {"a.$": 1}).unwrap_err().code(),
+            31324
+        );
         assert_eq!(
             Projection::parse(&doc! {"a": {"$elemMatch": {"b": 1}}})
                 .unwrap_err()

@@ -107,7 +107,7 @@ pub fn find(req: &Request) -> CmdResult {
     let projection = req
         .opt_document("projection")?
         .filter(|p| !p.is_empty())
-        .map(Projection::parse)
+        .map(|p| Projection::parse_find(p, &filter))
         .transpose()?;
     // The find command has no negative values (a driver sends a shell's negative limit
     // as `limit` and `singleBatch`), nor the legacy `ntoreturn`.

@@ -36,7 +36,7 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
     let fields = req
         .opt_document("fields")?
         .filter(|f| !f.is_empty())
-        .map(Projection::parse)
+        .map(|p| Projection::parse_find(p, &filter))
         .transpose()?;
     let remove = req.opt_bool("remove")?.unwrap_or(false);
     let return_new = req.opt_bool("new")?.unwrap_or(false);
