@@ -114,8 +114,10 @@ fn agg_walk(value: &Bson, rest: &[String]) -> Option<Bson> {
     }
 }
 
-/// Sets a value at a path of documents only (creating intermediate
-/// documents, replacing non-documents). Used by `$addFields` and seeds.
+/// Sets a value at a path of documents only (creating intermediate documents, replacing
+/// any other value on the way, arrays included): stages that build their output
+/// documents ($unwind, $lookup, $densify, window outputs). `$addFields` uses
+/// [`set_field_path`], which reaches into arrays.
 pub fn set_doc_path(doc: &mut Document, parts: &[&str], value: Bson) {
     let Some((first, rest)) = parts.split_first() else {
         return;

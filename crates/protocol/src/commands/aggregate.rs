@@ -296,16 +296,8 @@ fn explain_distinct(
     ),
     execute: bool,
 ) -> CmdResult {
-    let mut planner = doc! {
-        "namespace": format!("{}.{coll}", req.db),
-        "indexFilterSet": false,
-        "parsedQuery": {},
-        "maxIndexedOrSolutionsReached": false,
-        "maxIndexedAndSolutionsReached": false,
-        "maxScansToExplodeReached": false,
-        "winningPlan": super::aggregate_source::distinct_plan(&group.index, group.last, None),
-        "rejectedPlans": [],
-    };
+    let ns = format!("{}.{coll}", req.db);
+    let mut planner = super::aggregate_source::distinct_query_planner(ns, &group.index, group.last);
     let mut cursor = Document::new();
     let mut stats = None;
     if execute {

@@ -231,3 +231,17 @@ pub fn distinct_plan(index: &Arc<Index>, last: bool, stats: Option<(&ScanStats, 
     fetch.insert("inputStage", scan);
     fetch
 }
+
+/// explain's `queryPlanner` of a DISTINCT_SCAN of `index` reading namespace `ns`.
+pub fn distinct_query_planner(ns: String, index: &Arc<Index>, last: bool) -> Document {
+    doc! {
+        "namespace": ns,
+        "indexFilterSet": false,
+        "parsedQuery": {},
+        "maxIndexedOrSolutionsReached": false,
+        "maxIndexedAndSolutionsReached": false,
+        "maxScansToExplodeReached": false,
+        "winningPlan": distinct_plan(index, last, None),
+        "rejectedPlans": [],
+    }
+}

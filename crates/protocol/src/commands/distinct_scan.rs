@@ -109,19 +109,9 @@ pub fn explain_by_scan(
         return Ok(None);
     };
     let plan = |stats| super::aggregate_source::distinct_plan(&index, false, stats);
-    let mut reply = doc! {
-        "explainVersion": "1",
-        "queryPlanner": {
-            "namespace": format!("{}.{coll}", req.db),
-            "indexFilterSet": false,
-            "parsedQuery": {},
-            "maxIndexedOrSolutionsReached": false,
-            "maxIndexedAndSolutionsReached": false,
-            "maxScansToExplodeReached": false,
-            "winningPlan": plan(None),
-            "rejectedPlans": [],
-        },
-    };
+    let ns = format!("{}.{coll}", req.db);
+    let planner = super::aggregate_source::distinct_query_planner(ns, &index, false);
+    let mut reply = doc! {"explainVersion": "1", "queryPlanner": planner};
     if execute {
         let started = std::time::Instant::now();
         let (values, stats) = scanned_values(&c, &index, &key)?;
