@@ -219,6 +219,29 @@ impl Num {
     }
 }
 
+/// A finite decimal split into sign, coefficient digits (no leading zeros; "0" for
+/// zero) and exponent: its value is `coefficient * 10^exponent`.
+pub(crate) fn decimal_parts(d: &bson::Decimal128) -> Option<(bool, String, i64)> {
+    let s = d.to_string();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.as_str()),
+    };
+    let (mantissa, exp) = match body.split_once(['E', 'e']) {
+        Some((m, e)) => (m, e.trim_start_matches('+').parse::<i64>().ok()?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int}{frac}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let trimmed = digits.trim_start_matches('0');
+    let coeff = if trimmed.is_empty() { "0" } else { trimmed };
+    let exp = exp.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    Some((neg, coeff.to_string(), exp))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

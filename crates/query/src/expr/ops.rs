@@ -484,35 +484,13 @@ fn round_int(x: i128, places: i64, trunc: bool) -> i128 {
     }
 }
 
-/// A finite decimal split into sign, coefficient digits and exponent.
-fn decimal_parts(d: &bson::Decimal128) -> Option<(bool, String, i64)> {
-    let s = d.to_string();
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, s.as_str()),
-    };
-    let (mantissa, exp) = match body.split_once(['E', 'e']) {
-        Some((m, e)) => (m, e.trim_start_matches('+').parse::<i64>().ok()?),
-        None => (body, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = format!("{int}{frac}");
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let trimmed = digits.trim_start_matches('0');
-    let coeff = if trimmed.is_empty() { "0" } else { trimmed };
-    let exp = exp.checked_sub(i64::try_from(frac.len()).ok()?)?;
-    Some((neg, coeff.to_string(), exp))
-}
-
 /// `$round` / `$trunc` of a Decimal128 to `places`: the result has exponent
 /// `-places` (rounding half to even, or truncating), as a decimal quantize does;
 /// when that needs more than 34 digits, it keeps 34. NaN and infinities are
 /// returned as they are.
 fn round_decimal(d: &bson::Decimal128, places: i64, trunc: bool) -> Bson {
     const MAX_DIGITS: usize = 34;
-    let Some((neg, coeff, exp)) = decimal_parts(d) else {
+    let Some((neg, coeff, exp)) = crate::num::decimal_parts(d) else {
         return Bson::Decimal128(*d);
     };
     let target = -places;

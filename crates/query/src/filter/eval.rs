@@ -97,6 +97,7 @@ pub(crate) fn leaf_matches(pred: &Pred, v: &Bson) -> bool {
         Pred::Type(sels) => sels.iter().any(|s| s.matches(v)),
         Pred::Mod(d, r) => mod_matches(v, *d, *r),
         Pred::Geo(g) => g.matches(v),
+        Pred::Bits(t) => t.matches(v),
         Pred::Exists(_)
         | Pred::Not(_)
         | Pred::All(_)

@@ -2,6 +2,7 @@
 //! filter language into a [`Filter`] tree, plus helpers for point lookups
 //! (`_id` equality) and upsert seeding. Matching lives in [`eval`].
 
+pub mod bits;
 pub mod doc_validation;
 mod eval;
 pub mod json_schema;
@@ -86,6 +87,8 @@ pub enum Pred {
     Never,
     /// `$geoWithin`, `$geoIntersects`, `$near`, `$nearSphere`.
     Geo(Box<crate::geo::GeoPred>),
+    /// `$bitsAllSet`, `$bitsAnySet`, `$bitsAllClear`, `$bitsAnyClear`.
+    Bits(Box<bits::BitTest>),
 }
 
 impl Filter {
@@ -319,7 +322,7 @@ fn parse_doc_at(spec: &Document, sub: bool) -> Result<Node, QueryError> {
             check_path_length(key)?;
             nodes.push(Node::Field {
                 path: key.clone(),
-                preds: parse_field_value(value)?,
+                preds: parse_field_value_at(value, key)?,
             });
         }
     }
@@ -354,8 +357,13 @@ fn is_operator_doc(d: &Document) -> bool {
 
 /// Parses the value side of `field: value` into predicates.
 pub fn parse_field_value(value: &Bson) -> Result<Vec<Pred>, QueryError> {
+    parse_field_value_at(value, "")
+}
+
+/// [`parse_field_value`] for the field `path` (named by some error messages).
+fn parse_field_value_at(value: &Bson, path: &str) -> Result<Vec<Pred>, QueryError> {
     match value {
-        Bson::Document(d) if is_operator_doc(d) => parse_operators(d),
+        Bson::Document(d) if is_operator_doc(d) => parse_operators_at(d, path),
         Bson::RegularExpression(r) => Ok(vec![Pred::Regex(Box::new(RegexPred::new(
             &r.pattern, &r.options,
         )?))]),
@@ -393,6 +401,11 @@ fn number_arg(v: &Bson) -> Option<crate::num::Num> {
 
 /// Parses an operator document such as `{$gt: 1, $lt: 5}`.
 pub fn parse_operators(d: &Document) -> Result<Vec<Pred>, QueryError> {
+    parse_operators_at(d, "")
+}
+
+/// [`parse_operators`] on the field `path` (`""` inside a value `$elemMatch`).
+fn parse_operators_at(d: &Document, path: &str) -> Result<Vec<Pred>, QueryError> {
     let mut preds = Vec::new();
     let regex_value = d.get("$regex");
     let options = d.get("$options");
@@ -420,7 +433,7 @@ pub fn parse_operators(d: &Document) -> Result<Vec<Pred>, QueryError> {
             "$mod" => parse_mod(v)?,
             "$all" => parse_all(v)?,
             "$elemMatch" => parse_elem_match(v)?,
-            "$not" => parse_not(v)?,
+            "$not" => parse_not(v, path)?,
             "$regex" => parse_regex(v, options)?,
             "$options" => continue,
             "$comment" => continue,
@@ -433,8 +446,13 @@ pub fn parse_operators(d: &Document) -> Result<Vec<Pred>, QueryError> {
             {
                 continue
             }
-            "$where" | "$text" | "$bitsAllSet" | "$bitsAnySet" | "$bitsAllClear"
-            | "$bitsAnyClear" | "$jsonSchema" | "$expr" => {
+            "$bitsAllSet" | "$bitsAnySet" | "$bitsAllClear" | "$bitsAnyClear" => {
+                match bits::BitsOp::from_name(key) {
+                    Some(op) => Pred::Bits(Box::new(bits::BitTest::parse(op, path, v)?)),
+                    None => return Err(QueryError::bad(format!("unknown operator: {key}"))),
+                }
+            }
+            "$where" | "$text" | "$jsonSchema" | "$expr" => {
                 return Err(QueryError::bad(format!("{key} is not supported")))
             }
             _ => return Err(QueryError::bad(format!("unknown operator: {key}"))),
@@ -545,7 +563,7 @@ fn parse_elem_match(v: &Bson) -> Result<Pred, QueryError> {
     }
 }
 
-fn parse_not(v: &Bson) -> Result<Pred, QueryError> {
+fn parse_not(v: &Bson, path: &str) -> Result<Pred, QueryError> {
     match v {
         Bson::RegularExpression(r) => Ok(Pred::Not(vec![Pred::Regex(Box::new(RegexPred::new(
             &r.pattern, &r.options,
@@ -560,7 +578,7 @@ fn parse_not(v: &Bson) -> Result<Pred, QueryError> {
                     d.keys().next().map(String::as_str).unwrap_or("")
                 )));
             }
-            Ok(Pred::Not(parse_operators(d)?))
+            Ok(Pred::Not(parse_operators_at(d, path)?))
         }
         _ => Err(QueryError::bad("$not needs a regex or a document")),
     }

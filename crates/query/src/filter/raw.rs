@@ -86,6 +86,7 @@ mod tests {
             doc! {"a": {"$elemMatch": {"b": {"$lt": 3}}}},
             doc! {"$nor": [{"_id": {"$in": [1, 2]}}]},
             doc! {"c": {"$not": {"$regex": "^x"}}},
+            doc! {"a.b": {"$bitsAnySet": [0, 2]}, "e": {"$bitsAllClear": 1}},
         ];
         for spec in &filters {
             let f = Filter::parse(spec).expect("filter");

@@ -552,6 +552,36 @@ impl Merge {
         Ok(m)
     }
 
+    /// A duplicate key error of one of the stage's writes, in MongoDB's context: with
+    /// `whenMatched: 'fail'`, a duplicate on exactly the `on` fields means an existing
+    /// document matched; any other duplicate (another unique index) is a plain
+    /// `DuplicateKey` failure. Other errors pass through.
+    fn dup_key_context(&self, e: QueryError) -> QueryError {
+        if e.code() != 11000 {
+            return e;
+        }
+        let (msg, info) = match e {
+            QueryError::CodedWithInfo(_, msg, info) => (msg, Some(info)),
+            other => (other.message(), None),
+        };
+        let pattern = info
+            .as_ref()
+            .and_then(|i| i.get_document("keyPattern").ok());
+        let on_fields = pattern
+            .is_some_and(|p| p.len() == self.on.len() && self.on.iter().all(|f| p.contains_key(f)));
+        let context = match (&self.matched, on_fields) {
+            (WhenMatched::Fail, true) => {
+                "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields"
+            }
+            _ => "$merge failed due to a DuplicateKey error",
+        };
+        let msg = format!("{context} :: caused by :: {msg}");
+        match info {
+            Some(info) => QueryError::CodedWithInfo(11000, msg, info),
+            None => QueryError::Coded(11000, msg),
+        }
+    }
+
     /// Writes each document into the target; outputs nothing.
     pub fn run(
         &self,
@@ -601,10 +631,21 @@ impl Merge {
                     let new = match &self.matched {
                         WhenMatched::KeepExisting => continue,
                         WhenMatched::Fail => {
-                            // As a unique index's duplicate key: the `on` fields and their values.
+                            // MongoDB inserts, and the unique index on the `on` fields refuses
+                            // the document: its duplicate key error, in the `on` fields' context.
+                            // Only the `_id` index's name is known here.
                             let pattern: Document = key.keys().map(|k| (k.clone(), Bson::Int32(1))).collect();
-                            let msg = format!("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: {db}.{} dup key: {}", self.coll, crate::error::render_doc(&key));
-                            return Err(QueryError::CodedWithInfo(11000, msg, Box::new(doc! {"keyPattern": pattern, "keyValue": key})));
+                            let index = match self.on.as_slice() {
+                                [only] if only == "_id" => " index: _id_",
+                                _ => "",
+                            };
+                            let msg = format!(
+                                "E11000 duplicate key error collection: {db}.{}{index} dup key: {}",
+                                self.coll,
+                                crate::error::render_doc(&key)
+                            );
+                            let e = QueryError::CodedWithInfo(11000, msg, Box::new(doc! {"keyPattern": pattern, "keyValue": key}));
+                            return Err(self.dup_key_context(e));
                         }
                         WhenMatched::Replace => {
                             let mut n = Document::new();
@@ -650,10 +691,13 @@ impl Merge {
                             n
                         }
                     };
-                    ctx.replace_document(db, &self.coll, &id, new)?;
+                    ctx.replace_document(db, &self.coll, &id, new)
+                        .map_err(|e| self.dup_key_context(e))?;
                 }
                 None => match self.not_matched {
-                    WhenNotMatched::Insert => ctx.insert_document(db, &self.coll, doc)?,
+                    WhenNotMatched::Insert => ctx
+                        .insert_document(db, &self.coll, doc)
+                        .map_err(|e| self.dup_key_context(e))?,
                     WhenNotMatched::Discard => {}
                     WhenNotMatched::Fail => {
                         return Err(QueryError::loc(
@@ -685,6 +729,124 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(e.code(), 31441);
+    }
+
+    /// A target collection `tgt` whose inserts are refused on a duplicate `_id`, with a
+    /// unique index on `a`.
+    struct Target(std::sync::Mutex<Vec<Document>>);
+
+    impl crate::pipeline::PipelineContext for Target {
+        fn read_collection(&self, _: &str, _: &str) -> Result<Vec<Document>, QueryError> {
+            Ok(self.0.lock().map(|d| d.clone()).unwrap_or_default())
+        }
+        fn replace_collection(
+            &self,
+            _: &str,
+            _: &str,
+            _: Vec<Document>,
+            _: Option<&Document>,
+        ) -> Result<(), QueryError> {
+            Ok(())
+        }
+        fn find_matching(
+            &self,
+            _: &str,
+            _: &str,
+            key: &Document,
+        ) -> Result<Vec<Document>, QueryError> {
+            let f = Filter::parse(key)?;
+            Ok(self
+                .read_collection("", "")?
+                .into_iter()
+                .filter(|d| f.matches(d))
+                .collect())
+        }
+        fn has_unique_index(
+            &self,
+            _: &str,
+            _: &str,
+            fields: &[String],
+        ) -> Result<bool, QueryError> {
+            Ok(fields == ["a"])
+        }
+        fn insert_document(&self, db: &str, coll: &str, doc: Document) -> Result<(), QueryError> {
+            let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+            let mut docs = self.0.lock().expect("lock");
+            if docs.iter().any(|d| d.get("_id") == Some(&id)) {
+                let key = doc! {"_id": id};
+                return Err(QueryError::CodedWithInfo(
+                    11000,
+                    format!(
+                        "E11000 duplicate key error collection: {db}.{coll} index: _id_ dup key: {}",
+                        crate::error::render_doc(&key)
+                    ),
+                    Box::new(doc! {"keyPattern": {"_id": 1}, "keyValue": key}),
+                ));
+            }
+            docs.push(doc);
+            Ok(())
+        }
+        fn replace_document(
+            &self,
+            _: &str,
+            _: &str,
+            _: &Bson,
+            _: Document,
+        ) -> Result<(), QueryError> {
+            Ok(())
+        }
+    }
+
+    fn merge_into_target(spec: Document, input: Vec<Document>) -> QueryError {
+        let ctx = Target(std::sync::Mutex::new(vec![doc! {"_id": 1, "a": 5}]));
+        let opts = RunOptions {
+            context: Some(&ctx),
+            ..RunOptions::default()
+        };
+        Merge::parse(&Bson::Document(spec))
+            .and_then(|m| m.run(input, &opts))
+            .expect_err("the merge fails")
+    }
+
+    #[test]
+    fn merge_when_matched_fail_on_id_reports_the_id_index_duplicate_key() {
+        let e = merge_into_target(
+            doc! {"into": "tgt", "whenMatched": "fail", "whenNotMatched": "insert"},
+            vec![doc! {"_id": 1, "a": 6}],
+        );
+        assert_eq!(e.code(), 11000);
+        assert_eq!(
+            e.message(),
+            "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields :: caused by :: E11000 duplicate key error collection: test.tgt index: _id_ dup key: { _id: 1 }"
+        );
+        let QueryError::CodedWithInfo(_, _, info) = e else {
+            panic!("no keyPattern/keyValue");
+        };
+        assert_eq!(
+            *info,
+            doc! {"keyPattern": {"_id": 1}, "keyValue": {"_id": 1}}
+        );
+    }
+
+    #[test]
+    fn merge_duplicate_keys_off_the_on_fields_are_plain_duplicate_key_failures() {
+        // Joined on `a` (no match), the insert collides on `_id`.
+        let e = merge_into_target(
+            doc! {"into": "tgt", "on": "a", "whenMatched": "fail", "whenNotMatched": "insert"},
+            vec![doc! {"_id": 1, "a": 6}],
+        );
+        assert_eq!(
+            (e.code(), e.message()),
+            (11000, "$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: test.tgt index: _id_ dup key: { _id: 1 }".to_string())
+        );
+        let e = merge_into_target(
+            doc! {"into": "tgt", "on": "a", "whenMatched": "fail", "whenNotMatched": "insert"},
+            vec![doc! {"_id": 2, "a": 5}],
+        );
+        assert!(
+            e.message().starts_with("$merge with whenMatched: fail found an existing document with the same values for the 'on' fields :: caused by :: E11000 duplicate key error collection: test.tgt"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -206,7 +206,7 @@ impl Update {
                 new
             }
         };
-        check_id(doc, &mut new)?;
+        check_id(doc, &mut new, self)?;
         let changed = !doc.iter().eq(new.iter());
         *doc = new;
         Ok(changed)
@@ -252,35 +252,57 @@ fn resolve_positional(
     Err(not_found())
 }
 
-fn check_id(old: &Document, new: &mut Document) -> Result<(), QueryError> {
+/// Refuses an update that changed `_id`, with MongoDB's message for the kind of update:
+/// an operator update names the path it updated; a pipeline's result is checked as a
+/// replacement document is. An `_id` equal under comparison (`1` and `1.0`) keeps its
+/// stored value.
+fn check_id(old: &Document, new: &mut Document, update: &Update) -> Result<(), QueryError> {
     let Some(old_id) = old.get("_id") else {
         return Ok(());
     };
     match new.get("_id") {
         Some(id) if id == old_id => Ok(()),
-        Some(id) if values_equal(id, old_id) && !matches!(id, Bson::Document(_) | Bson::Array(_)) => {
+        Some(id)
+            if values_equal(id, old_id) && !matches!(id, Bson::Document(_) | Bson::Array(_)) =>
+        {
             new.insert("_id", old_id.clone());
             Ok(())
         }
-        Some(id) => Err(QueryError::ImmutableField(format!(
-            "Performing an update on the path '_id' would modify the immutable field '_id'; after applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
-            render(id)
-        ))),
-        None => Err(QueryError::ImmutableField(
-            "Performing an update on the path '_id' would modify the immutable field '_id'".into(),
-        )),
+        Some(id) if matches!(update, Update::Pipeline(_)) => Err(id_altered(id)),
+        _ => {
+            let path = match update {
+                Update::Operators(ops, _) => ops.iter().find_map(id_path),
+                _ => None,
+            };
+            Err(QueryError::ImmutableField(format!(
+                "Performing an update on the path '{}' would modify the immutable field '_id'",
+                path.as_deref().unwrap_or("_id")
+            )))
+        }
     }
+}
+
+/// The dotted path an operator writes under `_id`, if it writes there.
+fn id_path(op: &FieldOp) -> Option<String> {
+    let target = match &op.op {
+        Op::Rename(to) => to,
+        _ => &op.path,
+    };
+    (target.first().map(String::as_str) == Some("_id")).then(|| target.join("."))
+}
+
+/// A replacement (or pipeline result) whose `_id` differs from the stored one.
+fn id_altered(id: &Bson) -> QueryError {
+    QueryError::ImmutableField(format!(
+        "After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
+        render(id)
+    ))
 }
 
 fn replacement(old: &Document, repl: &Document) -> Result<Document, QueryError> {
     let mut new = Document::new();
     match (old.get("_id"), repl.get("_id")) {
-        (Some(id), Some(rid)) if !values_equal(id, rid) => {
-            return Err(QueryError::ImmutableField(format!(
-                "After applying the update, the (immutable) field '_id' was found to have been altered to _id: {}",
-                render(rid)
-            )))
-        }
+        (Some(id), Some(rid)) if !values_equal(id, rid) => return Err(id_altered(rid)),
         (Some(id), _) => {
             new.insert("_id", id.clone());
         }

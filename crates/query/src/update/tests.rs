@@ -279,6 +279,73 @@ fn id_is_immutable() {
     );
 }
 
+fn immutable(e: QueryError) -> (i32, String) {
+    (e.code(), e.to_string())
+}
+
+#[test]
+fn operator_updates_changing_id_name_the_updated_path_only() {
+    assert_eq!(
+        immutable(apply_err(doc! {"$set": {"_id": 2}}, doc! {"_id": 1})),
+        (
+            66,
+            "Performing an update on the path '_id' would modify the immutable field '_id'".into()
+        )
+    );
+    assert_eq!(
+        immutable(apply_err(
+            doc! {"$set": {"_id.a": 2}},
+            doc! {"_id": {"a": 1}}
+        )),
+        (
+            66,
+            "Performing an update on the path '_id.a' would modify the immutable field '_id'"
+                .into()
+        )
+    );
+    assert_eq!(
+        immutable(apply_err(doc! {"$unset": {"_id": 1}}, doc! {"_id": 1})),
+        (
+            66,
+            "Performing an update on the path '_id' would modify the immutable field '_id'".into()
+        )
+    );
+    assert_eq!(
+        immutable(apply_err(
+            doc! {"$rename": {"b": "_id"}, "$set": {"a": 1}},
+            doc! {"_id": 1, "b": 2}
+        )),
+        (
+            66,
+            "Performing an update on the path '_id' would modify the immutable field '_id'".into()
+        )
+    );
+    // An equal value of another numeric type is no change: the stored _id stays.
+    assert_eq!(
+        upd(doc! {"$set": {"_id": 1.0}}, doc! {"_id": 1}),
+        doc! {"_id": 1}
+    );
+}
+
+#[test]
+fn replacement_and_pipeline_updates_changing_id_report_the_altered_value() {
+    let altered = (
+        66,
+        "After applying the update, the (immutable) field '_id' was found to have been altered to _id: 2"
+            .to_string(),
+    );
+    assert_eq!(
+        immutable(apply_err(doc! {"_id": 2, "x": 1}, doc! {"_id": 1})),
+        altered
+    );
+    let mut d = doc! {"_id": 1};
+    let e = Update::parse_pipeline(&[doc! {"$set": {"_id": 2}}])
+        .unwrap()
+        .apply(&mut d, false)
+        .unwrap_err();
+    assert_eq!(immutable(e), altered);
+}
+
 #[test]
 fn replacement_keeps_id_first_and_rejects_dollar_fields() {
     assert_eq!(
