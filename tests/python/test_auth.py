@@ -299,6 +299,18 @@ def test_localhost_exception_allows_only_the_first_user():
             client.close()
 
 
+def test_under_the_localhost_exception_other_commands_require_authentication():
+    with running_server("--auth") as (_, port, _):
+        c = connect(port)
+        for db, command in [("t", {"find": "c"}), ("admin", {"listDatabases": 1})]:
+            with pytest.raises(OperationFailure) as e:
+                c[db].command(command)
+            assert e.value.code == 13
+            name = next(iter(command))
+            assert e.value.details["errmsg"] == f"command {name} requires authentication"
+        c.close()
+
+
 # --------------------------------------------------------------------------- hello
 
 

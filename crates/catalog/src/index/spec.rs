@@ -74,10 +74,52 @@ pub struct IndexSpec {
     pub hidden: bool,
     /// The collation its string keys are in (`None`: binary); see `keys.rs`.
     pub collation: Option<Arc<Collation>>,
+    /// The index version `v` (1 or 2; 2 unless given).
+    pub version: i32,
 }
 
 /// Options accepted (and ignored) besides the ones [`IndexSpec`] models.
-const IGNORED_OPTIONS: &[&str] = &["v", "background", "ns", "storageEngine", "dropDups"];
+const IGNORED_OPTIONS: &[&str] = &["background", "ns", "storageEngine", "dropDups"];
+
+/// Checks that a partial filter uses only what MongoDB allows in one: equality (not to a
+/// regular expression), `$exists: true`, `$gt`/`$gte`/`$lt`/`$lte`, `$type`, `$in`, under
+/// `$and`/`$or`.
+fn check_partial(filter: &Document) -> Result<()> {
+    let refuse =
+        |what: &str| cannot_create(format!("Expression not supported in partial index: {what}"));
+    for (k, v) in filter {
+        match (k.as_str(), v) {
+            ("$and" | "$or", Bson::Array(items)) => {
+                for item in items {
+                    match item {
+                        Bson::Document(d) => check_partial(d)?,
+                        _ => return Err(refuse(k)),
+                    }
+                }
+            }
+            (op, _) if op.starts_with('$') => return Err(refuse(op)),
+            (_, Bson::RegularExpression(_)) => return Err(refuse(&format!("{k} regex"))),
+            (_, Bson::Document(d)) if d.keys().next().is_some_and(|o| o.starts_with('$')) => {
+                for (op, arg) in d {
+                    let allowed = match op.as_str() {
+                        "$eq" => !matches!(arg, Bson::RegularExpression(_)),
+                        "$gt" | "$gte" | "$lt" | "$lte" | "$type" => true,
+                        "$exists" => hourglass_query::expr::truthy(arg),
+                        "$in" => {
+                            matches!(arg, Bson::Array(a) if !a.iter().any(|i| matches!(i, Bson::RegularExpression(_))))
+                        }
+                        _ => false,
+                    };
+                    if !allowed {
+                        return Err(refuse(&format!("{k} {op}")));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
 
 fn cannot_create(msg: impl Into<String>) -> CatalogError {
     CatalogError::CannotCreateIndex(msg.into())
@@ -203,6 +245,12 @@ impl IndexSpec {
         };
         let parts = parse_key_pattern(&key)?;
         let name = match d.get("name") {
+            // `dropIndexes: "*"` means every index.
+            Some(Bson::String(s)) if s == "*" => {
+                return Err(CatalogError::BadValue(
+                    "The index name '*' is not valid.".into(),
+                ))
+            }
             Some(Bson::String(s)) if !s.is_empty() => s.clone(),
             Some(Bson::String(_)) => return Err(cannot_create("index name cannot be empty")),
             Some(v) => {
@@ -225,6 +273,7 @@ impl IndexSpec {
             flat_grid: None,
             hidden: false,
             collation: None,
+            version: 2,
         };
         if spec.parts.iter().any(|p| p.kind == KeyKind::Sphere) {
             spec.sphere_version = Some(3);
@@ -238,9 +287,26 @@ impl IndexSpec {
                 "unique" => spec.unique = flag(k, v)?,
                 "sparse" => spec.sparse = flag(k, v)?,
                 "hidden" => spec.hidden = flag(k, v)?,
+                "v" => {
+                    spec.version = match hourglass_query::num::Num::from_bson(v).map(|n| n.as_f64()) {
+                        Some(n) if n == 1.0 || n == 2.0 => n as i32,
+                        Some(n) => {
+                            return Err(cannot_create(format!(
+                                "Invalid index specification {d}; cannot create an index with v={n}"
+                            )))
+                        }
+                        None => {
+                            return Err(CatalogError::TypeMismatch(format!(
+                                "The field 'v' must be a number, but got {}",
+                                hourglass_query::compare::type_name(v)
+                            )))
+                        }
+                    }
+                }
                 "partialFilterExpression" => match v {
                     Bson::Document(p) => {
                         Filter::parse(p)?;
+                        check_partial(p)?;
                         spec.partial = Some(p.clone());
                     }
                     _ => {
@@ -362,7 +428,7 @@ impl IndexSpec {
 
     /// The `listIndexes` document.
     pub fn to_document(&self) -> Document {
-        let mut d = doc! {"v": 2, "key": self.key.clone(), "name": &self.name};
+        let mut d = doc! {"v": self.version, "key": self.key.clone(), "name": &self.name};
         if self.unique {
             d.insert("unique", true);
         }

@@ -537,7 +537,15 @@ pub fn authorize(
     }
     let privileges = match session::current(state, &conn.session)? {
         Some((_, resolved)) => resolved.privileges.clone(),
-        None if localhost_exception(state, conn)? => localhost_privileges(),
+        // The localhost exception grants creating the first user, and nothing else: the
+        // client is still unauthenticated for every other command.
+        None if localhost_exception(state, conn)? => {
+            let privileges = localhost_privileges();
+            if need == Need::Authenticated || !satisfied(&need, &privileges) {
+                return Err(unauthenticated(name));
+            }
+            privileges
+        }
         None => return Err(unauthenticated(name)),
     };
     if satisfied(&need, &privileges) {

@@ -92,6 +92,19 @@ pub fn find(req: &Request) -> CmdResult {
         // A time-series read is an aggregation over the buckets, as in MongoDB.
         return Err(super::view_reads::show_record_id_error());
     }
+    let tailable = req.opt_bool("tailable")?.unwrap_or(false);
+    if req.opt_bool("awaitData")? == Some(true) && !tailable {
+        return Err(CommandError::failed_to_parse(
+            "Cannot set 'awaitData' without also setting 'tailable'",
+        ));
+    }
+    if tailable {
+        // Only a capped collection has tailable cursors, and this server has none.
+        return Err(CommandError::bad_value(format!(
+            "error processing query: ns={}.{coll} tailable cursor requested on non capped collection",
+            req.db
+        )));
+    }
     for option in ["returnKey", "showRecordId"] {
         if req.opt_bool(option)? == Some(true) {
             return Err(CommandError::bad_value(format!(

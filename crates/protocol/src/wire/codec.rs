@@ -40,6 +40,10 @@ pub enum WireError {
     TooDeep(usize),
     #[error("Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {0} operations.")]
     BatchTooLarge(usize),
+    #[error("Duplicate document sequence: {0}")]
+    DuplicateSequence(String),
+    #[error("Duplicate field between body and document sequence {0}")]
+    DuplicateField(String),
 }
 
 /// maxWriteBatchSize advertised by `hello`: statements in one insert, update or delete.
@@ -60,7 +64,11 @@ impl WireError {
     pub fn answerable(&self) -> bool {
         matches!(
             self,
-            WireError::InvalidBson(_) | WireError::TooDeep(_) | WireError::BatchTooLarge(_)
+            WireError::InvalidBson(_)
+                | WireError::TooDeep(_)
+                | WireError::BatchTooLarge(_)
+                | WireError::DuplicateSequence(_)
+                | WireError::DuplicateField(_)
         )
     }
 
@@ -71,6 +79,8 @@ impl WireError {
             WireError::InvalidBson(_) => 22,
             WireError::TooDeep(_) => 15,
             WireError::BatchTooLarge(_) => 16,
+            WireError::DuplicateSequence(_) => 40431,
+            WireError::DuplicateField(_) => 40433,
             WireError::ChecksumMismatch { .. } => 9,
             WireError::BadLength(_) => 10334,
             _ => 9,
@@ -380,6 +390,14 @@ fn parse_op_msg(whole: &[u8], body: &[u8]) -> Result<OpMsg, WireError> {
         return Err(WireError::BodyCount(bodies.len()));
     };
     check_write_batch(raw_body)?;
+    for (i, (name, _)) in sequences.iter().enumerate() {
+        if sequences[..i].iter().any(|(n, _)| n == name) {
+            return Err(WireError::DuplicateSequence(name.clone()));
+        }
+        if raw_body.get(name).ok().flatten().is_some() {
+            return Err(WireError::DuplicateField(name.clone()));
+        }
+    }
     let body = match lift_insert_documents(raw_body, &sequences) {
         Some((rest, docs)) => {
             sequences.push(("documents".to_string(), docs));
@@ -537,6 +555,32 @@ mod tests {
         h.copy_from_slice(&bytes[..HEADER_LEN]);
         let header = Header::parse(&h)?;
         parse_message(&header, bytes)
+    }
+
+    #[test]
+    fn a_sequence_named_like_a_body_field_or_another_sequence_is_refused() {
+        let sequence = |name: &str| {
+            let mut seq = format!("{name}\0").into_bytes();
+            seq.extend(bson::to_vec(&doc! {"a": 1}).unwrap());
+            let mut out = vec![1u8];
+            out.extend(((seq.len() + 4) as i32).to_le_bytes());
+            out.extend(seq);
+            out
+        };
+        let body = |d: Document| {
+            let mut out = vec![0u8];
+            out.extend(bson::to_vec(&d).unwrap());
+            out
+        };
+        let mut sections = body(doc! {"insert": "c", "documents": [{"a": 2}], "$db": "t"});
+        sections.extend(sequence("documents"));
+        let err = parse(&op_msg_bytes(0, &sections, false)).unwrap_err();
+        assert_eq!((err.code(), err.answerable()), (40433, true));
+        let mut sections = body(doc! {"insert": "c", "$db": "t"});
+        sections.extend(sequence("documents"));
+        sections.extend(sequence("documents"));
+        let err = parse(&op_msg_bytes(0, &sections, false)).unwrap_err();
+        assert_eq!(err.code(), 40431);
     }
 
     #[test]

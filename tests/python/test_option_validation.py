@@ -1,0 +1,47 @@
+"""Options MongoDB 7.0 refuses are refused here too, with its codes, instead of being taken
+and ignored: partial-index operators, index versions and names, tailable cursors on
+collections that are not capped, and write concerns a standalone server cannot meet."""
+
+import pytest
+from pymongo.errors import OperationFailure
+
+
+@pytest.mark.parametrize("partial", [
+    {"p": {"$ne": 1}}, {"p": {"$exists": False}}, {"p": {"$regex": "a"}}, {"p": {"$nin": [1]}},
+    {"$nor": [{"p": 1}]}, {"$expr": {"$eq": ["$p", 1]}}, {"p": {"$elemMatch": {"$gt": 1}}},
+])
+def test_partial_filters_with_operators_mongodb_refuses_are_refused(db, partial):
+    with pytest.raises(OperationFailure) as e:
+        db.c.create_index("x", partialFilterExpression=partial)
+    assert e.value.code == 67
+    assert "Expression not supported in partial index" in e.value.details["errmsg"]
+
+
+def test_partial_filters_with_the_allowed_operators_are_taken(db):
+    allowed = {"$and": [{"a": 1}, {"b": {"$exists": True}}, {"c": {"$gt": 1, "$lte": 5}},
+                        {"d": {"$type": "string"}}, {"e": {"$in": [1, 2]}},
+                        {"$or": [{"f": {"$eq": 1}}, {"g": {"$lt": 0}}]}]}
+    db.c.create_index("x", partialFilterExpression=allowed)
+    assert db.c.index_information()["x_1"]["partialFilterExpression"] == allowed
+
+
+def test_index_versions_other_than_1_and_2_and_the_name_star_are_refused(db):
+    with pytest.raises(OperationFailure) as e:
+        db.command("createIndexes", "c", indexes=[{"key": {"a": 1}, "name": "a", "v": 3}])
+    assert e.value.code == 67
+    db.command("createIndexes", "c", indexes=[{"key": {"b": 1}, "name": "b", "v": 1}])
+    assert db.c.index_information()["b"]["v"] == 1
+    with pytest.raises(OperationFailure) as e:
+        db.command("createIndexes", "c", indexes=[{"key": {"s": 1}, "name": "*"}])
+    assert e.value.code == 2
+
+
+def test_tailable_cursors_need_a_capped_collection_and_await_data_needs_tailable(db):
+    db.c.insert_one({"a": 1})
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "c", tailable=True)
+    assert e.value.code == 2
+    assert "tailable cursor requested on non capped collection" in e.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "c", awaitData=True)
+    assert e.value.code == 9
