@@ -25,10 +25,12 @@ if ! .venv/bin/python -c 'import pymongoarrow' >/dev/null 2>&1; then
 fi
 # Clients of the HTTP listener's tests (InfluxDB 1.x and 2.x, requests, prometheus-client's
 # exposition parser, cramjam for snappy, duckdb to read what `hourglass export --type parquet`
-# writes): a test whose package cannot be installed skips with
-# the reason. (Those tests install the real Prometheus from Debian themselves.)
+# writes) and pymongo's wire compressors (backports.zstd, python-snappy): a test whose package
+# cannot be installed skips with the reason. (The HTTP tests install the real Prometheus
+# from Debian themselves.)
 for pkg_mod in influxdb:influxdb influxdb-client:influxdb_client requests:requests \
-               prometheus-client:prometheus_client cramjam:cramjam duckdb:duckdb; do
+               prometheus-client:prometheus_client cramjam:cramjam duckdb:duckdb \
+               backports.zstd:backports.zstd python-snappy:snappy; do
   pkg="${pkg_mod%%:*}" mod="${pkg_mod#*:}"
   if ! .venv/bin/python -c "import $mod" >/dev/null 2>&1; then
     log "installing $pkg into .venv"

@@ -214,9 +214,32 @@ fn handle(
     whole: &[u8],
     interrupt: Arc<Interrupt>,
 ) -> Outcome {
+    // A compressed message is handled as the one inside it; its reply is compressed the
+    // same way unless the specification keeps it plain.
+    let inner;
+    let (header, whole, compressor) = if header.op_code == wire::OP_COMPRESSED {
+        match wire::compression::decompress(header, whole) {
+            Ok((h, bytes, compressor)) => {
+                inner = (h, bytes);
+                (&inner.0, inner.1.as_slice(), Some(compressor))
+            }
+            Err(e) => {
+                tracing::warn!(conn = conn.id, peer = %conn.peer, error = %e, "closing connection: unusable compressed message");
+                return Outcome::Close;
+            }
+        }
+    } else {
+        (header, whole, None)
+    };
     let reply = match wire::parse_message(header, whole) {
         Ok(Message::Msg(msg)) => {
             let more_to_come = msg.more_to_come();
+            let compress = compressor.filter(|_| {
+                msg.body
+                    .keys()
+                    .next()
+                    .is_some_and(|c| wire::compression::may_compress_reply(c))
+            });
             let (reply, batch) = run(state, conn, msg.body, msg.sequences, interrupt, true);
             if conn.take_close_request() {
                 return Outcome::Close;
@@ -230,6 +253,10 @@ fn handle(
                 &reply,
                 batch.as_ref(),
             )
+            .and_then(|plain| match compress {
+                Some(c) => wire::compression::compress(&plain, c),
+                None => Ok(plain),
+            })
         }
         Ok(Message::Query(q)) => {
             let reply = answer_op_query(state, conn, q, interrupt);

@@ -40,6 +40,14 @@ pub fn handshake_reply(req: &Request, legacy: bool) -> CmdResult {
     if let Some(rs) = req.state.repl_set.get() {
         reply.extend(rs.hello_fields(&super::replication::member_address(req)));
     }
+    // The compressors the client offered that this server speaks, in its order.
+    if let Ok(offered) = req.body.get_array("compression") {
+        let names: Vec<String> = offered
+            .iter()
+            .filter_map(|c| c.as_str().map(str::to_string))
+            .collect();
+        reply.insert("compression", crate::wire::compression::negotiate(&names));
+    }
     if let Some(mechanisms) = super::sasl::supported_mechanisms(req)? {
         reply.insert("saslSupportedMechs", mechanisms);
     }

@@ -44,6 +44,8 @@ pub enum WireError {
     DuplicateSequence(String),
     #[error("Duplicate field between body and document sequence {0}")]
     DuplicateField(String),
+    #[error("invalid OP_COMPRESSED message: {0}")]
+    InvalidCompressed(String),
 }
 
 /// maxWriteBatchSize advertised by `hello`: statements in one insert, update or delete.

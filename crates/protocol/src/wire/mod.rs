@@ -5,6 +5,7 @@
 //! are really there, and every failure is a [`WireError`].
 
 pub mod codec;
+pub mod compression;
 
 pub use codec::{
     encode_op_msg, encode_op_msg_with_batch, encode_op_reply, parse_message, DocSequence, Header,
