@@ -5,7 +5,7 @@ use crate::collection::{decode, Collection, DocStream};
 use crate::error::Result;
 use crate::plan::{Access, IndexRef, Plan};
 use hourglass_query::filter::raw::RawFilter;
-use hourglass_query::raw_check::picked_document;
+use hourglass_query::raw_check::{picked_document, FieldTree};
 use hourglass_storage::Snapshot;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,8 +38,8 @@ impl ScanStats {
 pub struct Narrowing {
     /// Documents this rules out from their bytes are not built.
     pub pre: Option<RawFilter>,
-    /// Only these top-level fields are built (`None`: all of them).
-    pub fields: Option<Arc<Vec<String>>>,
+    /// Only these parts are built (`None`: all of them).
+    pub fields: Option<Arc<FieldTree>>,
 }
 
 /// The document in `bytes` as `narrow` allows: `None` when its filter rules it out (as

@@ -180,17 +180,61 @@ pub fn pick_top_level(b: &[u8], fields: &[String]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// [`pick_top_level`] decoded: the top-level `fields` of `b` as a document (each value
-/// converted from its bytes, without the serde decoder's per-document cost). `None` when
-/// `b` or a picked value is malformed.
-pub fn picked_document(b: &[u8], fields: &[String]) -> Option<bson::Document> {
-    let picked = pick_top_level(b, fields)?;
-    let mut out = bson::Document::new();
-    for element in bson::RawDocument::from_bytes(&picked).ok()? {
-        let (key, value) = element.ok()?;
-        out.insert(key, bson::Bson::try_from(value).ok()?);
+/// The parts of documents a read needs: paths (`a`, `a.b`) as a tree, where a path read
+/// whole ends a branch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldTree {
+    /// The top-level names, for [`pick_top_level`].
+    top: Vec<String>,
+    children: std::collections::BTreeMap<String, FieldTree>,
+    whole: bool,
+}
+
+impl FieldTree {
+    /// The tree of `paths`.
+    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> FieldTree {
+        let mut root = FieldTree::default();
+        for path in paths {
+            let mut node = &mut root;
+            for part in path.split('.') {
+                if node.whole {
+                    break;
+                }
+                node = node.children.entry(part.to_string()).or_default();
+            }
+            node.whole = true;
+            node.children.clear();
+        }
+        root.top = root.children.keys().cloned().collect();
+        root
     }
-    Some(out)
+
+    /// The document `raw` reduced to this tree's parts: a field read whole, or any value
+    /// that is not a document (an array included), is converted as it is; a document
+    /// keeps only the subfields the tree names.
+    fn pick(&self, raw: &bson::RawDocument) -> Option<bson::Document> {
+        let mut out = bson::Document::new();
+        for element in raw {
+            let (key, value) = element.ok()?;
+            let Some(node) = self.children.get(key) else {
+                continue;
+            };
+            let value = match value {
+                bson::RawBsonRef::Document(d) if !node.whole => bson::Bson::Document(node.pick(d)?),
+                v => bson::Bson::try_from(v).ok()?,
+            };
+            out.insert(key, value);
+        }
+        Some(out)
+    }
+}
+
+/// [`pick_top_level`] decoded as `tree` allows: the parts of `b` the tree names as a
+/// document (each value converted from its bytes, without the serde decoder's
+/// per-document cost). `None` when `b` or a picked value is malformed.
+pub fn picked_document(b: &[u8], tree: &FieldTree) -> Option<bson::Document> {
+    let picked = pick_top_level(b, &tree.top)?;
+    tree.pick(bson::RawDocument::from_bytes(&picked).ok()?)
 }
 
 /// Validates `b` as one BSON document (exactly its bytes) nested less than `max_depth`
@@ -407,6 +451,31 @@ mod pick_tests {
     use bson::{doc, Document};
 
     #[test]
+    fn picked_paths_keep_only_the_named_subfields_of_documents() {
+        let d = doc! {"t": 1, "tags": {"host": "h", "region": "r", "n": {"x": 1, "y": 2}},
+        "arr": [{"b": 1, "c": 2}], "s": "x"};
+        let bytes = bson::to_vec(&d).expect("encode");
+        let tree = FieldTree::from_paths(["tags.host", "tags.n.y", "arr.b", "s.z", "t"]);
+        assert_eq!(
+            picked_document(&bytes, &tree),
+            Some(
+                doc! {"t": 1, "tags": {"host": "h", "n": {"y": 2}}, "arr": [{"b": 1, "c": 2}], "s": "x"}
+            )
+        );
+        // A path read whole wins over its subpaths, in any order.
+        let tree = FieldTree::from_paths(["tags.host", "tags"]);
+        assert_eq!(
+            picked_document(&bytes, &tree),
+            Some(doc! {"tags": d.get_document("tags").unwrap().clone()})
+        );
+        let tree = FieldTree::from_paths(["tags", "tags.host"]);
+        assert_eq!(
+            picked_document(&bytes, &tree),
+            Some(doc! {"tags": d.get_document("tags").unwrap().clone()})
+        );
+    }
+
+    #[test]
     fn picked_fields_equal_the_decoded_document_narrowed_to_them() {
         let d = doc! {
             "_id": 1, "d": 1.5, "s": "héllo", "o": {"a": 1, "b": [1, "x"]}, "a": [true],
@@ -427,7 +496,8 @@ mod pick_tests {
                 .collect();
             let picked = pick_top_level(&bytes, &wanted).expect("well formed");
             let got: Document = bson::from_slice(&picked).expect("decodes");
-            assert_eq!(picked_document(&bytes, &wanted).as_ref(), Some(&got));
+            let tree = FieldTree::from_paths(wanted.iter().map(String::as_str));
+            assert_eq!(picked_document(&bytes, &tree).as_ref(), Some(&got));
             let expected: Document = d
                 .iter()
                 .filter(|(k, _)| wanted.contains(k))

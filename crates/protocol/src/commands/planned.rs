@@ -12,7 +12,8 @@ use hourglass_catalog::scan::ScanStats;
 use hourglass_catalog::Collection;
 use hourglass_query::filter::raw::RawFilter;
 use hourglass_query::filter::Filter;
-use hourglass_query::pipeline::deps::pipeline_fields;
+use hourglass_query::pipeline::deps::pipeline_paths;
+use hourglass_query::raw_check::FieldTree;
 use hourglass_query::sort::SortSpec;
 use std::sync::Arc;
 
@@ -119,13 +120,15 @@ pub fn regular_read(
 
 /// What a scan of a regular collection may leave out: documents the filter rules out
 /// from their bytes are never built, and when the stages `after` the scan read only some
-/// top-level fields (and the filter its own), only those are built.
+/// paths (and the filter its own fields), only those parts are built.
 fn narrowing(filter: &Filter, after: &[Document]) -> Narrowing {
     let pre = RawFilter::new(filter);
-    let fields = match (&pre, pipeline_fields(after)) {
+    let fields = match (&pre, pipeline_paths(after)) {
         (Some(pre), Some(mut read)) => {
             read.extend(pre.fields().iter().cloned());
-            Some(Arc::new(read.into_iter().collect()))
+            Some(Arc::new(FieldTree::from_paths(
+                read.iter().map(String::as_str),
+            )))
         }
         _ => None,
     };

@@ -1,28 +1,29 @@
 //! A filter checked on a stored document's BSON bytes before the document is built: only
-//! the top-level fields the filter reads are converted, into a small document the filter
-//! is matched against. A predicate on `a.b` reads only the top-level field `a`, so the
-//! answer is the whole document's. Filters that read the whole document (`$expr`,
+//! the paths the filter reads are converted, into a small document the filter is matched
+//! against. A predicate on `a.b` reads `a.b` (all of `a` when it is not a document), so
+//! the answer is the whole document's. Filters that read the whole document (`$expr`,
 //! `$jsonSchema`) have no such form.
 
 use super::{Filter, Node};
+use crate::raw_check::FieldTree;
 use bson::{Document, RawDocument};
 use std::collections::BTreeSet;
 
-/// The fields of a filter and the filter, to match stored bytes with.
+/// The paths of a filter and the filter, to match stored bytes with.
 #[derive(Debug, Clone)]
 pub struct RawFilter {
     fields: Vec<String>,
+    tree: FieldTree,
     filter: Filter,
 }
 
-fn top_level_fields(node: &Node, out: &mut BTreeSet<String>) -> bool {
+fn paths(node: &Node, out: &mut BTreeSet<String>) -> bool {
     match node {
         Node::And(children) | Node::Or(children) | Node::Nor(children) => {
-            children.iter().all(|c| top_level_fields(c, out))
+            children.iter().all(|c| paths(c, out))
         }
         Node::Field { path, .. } => {
-            let first = path.split('.').next().unwrap_or(path);
-            out.insert(first.to_string());
+            out.insert(path.clone());
             true
         }
         Node::Expr(_) | Node::Schema(_) => false,
@@ -33,16 +34,17 @@ impl RawFilter {
     /// The raw form of `filter`, or `None` when it reads the whole document.
     pub fn new(filter: &Filter) -> Option<RawFilter> {
         let mut fields = BTreeSet::new();
-        if !top_level_fields(filter.root(), &mut fields) {
+        if !paths(filter.root(), &mut fields) {
             return None;
         }
         Some(RawFilter {
+            tree: FieldTree::from_paths(fields.iter().map(String::as_str)),
             fields: fields.into_iter().collect(),
             filter: filter.clone(),
         })
     }
 
-    /// The top-level fields the filter reads.
+    /// The paths the filter reads.
     pub fn fields(&self) -> &[String] {
         &self.fields
     }
@@ -53,7 +55,7 @@ impl RawFilter {
         if self.fields.is_empty() {
             return self.filter.matches(&Document::new());
         }
-        match crate::raw_check::picked_document(raw.as_bytes(), &self.fields) {
+        match crate::raw_check::picked_document(raw.as_bytes(), &self.tree) {
             Some(partial) => self.filter.matches(&partial),
             None => true,
         }

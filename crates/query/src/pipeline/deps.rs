@@ -1,26 +1,32 @@
-//! Which top-level fields of its input documents a pipeline can observe, so that a
-//! bucket scan decodes only those columns and a collection scan converts only those
-//! fields of each stored document. Conservative: anything not understood means "every
-//! field".
+//! Which fields of its input documents a pipeline can observe, so that a bucket scan
+//! decodes only those columns (top-level fields) and a collection scan converts only those
+//! parts of each stored document (dotted paths). Conservative: anything not understood
+//! means "every field".
 
 use crate::projection::Projection;
 use bson::{Bson, Document};
 use std::collections::BTreeSet;
 
-/// The fields a stage sequence reads, or `None` when it may read any field.
+/// The top-level fields a stage sequence reads, or `None` when it may read any field.
 pub fn pipeline_fields(stages: &[Document]) -> Option<BTreeSet<String>> {
+    pipeline_paths(stages).map(|paths| paths.iter().map(|p| top(p)).collect())
+}
+
+/// The paths (`a`, `a.b`) a stage sequence reads, or `None` when it may read any field: a
+/// path reads its whole value, and nothing else of the document above it.
+pub fn pipeline_paths(stages: &[Document]) -> Option<BTreeSet<String>> {
     let mut out = BTreeSet::new();
     for stage in stages {
         let (name, arg) = stage.iter().next()?;
         match name.as_str() {
-            "$match" => filter_fields(arg.as_document()?, &mut out)?,
-            "$sort" => out.extend(arg.as_document()?.keys().map(|k| top(k))),
+            "$match" => filter_paths(arg.as_document()?, &mut out)?,
+            "$sort" => out.extend(arg.as_document()?.keys().cloned()),
             "$limit" | "$skip" | "$unset" => {}
-            "$addFields" | "$set" | "$unwind" => expr_fields(arg, &mut out)?,
+            "$addFields" | "$set" | "$unwind" => expr_paths(arg, &mut out)?,
             "$count" => return Some(out),
             "$group" | "$replaceRoot" | "$replaceWith" | "$sortByCount" | "$bucket"
             | "$bucketAuto" => {
-                expr_fields(arg, &mut out)?;
+                expr_paths(arg, &mut out)?;
                 return Some(out);
             }
             "$project" => {
@@ -38,8 +44,8 @@ pub fn pipeline_fields(stages: &[Document]) -> Option<BTreeSet<String>> {
                     .iter()
                     .filter(|(k, _)| *k != "_id" || !projection.excludes_id())
                 {
-                    out.insert(top(k));
-                    expr_fields(v, &mut out)?;
+                    out.insert(k.clone());
+                    expr_paths(v, &mut out)?;
                 }
                 return Some(out);
             }
@@ -53,9 +59,17 @@ fn top(path: &str) -> String {
     path.split('.').next().unwrap_or(path).to_string()
 }
 
-/// Field references of an expression (`"$a.b"` reads `a`); `$$ROOT`/`$$CURRENT` read
-/// everything.
+/// Top-level fields an expression references (`"$a.b"` reads `a`); `None` when it reads
+/// everything (`$$ROOT`, `$$CURRENT`).
 pub fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
+    let mut paths = BTreeSet::new();
+    expr_paths(v, &mut paths)?;
+    out.extend(paths.iter().map(|p| top(p)));
+    Some(())
+}
+
+/// Paths an expression references (`"$a.b"` reads `a.b`).
+fn expr_paths(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
     match v {
         Bson::String(s) => {
             if let Some(var) = s.strip_prefix("$$") {
@@ -64,7 +78,7 @@ pub fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
                     return None;
                 }
             } else if let Some(path) = s.strip_prefix('$') {
-                out.insert(top(path));
+                out.insert(path.to_string());
             }
             Some(())
         }
@@ -79,27 +93,27 @@ pub fn expr_fields(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
             {
                 return None;
             }
-            d.values().try_for_each(|x| expr_fields(x, out))
+            d.values().try_for_each(|x| expr_paths(x, out))
         }
-        Bson::Array(a) => a.iter().try_for_each(|x| expr_fields(x, out)),
+        Bson::Array(a) => a.iter().try_for_each(|x| expr_paths(x, out)),
         _ => Some(()),
     }
 }
 
-/// Fields a query filter reads.
-fn filter_fields(filter: &Document, out: &mut BTreeSet<String>) -> Option<()> {
+/// Paths a query filter reads.
+fn filter_paths(filter: &Document, out: &mut BTreeSet<String>) -> Option<()> {
     for (k, v) in filter {
         match k.as_str() {
             "$and" | "$or" | "$nor" => {
                 for item in v.as_array()? {
-                    filter_fields(item.as_document()?, out)?;
+                    filter_paths(item.as_document()?, out)?;
                 }
             }
-            "$expr" => expr_fields(v, out)?,
+            "$expr" => expr_paths(v, out)?,
             "$comment" => {}
             k if k.starts_with('$') => return None,
             k => {
-                out.insert(top(k));
+                out.insert(k.to_string());
             }
         }
     }
@@ -131,6 +145,16 @@ mod tests {
             fields(vec![doc! {"$project": {"a": 1, "b": "$c.d"}}]).unwrap(),
             vec!["_id", "a", "b", "c"]
         );
+    }
+
+    #[test]
+    fn paths_keep_the_subfields_read() {
+        let paths = pipeline_paths(&[
+            doc! {"$match": {"time": {"$gte": 1}, "tags.region": "x"}},
+            doc! {"$group": {"_id": {"h": "$tags.hostname", "t": "$time"}, "a": {"$avg": "$usage"}}},
+        ]);
+        let want = ["tags.hostname", "tags.region", "time", "usage"];
+        assert_eq!(paths.unwrap().into_iter().collect::<Vec<_>>(), want);
     }
 
     #[test]
