@@ -256,18 +256,34 @@ def _field(number: int, wire_type: int, payload: bytes) -> bytes:
 
 def encode_write_request(series) -> bytes:
     """prometheus.WriteRequest{timeseries: [TimeSeries{labels, samples}]} for
-    series = [(labels dict, [(value, timestamp ms), ...]), ...]; a value may be a float or its
-    8 little-endian bytes (for NaN payloads). Labels are sent sorted by name, as Prometheus does."""
+    series = [(labels, [(value, timestamp ms), ...]), ...]; a value may be a float or its
+    8 little-endian bytes (for NaN payloads). Labels given as a dict are sent sorted by name, as
+    Prometheus does; as a list of (name, value) pairs, as given. A series may have a third
+    element: bytes appended to its TimeSeries message (exemplars, histograms: see
+    `exemplar_field` and `histogram_field`)."""
     out = b""
-    for labels, samples in series:
+    for labels, samples, *extra in series:
+        pairs = sorted(labels.items()) if isinstance(labels, dict) else labels
         ts = b""
-        for name in sorted(labels):
-            ts += _field(1, 2, _field(1, 2, name.encode()) + _field(2, 2, labels[name].encode()))
+        for name, value in pairs:
+            ts += _field(1, 2, _field(1, 2, name.encode()) + _field(2, 2, value.encode()))
         for value, t_ms in samples:
             vbytes = value if isinstance(value, bytes) else struct.pack("<d", value)
             ts += _field(2, 2, _field(1, 1, vbytes) + _field(2, 0, _varint(t_ms)))
-        out += _field(1, 2, ts)
+        out += _field(1, 2, ts + b"".join(extra))
     return out
+
+
+def exemplar_field(trace_id: str, value: float, t_ms: int) -> bytes:
+    """TimeSeries.exemplars (field 3): Exemplar{labels: [trace_id], value, timestamp}."""
+    label = _field(1, 2, b"trace_id") + _field(2, 2, trace_id.encode())
+    return _field(3, 2, _field(1, 2, label) + _field(2, 1, struct.pack("<d", value))
+                  + _field(3, 0, _varint(t_ms)))
+
+
+def histogram_field(count: int, t_ms: int) -> bytes:
+    """TimeSeries.histograms (field 4): a native Histogram{count_int, timestamp}."""
+    return _field(4, 2, _field(1, 0, _varint(count)) + _field(15, 0, _varint(t_ms)))
 
 
 def snappy_block(data: bytes) -> bytes:

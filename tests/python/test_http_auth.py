@@ -15,6 +15,7 @@ own measurements (or makes its own users), so the tests do not depend on each ot
 import base64
 import contextlib
 import itertools
+import json
 import socket
 import subprocess
 import tempfile
@@ -247,6 +248,8 @@ def test_read_only_user_write_is_403_and_writes_nothing(srv, api):
     m = unique("ro_new")
     r = write(srv, RO_DB, f"{m} v=1 {T0_S}", api=api, form="basic", user=RO_USER, password=PWD)
     assert_status(r, 403)
+    if api == "v2":
+        assert r.json()["code"] == "forbidden", r.text
     assert m not in collections(srv, RO_DB)
     # nor into a measurement that already exists
     existing = unique("ro_existing")
@@ -269,6 +272,20 @@ def test_read_write_user_cannot_write_to_another_database(srv, api):
     r = write(srv, fresh, f"{m} v=1 {T0_S}", api=api, form="basic", user=RW_USER, password=PWD)
     assert_status(r, 403)
     assert fresh not in srv.mongo.list_database_names()
+
+
+@pytest.mark.parametrize("api", ["v1", "v2"])
+def test_a_write_with_one_forbidden_measurement_writes_none(srv, api):
+    allowed, denied = unique("some_allowed"), unique("some_denied")
+    role = unique("insert_some")
+    srv.mongo.admin.command("createRole", role, roles=[], privileges=[
+        {"resource": {"db": RW_DB, "collection": allowed}, "actions": ["insert"]}])
+    user = unique("some")
+    srv.mongo.admin.command("createUser", user, pwd=PWD, roles=[{"role": role, "db": "admin"}])
+    r = write(srv, RW_DB, f"{allowed} v=1 {T0_S}\n{denied} v=2 {T0_S}", api=api, form="basic",
+              user=user, password=PWD)
+    assert_status(r, 403)
+    assert not {allowed, denied} & collections(srv, RW_DB)
 
 
 def test_insert_on_one_collection_writes_that_measurement_only(srv):
@@ -375,12 +392,22 @@ def test_create_database_needs_create_collection_on_that_database(srv):
     target = unique("hauth_created")
     r = requests.post(srv.url + "/query", params={"q": f'CREATE DATABASE "{target}"'},
                       headers=basic(RW_USER, PWD), timeout=30)
-    # InfluxDB 1.x answers an unauthorized statement with 403, Hourglass with the statement's
-    # error in a 200 reply: both refuse it
-    refused = r.status_code == 403 or (
-        r.status_code == 200 and "error" in r.json()["results"][0])
-    assert refused, (r.status_code, r.text)
+    # InfluxDB 1.x authorizes the whole query first: 403 "error authorizing query: ..."
+    assert_status(r, 403)
+    assert r.json()["error"].startswith("error authorizing query: "), r.text
+    assert f"CREATE DATABASE {target}" in r.json()["error"], r.text
     assert target not in srv.mongo.list_database_names()
+    # a query with one refused statement runs none of them
+    other = unique("hauth_created")
+    r = requests.post(srv.url + "/query", params={"q": f"CREATE DATABASE {RW_DB}; "
+                                                       f"CREATE DATABASE {other}"},
+                      headers=basic(RW_USER, PWD), timeout=30)
+    assert_status(r, 403)
+    assert other not in show_databases(srv, form="basic", user=ROOT_USER, password=ROOT_PWD)
+    r = requests.post(srv.url + "/query", params={"q": f"DROP DATABASE {RO_DB}"},
+                      headers=basic(RW_USER, PWD), timeout=30)
+    assert_status(r, 403)
+    assert RO_DB in srv.mongo.list_database_names()
     assert target not in show_databases(srv, form="basic", user=ROOT_USER, password=ROOT_PWD)
     # root may
     r = requests.post(srv.url + "/query", params={"q": f'CREATE DATABASE "{target}"'},
@@ -447,6 +474,7 @@ def test_influxdb_2x_client_read_only_token_gets_403(srv):
                 bucket=RO_DB, record=ic.Point(m).field("v", 1.0).time(T0_S, wp),
                 write_precision=wp)
     assert e.value.status == 403
+    assert json.loads(e.value.body)["code"] == "forbidden"
     assert m not in collections(srv, RO_DB)
 
 

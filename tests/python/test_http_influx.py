@@ -66,6 +66,47 @@ def test_v1_client_create_database_is_listed_by_show_databases(http_server, dbna
     assert [dbname] in series["values"]
 
 
+def query(srv, q, method="POST"):
+    r = requests.request(method, srv.url + "/query", params={"q": q}, timeout=30)
+    assert r.status_code == 200, (r.status_code, r.text)
+    return r.json()["results"]
+
+
+def test_query_get_runs_create_and_drop_with_influxdb_deprecation_warning(http_server, dbname):
+    # InfluxDB 1.x runs a write statement sent with GET and warns in the result's messages
+    results = query(http_server, f"CREATE DATABASE {dbname}", method="GET")
+    assert results == [{"statement_id": 0, "messages": [{
+        "level": "warning",
+        "text": f"deprecated use of 'CREATE DATABASE {dbname}' in a read only context, "
+                "please use a POST request instead"}]}]
+    assert {"name": dbname} in v1_client(http_server).get_list_database()
+    results = query(http_server, f'DROP DATABASE "{dbname}"', method="GET")
+    assert results[0]["messages"][0]["text"].startswith(f"deprecated use of 'DROP DATABASE {dbname}'")
+    assert {"name": dbname} not in v1_client(http_server).get_list_database()
+    # POST has no warning, and SHOW DATABASES over GET none either
+    assert query(http_server, f"CREATE DATABASE {dbname}") == [{"statement_id": 0}]
+    assert "messages" not in query(http_server, "SHOW DATABASES", method="GET")[0]
+
+
+def test_query_statements_split_on_semicolons_outside_quotes(http_server, dbname):
+    odd = dbname[:40] + ";x"
+    try:
+        results = query(http_server, f'CREATE DATABASE "{odd}"; SHOW DATABASES')
+        assert [r["statement_id"] for r in results] == [0, 1]
+        assert "error" not in results[0], results
+        assert [odd] in results[1]["series"][0]["values"]
+    finally:
+        query(http_server, f'DROP DATABASE "{odd}"')
+    assert {"name": odd} not in v1_client(http_server).get_list_database()
+
+
+def test_query_statements_after_a_failed_one_are_not_executed(http_server, dbname):
+    results = query(http_server, f'CREATE DATABASE "bad/name"; CREATE DATABASE {dbname}')
+    assert results[0]["error"], results
+    assert results[1] == {"statement_id": 1, "error": "not executed"}
+    assert {"name": dbname} not in v1_client(http_server).get_list_database()
+
+
 # (time precision, timestamp sent, expected time in ms, expected ns remainder or None)
 V1_PRECISIONS = [
     ("n", T0_NS + 123_456_789, T0_MS + 123, 456_789),
@@ -233,6 +274,36 @@ def test_v2_bucket_created_through_the_buckets_api_accepts_writes(http_server, d
         http_server.mongo.drop_database(other)
 
 
+def test_v2_creating_a_bucket_that_exists_is_422_conflict(http_server, dbname):
+    ic, _ = v2_modules()
+    from influxdb_client.rest import ApiException
+
+    create_database(http_server, dbname)
+    r = requests.post(http_server.url + "/api/v2/buckets", timeout=30,
+                      headers={"Authorization": "Token x"},
+                      json={"name": dbname, "orgID": "0123456789abcdef"})
+    assert r.status_code == 422, (r.status_code, r.text)
+    assert r.json() == {"code": "conflict",
+                        "message": f"bucket with name {dbname} already exists"}
+    with ic.InfluxDBClient(url=http_server.url, token="x", org="o") as c:
+        with pytest.raises(ApiException) as e:
+            c.buckets_api().create_bucket(bucket_name=dbname, org="0123456789abcdef")
+    assert e.value.status == 422
+
+
+def test_v2_client_write_with_a_bad_line_raises_400_and_writes_nothing(http_server, dbname):
+    ic, _ = v2_modules()
+    from influxdb_client.rest import ApiException
+
+    create_database(http_server, dbname)
+    lines = [f"good v=1 {T0_S}", f"good,a=1,a=2 v=2 {T0_S}", f"other v=3 {T0_S}"]
+    with pytest.raises(ApiException) as e:
+        v2_write(http_server, dbname, lines, ic.WritePrecision.S)
+    assert e.value.status == 400
+    assert "duplicate tags" in e.value.body
+    assert http_server.mongo[dbname].list_collection_names() == []
+
+
 def test_v2_bucket_db_slash_rp_writes_to_the_db(http_server, dbname):
     ic, _ = v2_modules()
     create_database(http_server, dbname)
@@ -258,6 +329,14 @@ def test_ping_health_and_ready_endpoints(http_server):
         assert r.status_code == 204
         assert r.headers.get("X-Influxdb-Version")
         assert r.content == b""
+    # 1.x: verbose set to anything but empty, 0 or false answers 200 with the version
+    for verbose in ("true", "1", "yes"):
+        r = requests.get(http_server.url + "/ping", params={"verbose": verbose}, timeout=30)
+        assert r.status_code == 200, verbose
+        assert r.json() == {"version": r.headers["X-Influxdb-Version"]}
+    for verbose in ("", "0", "false"):
+        r = requests.get(http_server.url + "/ping", params={"verbose": verbose}, timeout=30)
+        assert r.status_code == 204, verbose
     r = requests.get(http_server.url + "/health", timeout=30)
     assert r.status_code == 200
     assert r.json()["status"] == "pass"

@@ -50,6 +50,23 @@ def test_line_protocol_escaped_names_and_tag_values_round_trip(http_server, dbna
         **{"field k,e=y": 1.5, "n": Int64(1)})
 
 
+def test_a_doubled_backslash_in_names_and_tag_values_is_stored_as_two(http_server, dbname):
+    # InfluxDB unescapes only the delimiters (and quotes in measurements and field keys): a
+    # backslash before anything else, another backslash included, stays
+    line = r'unc\\m,path=\\fileserver\share,k\\x=a\\,b f\\k=1 ' + str(T0_NS)
+    write_ok(http_server, line, dbname)
+    assert typed(one(http_server, dbname, r"unc\\m")) == expect(
+        time=T0_MS, tags={"path": r"\\fileserver\share", r"k\\x": r"a\,b"},
+        **{r"f\\k": 1.0})
+
+
+def test_quotes_and_equals_signs_unescape_in_measurements_and_field_keys_only(http_server,
+                                                                             dbname):
+    write_ok(http_server, r'q\"m\=x,t\"k=v\"x f\"\=k=1 ' + str(T0_NS), dbname)
+    assert typed(one(http_server, dbname, 'q"m=x')) == expect(
+        time=T0_MS, tags={r't\"k': r'v\"x'}, **{'f"=k': 1.0})
+
+
 def test_line_protocol_string_fields_unescape_quotes_and_backslashes(http_server, dbname):
     line = (r'str a="say \"hi\" to C:\\dir\\",b="",c="commas, = and spaces",'
             r'd="lone \ backslash and \n",e="ünïcødé ✓" ' + str(T0_NS))
@@ -140,6 +157,22 @@ def test_timestamps_before_1970_floor_to_the_millisecond(http_server, dbname):
         expect(time=-2, tags={"k": "c"}, v=3.0)]
 
 
+@pytest.mark.parametrize("api,precision,step_ms", [
+    ("v1", "h", 3_600_000), ("v1", "m", 60_000), ("v1", "s", 1000), ("v2", "s", 1000),
+    ("v2", "ms", 1),
+])
+def test_missing_timestamp_is_arrival_time_truncated_to_the_precision(http_server, dbname, api,
+                                                                      precision, step_ms):
+    before = time.time_ns() // 1_000_000
+    write_ok(http_server, "trunc v=1", dbname, api=api, precision=precision)
+    doc = typed(one(http_server, dbname, "trunc"))
+    assert set(doc) == {"time", "v"}
+    t = doc["time"][1]
+    # InfluxDB's SetPrecision: precision=h is the start of the current hour
+    assert t % step_ms == 0, t
+    assert before - step_ms - 1000 <= t <= time.time_ns() // 1_000_000 + 1000
+
+
 def test_missing_timestamp_uses_arrival_time_in_ms(http_server, dbname):
     before = time.time_ns() // 1_000_000
     write_ok(http_server, "now v=1", dbname)
@@ -174,6 +207,7 @@ BAD_LINES = {
     "field_named_ns_with_sub_ms_timestamp": f"mal ns=1i {T0_NS + 1}",
     "nul_in_tag_key": f"mal,k\x00x=y v=1 {T0_NS}",
     "nul_in_field_key": f"mal v\x00w=1 {T0_NS}",
+    "duplicate_tag_key": f"mal,k=c,k=d v=1 {T0_NS}",
 }
 
 
@@ -193,17 +227,43 @@ def test_malformed_line_v1_is_400_naming_the_line_and_valid_lines_are_written(ht
     assert stored_mal(http_server, dbname) == [("a", 1.0), ("b", 3.0)]
 
 
-@pytest.mark.parametrize("bad", [BAD_LINES["empty_field_value"], BAD_LINES["field_named_time"]],
-                         ids=["empty_field_value", "field_named_time"])
-def test_malformed_line_v2_is_400_invalid_naming_the_line_and_valid_lines_are_written(
+@pytest.mark.parametrize("bad", list(BAD_LINES.values()), ids=list(BAD_LINES))
+def test_malformed_line_v2_is_400_invalid_naming_the_line_and_nothing_is_written(
         http_server, dbname, bad):
+    # InfluxDB 2.x: "All request data was rejected and not written"
     r = post_lines(http_server, "\n".join([GOOD1, bad, GOOD3]), db=dbname, api="v2")
     assert r.status_code == 400, (r.status_code, r.text)
     body = r.json()
     assert body["code"] == "invalid"
     assert re.search(r"\bline 2\b", body["message"]), body
-    assert "partial write" in body["message"], body
-    assert stored_mal(http_server, dbname) == [("a", 1.0), ("b", 3.0)]
+    assert "partial write" not in body["message"], body
+    assert "mal" not in http_server.mongo[dbname].list_collection_names()
+
+
+def test_a_bad_line_in_a_v2_write_of_several_measurements_writes_none(http_server, dbname):
+    body = "\n".join([f"first v=1 {T0_NS}", f"second time=1i {T0_NS}", f"third v=3 {T0_NS}"])
+    r = post_lines(http_server, body, db=dbname, api="v2")
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert re.search(r"\bline 2\b", r.json()["message"]), r.text
+    assert http_server.mongo[dbname].list_collection_names() == []
+
+
+def test_duplicate_tag_keys_are_refused_as_influxdb_does(http_server, dbname):
+    r = post_lines(http_server, f"dup,a=1,a=2 v=1 {T0_NS}\nok v=1 {T0_NS}", db=dbname)
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert "duplicate tags" in r.json()["error"], r.text
+    assert "partial write" in r.json()["error"], r.text
+    names = http_server.mongo[dbname].list_collection_names()
+    assert "ok" in names and "dup" not in names, names
+
+
+def test_empty_v2_write_is_400_writing_requires_points(http_server, dbname):
+    for gzipped in (False, True):
+        r = post_lines(http_server, b"", db=dbname, api="v2", gzipped=gzipped)
+        assert r.status_code == 400, (r.status_code, r.text)
+        assert r.json() == {"code": "invalid", "message": "writing requires points"}
+    # 1.x writes nothing and answers 204
+    assert post_lines(http_server, b"", db=dbname).status_code == 204
 
 
 def test_a_line_that_is_not_utf8_is_400_and_the_lines_around_it_are_written(http_server, dbname):
@@ -215,10 +275,10 @@ def test_a_line_that_is_not_utf8_is_400_and_the_lines_around_it_are_written(http
     assert stored_mal(http_server, dbname) == [("a", 1.0), ("b", 3.0)]
 
 
-def test_a_repeated_tag_or_field_key_keeps_its_last_value(http_server, dbname):
-    write_ok(http_server, f"rep,k=a,j=1,k=b v=1,w=2i,v=3 {T0_NS}", dbname)
+def test_a_repeated_field_key_keeps_its_last_value(http_server, dbname):
+    write_ok(http_server, f"rep,k=a,j=1 v=1,w=2i,v=3 {T0_NS}", dbname)
     doc = one(http_server, dbname, "rep")
-    assert doc["tags"] == {"j": "1", "k": "b"}
+    assert doc["tags"] == {"j": "1", "k": "a"}
     assert (doc["v"], doc["w"]) == (3.0, 2)
 
 
@@ -228,6 +288,17 @@ def test_first_bad_line_is_named_when_several_are_bad(http_server, dbname):
     assert r.status_code == 400
     assert re.search(r"\bline 1\b", r.json()["error"]), r.text
     assert stored_mal(http_server, dbname) == [("a", 1.0), ("b", 3.0)]
+
+
+def test_invalid_consistency_is_400_and_valid_ones_are_accepted(http_server, dbname):
+    r = post_lines(http_server, f"cons v=1 {T0_NS}", db=dbname,
+                   extra_params={"consistency": "two"})
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert r.json() == {"error": "invalid consistency level"}
+    for level in ("any", "one", "QUORUM", "all"):
+        write_ok(http_server, f"cons,l={level} v=1 {T0_NS}", dbname,
+                 extra_params={"consistency": level})
+    assert len(fetch(http_server, dbname, "cons")) == 4
 
 
 def test_body_of_only_bad_lines_is_400_and_writes_nothing(http_server, dbname):
@@ -266,6 +337,28 @@ def test_gzip_bodies_on_both_apis(http_server, dbname):
     for api in ("v1", "v2"):
         docs = fetch(http_server, dbname, "gz", {"tags.api": api})
         assert [(int(d["time"]), d["v"]) for d in docs] == [(T0_MS + i, i) for i in range(1000)]
+
+
+def test_multi_member_gzip_body_is_read_whole(http_server, dbname):
+    body = b"".join(gzip.compress(f"mm v={i}i {T0_NS + i * 1_000_000}\n".encode())
+                    for i in range(3))
+    for api in ("v1", "v2"):
+        r = requests.post(http_server.url + ("/write" if api == "v1" else "/api/v2/write"),
+                          params={"db": dbname, "bucket": dbname, "org": "o"}, data=body,
+                          headers={"Content-Encoding": "gzip"}, timeout=30)
+        assert r.status_code == 204, (api, r.status_code, r.text)
+    docs = fetch(http_server, dbname, "mm")
+    assert sorted(d["v"] for d in docs) == [0, 0, 1, 1, 2, 2]
+
+
+def test_junk_after_gzip_data_is_400_and_writes_nothing(http_server, dbname):
+    body = gzip.compress(f"junk v=1 {T0_NS}\n".encode()) + b"trailing junk"
+    for path in ("/write", "/api/v2/write"):
+        r = requests.post(http_server.url + path,
+                          params={"db": dbname, "bucket": dbname, "org": "o"}, data=body,
+                          headers={"Content-Encoding": "gzip"}, timeout=30)
+        assert r.status_code == 400, (path, r.status_code, r.text)
+    assert http_server.mongo[dbname].list_collection_names() == []
 
 
 def test_invalid_gzip_body_is_rejected_without_writing(http_server, dbname):

@@ -9,7 +9,9 @@ import pytest
 pytest.importorskip("requests", reason="requests is not installed")
 pytest.importorskip("prometheus_client", reason="prometheus-client is not installed")
 
-from http_helpers import get_metrics, metric_samples, metric_value  # noqa: E402
+from http_helpers import (  # noqa: E402
+    T0_NS, get_metrics, metric_samples, metric_value, post_lines,
+)
 
 OPCOUNTER_TYPES = ["insert", "query", "update", "delete", "getmore", "command"]
 PLAIN_METRICS = [
@@ -66,6 +68,24 @@ def test_metrics_lists_the_documented_metrics(http_server, mdb):
                         namespace="metrics_db.ts") == 10
     assert metric_value(samples, "hourglass_timeseries_buckets", namespace="metrics_db.ts") >= 1
     assert metric_value(samples, "hourglass_storage_bytes") > 0
+
+
+def test_label_values_are_escaped_so_odd_collection_names_do_not_break_the_scrape(http_server,
+                                                                                 mdb):
+    mdb.create_collection("plain")  # so that the database exists for the HTTP write
+    r = post_lines(http_server, f'q"u\\ote v=1 {T0_NS}', db=mdb.name)
+    assert r.status_code == 204, r.text
+    mdb.create_collection("line\nfeed", timeseries={"timeField": "t"})
+    mdb["line\nfeed"].insert_one({"t": T0, "v": 1})
+    content_type, text = get_metrics(http_server)
+    # backslash, double quote and line feed escaped as the exposition formats require
+    assert 'namespace="metrics_db.q\\"u\\\\ote"' in text
+    assert 'namespace="metrics_db.line\\nfeed"' in text
+    samples = metric_samples(text, content_type)  # raises on a malformed exposition
+    assert metric_value(samples, "hourglass_timeseries_measurements_committed_total",
+                        namespace='metrics_db.q"u\\ote') == 1
+    assert metric_value(samples, "hourglass_timeseries_buckets",
+                        namespace="metrics_db.line\nfeed") >= 1
 
 
 def test_command_duration_is_a_histogram_labelled_by_command(http_server, mdb):

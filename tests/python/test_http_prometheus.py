@@ -18,9 +18,9 @@ requests = pytest.importorskip("requests", reason="requests is not installed")
 
 from conftest import _free_port, debian_binary, stop_process  # noqa: E402
 from http_helpers import (  # noqa: E402
-    _field, _varint, RAW_CODEC, T0_MS, encode_write_request, expect, fetch,
-    http_running_server, per_test_database,
-    post_remote_write, raw_element, snappy_block, typed,
+    _field, _varint, RAW_CODEC, T0_MS, encode_write_request, exemplar_field, expect, fetch,
+    histogram_field, http_running_server, per_test_database, post_remote_write, raw_element,
+    snappy_block, typed,
 )
 
 CANONICAL_NAN = struct.pack("<Q", 0x7FF8000000000000)
@@ -122,15 +122,44 @@ def test_remote_write_2_0_is_refused_with_415(http_server, promdb):
     assert "samples" not in http_server.mongo[promdb].list_collection_names()
 
 
-def test_remote_write_native_histograms_are_refused_before_anything_is_written(http_server,
-                                                                             promdb):
-    series = _field(1, 2, _field(1, 2, b"__name__") + _field(2, 2, b"h"))
-    series += _field(2, 2, _field(1, 1, struct.pack("<d", 1.0)) + _field(2, 0, _varint(T0_MS)))
-    series += _field(4, 2, _field(1, 0, _varint(3)))  # a Histogram message: count_int 3
-    r = post_remote_write(http_server, snappy_block(_field(1, 2, series)), db=promdb)
+def test_remote_write_exemplars_and_native_histograms_do_not_fail_the_batch(http_server,
+                                                                            promdb):
+    # Prometheus' receiver logs exemplars it cannot store and keeps the samples; Hourglass
+    # stores neither exemplars nor native histograms, and writes everything else
+    series = [
+        ({"__name__": "with_exemplar", "job": "j"}, [(1.0, T0_MS)],
+         exemplar_field("abc123", 0.5, T0_MS)),
+        ({"__name__": "native_hist", "job": "j"}, [], histogram_field(3, T0_MS)),
+        ({"__name__": "plain", "job": "j"}, [(2.0, T0_MS)]),
+    ]
+    r = post_remote_write(http_server, snappy_block(encode_write_request(series)), db=promdb)
+    assert r.status_code == 204, r.text
+    assert sorted((d["labels"]["__name__"], d["value"])
+                  for d in samples_by_time(http_server, promdb)) == [
+        ("plain", 2.0), ("with_exemplar", 1.0)]
+
+
+def test_remote_write_series_prometheus_refuses_are_dropped_and_the_rest_written(http_server,
+                                                                                promdb):
+    series = [
+        ({"job": "no_name"}, [(1.0, T0_MS)]),
+        ({"__name__": "", "job": "empty_name"}, [(2.0, T0_MS)]),
+        ([("__name__", "dup"), ("job", "a"), ("job", "b")], [(3.0, T0_MS)]),
+        ({"__name__": "good", "job": "j"}, [(4.0, T0_MS)]),
+    ]
+    r = post_remote_write(http_server, snappy_block(encode_write_request(series)), db=promdb)
     assert r.status_code == 400, r.text
-    assert "histogram" in r.text
-    assert "samples" not in http_server.mongo[promdb].list_collection_names()
+    assert "3 series with invalid labels" in r.text, r.text
+    assert [typed(d) for d in samples_by_time(http_server, promdb)] == [
+        expect(time=T0_MS, labels={"__name__": "good", "job": "j"}, value=4.0)]
+
+
+def test_remote_write_labels_with_an_empty_value_are_absent(http_server, promdb):
+    series = [({"__name__": "up", "job": "j", "instance": ""}, [(1.0, T0_MS)])]
+    r = post_remote_write(http_server, snappy_block(encode_write_request(series)), db=promdb)
+    assert r.status_code == 204, r.text
+    assert [typed(d) for d in samples_by_time(http_server, promdb)] == [
+        expect(time=T0_MS, labels={"__name__": "up", "job": "j"}, value=1.0)]
 
 
 def test_acknowledged_remote_writes_survive_kill_9():

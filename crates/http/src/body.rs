@@ -45,13 +45,15 @@ pub async fn read(body: Body, limit: usize) -> Result<Bytes, BodyError> {
     })
 }
 
-/// The body with its `Content-Encoding` (none, `identity` or `gzip`) undone.
+/// The body with its `Content-Encoding` (none, `identity` or `gzip`) undone. A gzip body
+/// may hold several members (all are read, as Go's reader does); bytes after the last
+/// member that do not start another are an error.
 pub fn decode_gzip(headers: &HeaderMap, raw: Bytes, limit: usize) -> Result<Bytes, BodyError> {
     match content_encoding(headers).as_deref() {
         None | Some("identity") => Ok(raw),
         Some("gzip") => {
             let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&raw[..])
+            flate2::read::MultiGzDecoder::new(&raw[..])
                 .take(limit as u64 + 1)
                 .read_to_end(&mut out)
                 .map_err(|e| BodyError::Decode(format!("gzip: {e}")))?;
@@ -82,4 +84,61 @@ pub fn content_encoding(headers: &HeaderMap) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_ascii_lowercase())
         .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).expect("in memory");
+        e.finish().expect("in memory")
+    }
+
+    fn gzip_headers() -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            axum::http::header::CONTENT_ENCODING,
+            axum::http::HeaderValue::from_static("gzip"),
+        );
+        h
+    }
+
+    fn decode(raw: Vec<u8>, limit: usize) -> Result<Bytes, BodyError> {
+        decode_gzip(&gzip_headers(), raw.into(), limit)
+    }
+
+    #[test]
+    fn every_member_of_a_multi_member_gzip_body_is_read() {
+        let mut raw = gzip(b"m v=1 1\n");
+        raw.extend(gzip(b"m v=2 2\n"));
+        raw.extend(gzip(b"m v=3 3\n"));
+        let out = decode(raw, 1000).expect("decodes");
+        assert_eq!(&out[..], b"m v=1 1\nm v=2 2\nm v=3 3\n");
+    }
+
+    #[test]
+    fn bytes_after_the_gzip_data_are_an_error() {
+        for junk in [&b"garbage"[..], b"\0\0\0\0", b"\x1f"] {
+            let mut raw = gzip(b"m v=1 1\n");
+            raw.extend_from_slice(junk);
+            assert!(
+                matches!(decode(raw, 1000), Err(BodyError::Decode(_))),
+                "{junk:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_size_limit_applies_to_all_members_together() {
+        let mut raw = gzip(&[b'a'; 600]);
+        raw.extend(gzip(&[b'b'; 600]));
+        assert!(matches!(
+            decode(raw.clone(), 1000),
+            Err(BodyError::TooLarge(1000))
+        ));
+        assert_eq!(decode(raw, 1200).expect("fits").len(), 1200);
+    }
 }

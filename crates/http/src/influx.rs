@@ -5,8 +5,8 @@
 //! `time`, meta field `tags`); see [`crate::line_protocol`] for the syntax and
 //! `docs/design.md` "HTTP writes" for the document each line becomes. Answers and errors
 //! have InfluxDB's shapes: 204 on success; 400 naming the first malformed line, after
-//! writing the good lines of the same body; 404 for an unknown database; 413 over the
-//! body limit; 5xx only when a retry may succeed.
+//! writing the good lines of the same body (1.x) or writing nothing (2.x); 404 for an
+//! unknown database; 413 over the body limit; 5xx only when a retry may succeed.
 
 use crate::auth::Caller;
 use crate::body::{self, BodyError};
@@ -40,6 +40,8 @@ pub(crate) struct InfluxError {
     api: Api,
     status: StatusCode,
     message: String,
+    /// The 2.x `code` when the status alone does not tell it.
+    code: Option<&'static str>,
 }
 
 impl InfluxError {
@@ -48,6 +50,15 @@ impl InfluxError {
             api,
             status,
             message: message.into(),
+            code: None,
+        }
+    }
+
+    /// The same error with the 2.x `code` given (`conflict` for a 422).
+    pub(crate) fn with_code(self, code: &'static str) -> InfluxError {
+        InfluxError {
+            code: Some(code),
+            ..self
         }
     }
 
@@ -81,14 +92,16 @@ impl IntoResponse for InfluxError {
         let body = match self.api {
             Api::V1 => json!({"error": self.message}),
             Api::V2 => {
-                let code = match self.status {
+                let code = self.code.unwrap_or(match self.status {
+                    StatusCode::UNAUTHORIZED => "unauthorized",
+                    StatusCode::FORBIDDEN => "forbidden",
                     StatusCode::NOT_FOUND => "not found",
                     StatusCode::PAYLOAD_TOO_LARGE => "request too large",
                     StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported media type",
                     StatusCode::SERVICE_UNAVAILABLE => "unavailable",
                     s if s.is_server_error() => "internal error",
                     _ => "invalid",
-                };
+                });
                 json!({"code": code, "message": self.message})
             }
         };
@@ -134,7 +147,28 @@ fn precision_ns(api: Api, p: Option<&str>) -> Result<i64, InfluxError> {
     })
 }
 
-/// `POST /write?db=&rp=&precision=`.
+/// 1.x `consistency`, a cluster setting a single server accepts and ignores: `any`,
+/// `one`, `quorum` or `all`, in any case.
+fn check_consistency(level: Option<&str>) -> Result<(), InfluxError> {
+    match level.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("" | "any" | "one" | "quorum" | "all") => Ok(()),
+        Some(_) => Err(InfluxError::new(
+            Api::V1,
+            StatusCode::BAD_REQUEST,
+            "invalid consistency level",
+        )),
+    }
+}
+
+/// The time of a point written without one: the server's clock in milliseconds,
+/// truncated to the request's precision as InfluxDB does (`h`: the start of the hour).
+fn arrival_ms(unit_ns: i64) -> i64 {
+    let now = bson::DateTime::now().timestamp_millis();
+    let step = (unit_ns / 1_000_000).max(1);
+    now - now.rem_euclid(step)
+}
+
+/// `POST /write?db=&rp=&precision=&consistency=`.
 pub async fn write_v1(
     State(state): State<Arc<ServerState>>,
     Extension(caller): Extension<Caller>,
@@ -202,17 +236,32 @@ async fn write(
         if let Err(e) = ingest::check_database(&state, &db) {
             return Err(InfluxError::from_ingest(api, e));
         }
+        if let Api::V1 = api {
+            check_consistency(q.get("consistency").map(String::as_str))?;
+        }
         let limit = body::limit(&state);
         let raw = body::read(body, limit)
             .await
             .map_err(|e| InfluxError::from_body(api, e))?;
         let lines =
             body::decode_gzip(&headers, raw, limit).map_err(|e| InfluxError::from_body(api, e))?;
+        // 2.x refuses an empty body; 1.x writes nothing and answers 204.
+        if matches!(api, Api::V2) && lines.is_empty() {
+            return Err(InfluxError::new(
+                api,
+                StatusCode::BAD_REQUEST,
+                "writing requires points",
+            ));
+        }
         let state = state.clone();
-        tokio::task::spawn_blocking(move || write_lines(&state, &caller, &db, &lines, unit))
-            .await
-            .map_err(|e| InfluxError::new(api, StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-            .map_err(|e| InfluxError::from_ingest(api, e))
+        let all_or_nothing = matches!(api, Api::V2);
+        let arrival = arrival_ms(unit);
+        tokio::task::spawn_blocking(move || {
+            write_lines(&state, &caller, &db, &lines, unit, arrival, all_or_nothing)
+        })
+        .await
+        .map_err(|e| InfluxError::new(api, StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| InfluxError::from_ingest(api, e))
     }
     .await;
     match result {
@@ -244,19 +293,34 @@ impl WriteReport {
     }
 }
 
-/// Parses the body and writes each measurement's points to its collection.
+/// The documents of one measurement, and the line of each.
+struct Batch {
+    measurement: String,
+    docs: DocBuffer,
+    lines: Vec<usize>,
+}
+
+/// Parses the body and writes each measurement's points to its collection. Every
+/// document is built (and every line checked) before the first insert, so that with
+/// `all_or_nothing` (2.x) a bad line writes nothing; otherwise (1.x) the good lines are
+/// written.
 fn write_lines(
     state: &Arc<ServerState>,
     caller: &Caller,
     db: &str,
     body: &[u8],
     unit_ns: i64,
+    arrival_ms: i64,
+    all_or_nothing: bool,
 ) -> Result<WriteReport, IngestError> {
     let (points, parse_errors) = line_protocol::parse(body);
     let mut errors: Vec<(usize, String)> = parse_errors
         .into_iter()
         .map(|e| (e.line, e.to_string()))
         .collect();
+    if all_or_nothing && !errors.is_empty() {
+        return Ok(WriteReport { written: 0, errors });
+    }
     // Points by measurement, in the order each measurement first appears.
     let total = points.len();
     let mut order: Vec<String> = Vec::new();
@@ -270,12 +334,13 @@ fn write_lines(
             }
         }
     }
-    let now_ms = bson::DateTime::now().timestamp_millis();
-    let mut written = 0;
+    let mut batches = Vec::with_capacity(order.len());
     for measurement in order {
         let group = groups.remove(&measurement).unwrap_or_default();
-        let dest = match ingest::destination(state, caller, db, &measurement, "tags") {
-            Ok(d) => d,
+        ingest::check_insert(state, caller, db, &measurement)?;
+        // The field names of the collection, or of the one the first insert creates.
+        let options = match ingest::existing_options(state, db, &measurement) {
+            Ok(o) => o,
             Err(IngestError::Invalid(reason)) => {
                 errors.extend(
                     group
@@ -287,11 +352,10 @@ fn write_lines(
             Err(e) => return Err(e),
         };
         let names = Names {
-            time: dest.options.time_field.clone(),
-            meta: dest
-                .options
-                .meta_field
-                .clone()
+            time: options.as_ref().map_or("time", |o| &o.time_field).into(),
+            meta: options
+                .as_ref()
+                .and_then(|o| o.meta_field.clone())
                 .unwrap_or_else(|| "tags".into()),
         };
         // The documents take about the room of their lines.
@@ -299,18 +363,40 @@ fn write_lines(
         let mut docs = DocBuffer::with_capacity(group.len(), room);
         let mut lines = Vec::with_capacity(group.len());
         for (line, p) in group {
-            match write_point(&mut docs, p, unit_ns, now_ms, &names) {
+            match write_point(&mut docs, p, unit_ns, arrival_ms, &names) {
                 Ok(()) => lines.push(line),
                 Err(reason) => errors.push((line, point_error(line, &reason))),
             }
         }
-        if docs.is_empty() {
-            continue;
-        }
-        let out = ingest::insert(state, &dest, &docs)?;
+        batches.push(Batch {
+            measurement,
+            docs,
+            lines,
+        });
+    }
+    if all_or_nothing && !errors.is_empty() {
+        errors.sort_by_key(|(line, _)| *line);
+        return Ok(WriteReport { written: 0, errors });
+    }
+    let mut written = 0;
+    for batch in batches.into_iter().filter(|b| !b.docs.is_empty()) {
+        let dest = match ingest::destination(state, caller, db, &batch.measurement, "tags") {
+            Ok(d) => d,
+            Err(IngestError::Invalid(reason)) => {
+                errors.extend(
+                    batch
+                        .lines
+                        .iter()
+                        .map(|line| (*line, point_error(*line, &reason))),
+                );
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let out = ingest::insert(state, &dest, &batch.docs)?;
         written += out.written;
         for (i, reason) in out.rejected {
-            let line = lines.get(i).copied().unwrap_or(0);
+            let line = batch.lines.get(i).copied().unwrap_or(0);
             errors.push((line, point_error(line, &reason)));
         }
     }
@@ -329,11 +415,11 @@ fn write_point(
     docs: &mut DocBuffer,
     p: Point,
     unit_ns: i64,
-    now_ms: i64,
+    arrival_ms: i64,
     names: &Names,
 ) -> Result<(), String> {
     let (ms, sub_ms_ns) = match p.timestamp {
-        None => (now_ms, 0),
+        None => (arrival_ms, 0),
         Some(t) => {
             let ns = t.checked_mul(unit_ns).ok_or("time outside range")?;
             (ns.div_euclid(1_000_000), ns.rem_euclid(1_000_000))
@@ -354,16 +440,12 @@ fn write_point(
         }
     }
     let mut tags = p.tags;
-    if tags.len() > 1 {
-        // Sorted, and of a repeated key the last value, so that one series has one meta.
-        // The first bytes decide most comparisons without a call to compare text.
-        tags.reverse();
-        tags.sort_by(|a, b| {
-            let (a, b) = (a.0.as_bytes(), b.0.as_bytes());
-            a.first().cmp(&b.first()).then_with(|| a.cmp(b))
-        });
-        tags.dedup_by(|a, b| same_key(&a.0, &b.0));
-    }
+    // Sorted (the parser refused repeated keys), so that one series has one meta. The
+    // first bytes decide most comparisons without a call to compare text.
+    tags.sort_unstable_by(|a, b| {
+        let (a, b) = (a.0.as_bytes(), b.0.as_bytes());
+        a.first().cmp(&b.first()).then_with(|| a.cmp(b))
+    });
     let fields = p.fields;
     docs.push(|w| {
         w.date(&names.time, ms)?;
@@ -452,6 +534,44 @@ mod tests {
             .enumerate()
             .map(|(i, k)| (Cow::Borrowed(k.as_str()), FieldValue::Int(i as i64)))
             .collect()
+    }
+
+    #[test]
+    fn a_point_without_time_gets_the_arrival_time_truncated_to_the_precision() {
+        for unit_ns in [
+            1,
+            1_000,
+            1_000_000,
+            1_000_000_000,
+            60_000_000_000,
+            3_600_000_000_000,
+        ] {
+            let step_ms = (unit_ns / 1_000_000).max(1);
+            let before = bson::DateTime::now().timestamp_millis();
+            let ms = arrival_ms(unit_ns);
+            let after = bson::DateTime::now().timestamp_millis();
+            assert_eq!(ms % step_ms, 0, "{unit_ns}");
+            assert!(before - step_ms < ms && ms <= after, "{unit_ns}");
+        }
+    }
+
+    #[test]
+    fn consistency_is_any_one_quorum_or_all_in_any_case() {
+        for ok in [
+            None,
+            Some(""),
+            Some("any"),
+            Some("ONE"),
+            Some("Quorum"),
+            Some("all"),
+        ] {
+            assert!(check_consistency(ok).is_ok(), "{ok:?}");
+        }
+        for bad in ["two", "al", " one"] {
+            let e = check_consistency(Some(bad)).expect_err("refused");
+            assert_eq!(e.status, StatusCode::BAD_REQUEST);
+            assert_eq!(e.message, "invalid consistency level");
+        }
     }
 
     #[test]

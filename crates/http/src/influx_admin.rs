@@ -3,6 +3,12 @@
 //! `/api/v2/buckets` and `/api/v2/orgs`) and the health checks (`/ping`, `/health`,
 //! `/ready`). Other InfluxQL is refused with 400: data is read through MongoDB's API.
 //!
+//! `/query` follows InfluxDB 1.x: statements are split on `;` outside quotes, the whole
+//! query is authorized before any statement runs (403 `error authorizing query: ...`
+//! otherwise), a failed statement carries its error in its result and the statements
+//! after it are `not executed`, and a `CREATE`/`DROP` sent with GET runs with 1.x's
+//! deprecation warning in its result's `messages` (POST is the method for them).
+//!
 //! A database created here with no collection yet is recorded by the catalog
 //! (`Catalog::declare_database`), since MongoDB has no empty databases. Hourglass has no
 //! organizations: `/api/v2/orgs` answers with the organization asked for, so that 2.x
@@ -14,13 +20,14 @@ use crate::influx::{no_content, with_version, Api, InfluxError};
 use crate::ingest;
 use axum::body::Body;
 use axum::extract::{Extension, Query, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bson::doc;
 use hourglass_protocol::access::check::Tgt;
 use hourglass_protocol::ServerState;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -30,6 +37,7 @@ type Params = Query<HashMap<String, String>>;
 pub async fn query(
     State(state): State<Arc<ServerState>>,
     Extension(caller): Extension<Caller>,
+    method: Method,
     Query(q): Params,
     body: Body,
 ) -> Response {
@@ -41,15 +49,30 @@ pub async fn query(
             }
         }
     }
-    let outcome = tokio::task::spawn_blocking(move || run_statements(&state, &caller, &text)).await;
+    let read_only = method == Method::GET;
+    let outcome =
+        tokio::task::spawn_blocking(move || run_statements(&state, &caller, &text, read_only))
+            .await;
     match outcome {
         Ok(Ok(results)) => with_version(Json(json!({ "results": results })).into_response()),
-        Ok(Err(message)) => {
+        Ok(Err(QueryError::Invalid(message))) => {
             InfluxError::new(Api::V1, StatusCode::BAD_REQUEST, message).into_response()
+        }
+        Ok(Err(QueryError::Forbidden(message))) => {
+            InfluxError::new(Api::V1, StatusCode::FORBIDDEN, message).into_response()
         }
         Err(e) => InfluxError::new(Api::V1, StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             .into_response(),
     }
+}
+
+/// Why a query was refused as a whole.
+#[derive(Debug, PartialEq)]
+enum QueryError {
+    /// 400: it does not parse, or holds a statement Hourglass does not run.
+    Invalid(String),
+    /// 403: the caller may not run one of its statements.
+    Forbidden(String),
 }
 
 #[derive(Debug, PartialEq)]
@@ -59,63 +82,158 @@ enum Statement {
     ShowDatabases,
 }
 
-/// Runs each `;`-separated statement; a statement that fails carries its error in its
-/// result, as InfluxDB answers. A statement that is not one of the three is a 400.
+impl std::fmt::Display for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Statement::CreateDatabase(db) => write!(f, "CREATE DATABASE {}", quote_ident(db)),
+            Statement::DropDatabase(db) => write!(f, "DROP DATABASE {}", quote_ident(db)),
+            Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
+        }
+    }
+}
+
+/// An identifier as InfluxQL writes it: bare when it can be, else double-quoted.
+fn quote_ident(name: &str) -> Cow<'_, str> {
+    let bare = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if bare {
+        return Cow::Borrowed(name);
+    }
+    Cow::Owned(format!(
+        "\"{}\"",
+        name.replace('\\', "\\\\").replace('"', "\\\"")
+    ))
+}
+
+/// The `;`-separated statements of `text`, trimmed; a `;` inside a double-quoted
+/// identifier or a single-quoted string (where a backslash escapes the next character)
+/// does not split.
+fn split_statements(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quote, mut escaped) = (0, None, false);
+    for (i, c) in text.char_indices() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == ';' => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            None => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Runs the statements of `text` in order, as InfluxDB does: a statement that fails
+/// carries its error in its result and the later ones are not run.
 fn run_statements(
     state: &Arc<ServerState>,
     caller: &Caller,
     text: &str,
-) -> Result<Vec<Value>, String> {
-    let statements: Vec<Statement> = text
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(parse_statement)
-        .collect::<Result<_, _>>()?;
-    if statements.is_empty() {
-        return Err("missing required parameter \"q\"".into());
-    }
-    Ok(statements
+    read_only: bool,
+) -> Result<Vec<Value>, QueryError> {
+    let statements: Vec<Statement> = split_statements(text)
         .into_iter()
+        .map(parse_statement)
+        .collect::<Result<_, _>>()
+        .map_err(QueryError::Invalid)?;
+    if statements.is_empty() {
+        return Err(QueryError::Invalid(
+            "missing required parameter \"q\"".into(),
+        ));
+    }
+    authorize(state, caller, &statements)?;
+    let mut failed = false;
+    Ok(statements
+        .iter()
         .enumerate()
         .map(|(i, s)| {
-            let outcome = match s {
-                Statement::CreateDatabase(db) => {
-                    if caller.may(state, "createCollection", Tgt::Db(db.clone())) {
-                        state
-                            .catalog
-                            .declare_database(&db)
-                            .map(|_| None)
-                            .map_err(|e| e.to_string())
-                    } else {
-                        Err(format!("not authorized to create database {db}"))
-                    }
-                }
-                Statement::DropDatabase(db) => {
-                    ingest::run_command(state, caller, &db, doc! {"dropDatabase": 1})
-                        .map(|_| None)
-                        .map_err(|e| e.to_string())
-                }
-                Statement::ShowDatabases => {
-                    let values: Vec<Value> = state
-                        .catalog
-                        .database_names()
-                        .into_iter()
-                        .filter(|n| caller.sees_database(state, n))
-                        .map(|n| json!([n]))
-                        .collect();
-                    Ok(Some(
-                        json!([{"name": "databases", "columns": ["name"], "values": values}]),
-                    ))
-                }
-            };
-            match outcome {
+            if failed {
+                return json!({"statement_id": i, "error": "not executed"});
+            }
+            match execute(state, caller, s) {
+                Ok(None) if read_only => json!({"statement_id": i, "messages": [{
+                    "level": "warning",
+                    "text": format!("deprecated use of '{s}' in a read only context, please use a POST request instead"),
+                }]}),
                 Ok(None) => json!({"statement_id": i}),
                 Ok(Some(series)) => json!({"statement_id": i, "series": series}),
-                Err(e) => json!({"statement_id": i, "error": e}),
+                Err(e) => {
+                    failed = true;
+                    json!({"statement_id": i, "error": e})
+                }
             }
         })
         .collect())
+}
+
+/// Whether the caller may run every statement (SHOW DATABASES lists what it may see).
+fn authorize(
+    state: &ServerState,
+    caller: &Caller,
+    statements: &[Statement],
+) -> Result<(), QueryError> {
+    for s in statements {
+        let (action, db) = match s {
+            Statement::CreateDatabase(db) => ("createCollection", db),
+            Statement::DropDatabase(db) => ("dropDatabase", db),
+            Statement::ShowDatabases => continue,
+        };
+        if !caller.may(state, action, Tgt::Db(db.clone())) {
+            let user = caller
+                .0
+                .session
+                .lock()
+                .user()
+                .map(|u| format!("{u} "))
+                .unwrap_or_default();
+            return Err(QueryError::Forbidden(format!(
+                "error authorizing query: {user}not authorized to execute statement '{s}', requires {action} on database {db}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one statement: its series, if it has any, or its error.
+fn execute(
+    state: &Arc<ServerState>,
+    caller: &Caller,
+    s: &Statement,
+) -> Result<Option<Value>, String> {
+    match s {
+        Statement::CreateDatabase(db) => state
+            .catalog
+            .declare_database(db)
+            .map(|_| None)
+            .map_err(|e| e.to_string()),
+        Statement::DropDatabase(db) => {
+            ingest::run_command(state, caller, db, doc! {"dropDatabase": 1})
+                .map(|_| None)
+                .map_err(|e| e.to_string())
+        }
+        Statement::ShowDatabases => {
+            let values: Vec<Value> = state
+                .catalog
+                .database_names()
+                .into_iter()
+                .filter(|n| caller.sees_database(state, n))
+                .map(|n| json!([n]))
+                .collect();
+            Ok(Some(
+                json!([{"name": "databases", "columns": ["name"], "values": values}]),
+            ))
+        }
+    }
 }
 
 fn parse_statement(s: &str) -> Result<Statement, String> {
@@ -236,6 +354,7 @@ pub async fn create_bucket(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("bucket with name {name} already exists"),
         )
+        .with_code("conflict")
         .into_response();
     }
     let declared = {
@@ -274,9 +393,12 @@ pub async fn orgs(Query(q): Params) -> Response {
     Json(json!({"orgs": [{"id": id_of(&name), "name": name}]})).into_response()
 }
 
-/// `GET|HEAD /ping`: 204 with the version headers (`?verbose=true`: 200 with a body).
+/// `GET|HEAD /ping`: 204 with the version headers; with `verbose` set to anything but
+/// empty, `0` or `false`, 200 with `{"version": ...}`, as 1.x answers.
 pub async fn ping(Query(q): Params) -> Response {
-    if q.get("verbose").is_some_and(|v| v == "true") {
+    if q.get("verbose")
+        .is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+    {
         return with_version(
             Json(json!({"version": crate::influx::INFLUX_VERSION})).into_response(),
         );
@@ -332,5 +454,35 @@ mod tests {
         assert!(parse_statement("CREATE DATABASE x WITH DURATION 1d").is_err());
         assert!(parse_statement("SELECT * FROM cpu").is_err());
         assert!(parse_statement(r#"CREATE DATABASE "open"#).is_err());
+    }
+
+    #[test]
+    fn statements_split_on_semicolons_outside_quotes_only() {
+        assert_eq!(
+            split_statements(r#"CREATE DATABASE "a;b"; SHOW DATABASES;;"#),
+            vec![r#"CREATE DATABASE "a;b""#, "SHOW DATABASES"]
+        );
+        assert_eq!(
+            split_statements(r#"CREATE DATABASE "x\";y"; DROP DATABASE 'q;'"#),
+            vec![r#"CREATE DATABASE "x\";y""#, "DROP DATABASE 'q;'"]
+        );
+        assert_eq!(
+            parse_statement(split_statements(r#"CREATE DATABASE "a;b""#)[0]),
+            Ok(Statement::CreateDatabase("a;b".into()))
+        );
+        assert!(split_statements(" ; \n").is_empty());
+    }
+
+    #[test]
+    fn statements_print_as_influxql_with_names_quoted_when_needed() {
+        assert_eq!(
+            Statement::CreateDatabase("my_db1".into()).to_string(),
+            "CREATE DATABASE my_db1"
+        );
+        assert_eq!(
+            Statement::DropDatabase(r#"a "b"\c"#.into()).to_string(),
+            r#"DROP DATABASE "a \"b\"\\c""#
+        );
+        assert_eq!(Statement::ShowDatabases.to_string(), "SHOW DATABASES");
     }
 }

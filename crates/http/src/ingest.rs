@@ -60,11 +60,7 @@ pub fn destination(
     coll: &str,
     meta_field: &str,
 ) -> Result<Destination, IngestError> {
-    if !caller.may(state, "insert", Tgt::Ns(db.to_string(), coll.to_string())) {
-        return Err(IngestError::Forbidden(format!(
-            "not authorized to write to {db}.{coll}"
-        )));
-    }
+    check_insert(state, caller, db, coll)?;
     if let Some(d) = existing(state, db, coll)? {
         return Ok(d);
     }
@@ -80,6 +76,31 @@ pub fn destination(
     )?;
     existing(state, db, coll)?
         .ok_or_else(|| IngestError::Internal(format!("{db}.{coll} vanished after its creation")))
+}
+
+/// Whether the caller may insert into `db.coll` (`Forbidden` if not).
+pub fn check_insert(
+    state: &ServerState,
+    caller: &Caller,
+    db: &str,
+    coll: &str,
+) -> Result<(), IngestError> {
+    if caller.may(state, "insert", Tgt::Ns(db.to_string(), coll.to_string())) {
+        return Ok(());
+    }
+    Err(IngestError::Forbidden(format!(
+        "not authorized to write to {db}.{coll}"
+    )))
+}
+
+/// The options of the time-series collection `db.coll` if it exists (`Invalid` when
+/// `db.coll` is a collection of another kind); nothing is created.
+pub fn existing_options(
+    state: &ServerState,
+    db: &str,
+    coll: &str,
+) -> Result<Option<TimeseriesOptions>, IngestError> {
+    Ok(existing(state, db, coll)?.map(|d| d.options))
 }
 
 fn existing(state: &ServerState, db: &str, coll: &str) -> Result<Option<Destination>, IngestError> {

@@ -1,12 +1,15 @@
 //! InfluxDB line protocol: `measurement[,tag=value...] field=value[,field=value...] [time]`.
 //!
-//! Escaping follows InfluxDB: a backslash escapes the characters special to the part it
-//! is in (measurement: comma, space; tag keys and values, field keys: comma, equals sign,
-//! space; string field values: double quote) and a backslash itself; before any other
-//! character it is a literal backslash. Lines that start with `#` are comments; blank
-//! lines are skipped; a string field value may span lines. A malformed line is reported
+//! Escaping follows InfluxDB (`models/points.go`): a backslash before a byte makes that
+//! byte part of the name instead of ending it, and the backslash is dropped only before
+//! the bytes its part unescapes (measurement and field keys: comma, space, equals sign,
+//! double quote; tag keys and values: comma, space, equals sign). Before anything else,
+//! another backslash included, the backslash is kept: `\\server\share` is that path.
+//! String field values have their own escapes (`\"` and `\\`). Lines that start with `#`
+//! are comments; blank lines are skipped; a string field value may span lines. A line
+//! that repeats a tag key is malformed ("duplicate tags"). A malformed line is reported
 //! with its number (1-based) and the lines around it are still parsed, so the caller can
-//! write the good ones as InfluxDB does.
+//! write the good ones as InfluxDB 1.x does.
 
 use std::borrow::Cow;
 
@@ -191,10 +194,11 @@ impl Part {
         }
     }
 
+    /// The bytes a backslash escapes in this part (it stays before any other).
     fn escapable(self, c: u8) -> bool {
         match self {
-            Part::Measurement => c == b',' || c == b' ' || c == b'\\',
-            _ => c == b',' || c == b'=' || c == b' ' || c == b'\\',
+            Part::Measurement | Part::FieldKey => matches!(c, b',' | b' ' | b'=' | b'"'),
+            Part::TagKey | Part::TagValue => matches!(c, b',' | b' ' | b'='),
         }
     }
 }
@@ -250,6 +254,9 @@ impl<'a> Parser<'a> {
                 return Err("invalid tag format");
             }
             tags.push((key, value));
+        }
+        if repeats_a_key(&tags) {
+            return Err("duplicate tags");
         }
         if self.peek() != Some(b' ') {
             return Err("missing fields");
@@ -428,6 +435,17 @@ impl<'a> Parser<'a> {
         }
         raw.parse::<i64>().map_err(|_| "bad timestamp")
     }
+}
+
+/// Whether two tags have the same key: pairwise for the few tags of a usual line, by
+/// sorting for many (a hostile line of 100,000 tags stays n log n).
+fn repeats_a_key(tags: &[(Cow<'_, str>, Cow<'_, str>)]) -> bool {
+    if tags.len() <= 16 {
+        return (1..tags.len()).any(|i| tags[..i].iter().any(|(k, _)| k == &tags[i].0));
+    }
+    let mut keys: Vec<&str> = tags.iter().map(|(k, _)| k.as_ref()).collect();
+    keys.sort_unstable();
+    keys.windows(2).any(|w| w[0] == w[1])
 }
 
 /// A numeric or boolean field value.

@@ -55,6 +55,52 @@ fn a_backslash_before_an_ordinary_character_stays() {
 }
 
 #[test]
+fn a_doubled_backslash_in_a_name_is_kept_as_two_backslashes() {
+    let p = one(r"unc\\m,path=\\fileserver\share,k\\x=v f\\k=1 1");
+    assert_eq!(p.measurement, r"unc\\m");
+    assert_eq!(
+        p.tags,
+        vec![
+            ("path".into(), r"\\fileserver\share".into()),
+            (r"k\\x".into(), "v".into())
+        ]
+    );
+    assert_eq!(p.fields[0].0, r"f\\k");
+}
+
+#[test]
+fn a_backslash_after_a_backslash_still_escapes_a_delimiter() {
+    // The second backslash is kept (it follows one) and escapes the comma.
+    let p = one(r"m,t=a\\,b f=1");
+    assert_eq!(p.tags, vec![("t".into(), r"a\,b".into())]);
+}
+
+#[test]
+fn quotes_and_equals_signs_are_unescaped_in_measurements_and_field_keys_only() {
+    let p = one(r#"m\"e\=a,t\"k=v\"x\=y f\"\=k=1"#);
+    assert_eq!(p.measurement, r#"m"e=a"#);
+    assert_eq!(p.tags, vec![(r#"t\"k"#.into(), r#"v\"x=y"#.into())]);
+    assert_eq!(p.fields[0].0, r#"f"=k"#);
+}
+
+#[test]
+fn a_repeated_tag_key_is_refused_as_duplicate_tags() {
+    assert_eq!(error_of("dup,a=1,a=2 v=1 1").reason, "duplicate tags");
+    assert_eq!(error_of("dup,b=1,a=2,b=3 v=1 1").reason, "duplicate tags");
+    // An escaped key is compared unescaped.
+    assert_eq!(error_of(r"dup,a\ b=1,a\ b=2 v=1").reason, "duplicate tags");
+    // Past the pairwise search too.
+    let many: Vec<String> = (0..40).map(|i| format!("k{i}=v")).collect();
+    one(&format!("m,{} v=1", many.join(",")));
+    assert_eq!(
+        error_of(&format!("m,{},k7=w v=1", many.join(","))).reason,
+        "duplicate tags"
+    );
+    // A repeated field key is not an error (the caller keeps its last value).
+    assert_eq!(one("m f=1,f=2").fields.len(), 2);
+}
+
+#[test]
 fn comments_blank_lines_and_crlf_are_skipped() {
     let (points, errors) = parse(b"# comment\n\n   \r\ncpu f=1 10\r\n  cpu f=2\n");
     assert!(errors.is_empty(), "{errors:?}");
@@ -137,21 +183,25 @@ fn numbers_line_protocol_does_not_have_are_refused() {
     );
 }
 
-/// Writes a point as InfluxDB's client libraries do.
+/// Writes a point as InfluxDB's client libraries do: each byte its part unescapes gets a
+/// backslash, other backslashes are written as they are.
 fn serialize(p: &Point) -> String {
     fn esc(s: &str, specials: &[char]) -> String {
         let mut out = String::new();
         for c in s.chars() {
-            if c == '\\' || specials.contains(&c) {
+            if specials.contains(&c) {
                 out.push('\\');
             }
             out.push(c);
         }
         out
     }
-    let mut line = esc(&p.measurement, &[',', ' ']);
+    const MEASUREMENT: &[char] = &[',', ' ', '=', '"'];
+    const TAG: &[char] = &[',', '=', ' '];
+    const FIELD_KEY: &[char] = &[',', '=', ' ', '"'];
+    let mut line = esc(&p.measurement, MEASUREMENT);
     for (k, v) in &p.tags {
-        line += &format!(",{}={}", esc(k, &[',', '=', ' ']), esc(v, &[',', '=', ' ']));
+        line += &format!(",{}={}", esc(k, TAG), esc(v, TAG));
     }
     line.push(' ');
     let fields: Vec<String> = p
@@ -162,10 +212,10 @@ fn serialize(p: &Point) -> String {
                 FieldValue::Float(f) => format!("{f:?}"),
                 FieldValue::Int(i) => format!("{i}i"),
                 FieldValue::UInt(u) => format!("{u}u"),
-                FieldValue::Str(s) => format!("\"{}\"", esc(s, &['"'])),
+                FieldValue::Str(s) => format!("\"{}\"", esc(s, &['"', '\\'])),
                 FieldValue::Bool(b) => b.to_string(),
             };
-            format!("{}={v}", esc(k, &[',', '=', ' ']))
+            format!("{}={v}", esc(k, FIELD_KEY))
         })
         .collect();
     line += &fields.join(",");
@@ -177,8 +227,10 @@ fn serialize(p: &Point) -> String {
 
 fn name() -> impl Strategy<Value = String> {
     // Any printable text without newlines, including every special character; a leading
-    // '#' would make the line a comment and leading blanks are skipped.
-    "[^\n\r\t#][^\n\r\t]{0,12}".prop_filter("not blank", |s| !s.starts_with(' '))
+    // '#' would make the line a comment, leading blanks are skipped, and a trailing
+    // backslash would escape the byte after the name (line protocol cannot write one).
+    "[^\n\r\t#][^\n\r\t]{0,12}"
+        .prop_filter("not blank", |s| !s.starts_with(' ') && !s.ends_with('\\'))
 }
 
 fn field_value() -> impl Strategy<Value = FieldValue<'static>> {
@@ -196,7 +248,8 @@ fn field_value() -> impl Strategy<Value = FieldValue<'static>> {
 fn point() -> impl Strategy<Value = Point<'static>> {
     (
         name(),
-        proptest::collection::vec((name(), name()), 0..4),
+        // Distinct tag keys: a repeated one is refused.
+        proptest::collection::btree_map(name(), name(), 0..4),
         proptest::collection::vec((name(), field_value()), 1..5),
         proptest::option::of(any::<i64>()),
     )

@@ -11,10 +11,12 @@ use hourglass_protocol::access::check::Tgt;
 use hourglass_protocol::ServerState;
 use hourglass_timeseries::{BucketStats, TimeseriesStore};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
+use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -36,7 +38,31 @@ pub async fn metrics(
     }
 }
 
-type Labeled<M> = Family<Vec<(&'static str, String)>, M>;
+type Labeled<M> = Family<Vec<(&'static str, LabelValue)>, M>;
+
+/// A label value escaped as the exposition formats require (backslash, double quote and
+/// line feed as `\\`, `\"` and `\n`): `prometheus-client` writes values as they are,
+/// and a collection name may hold any of them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct LabelValue(String);
+
+impl EncodeLabelValue for LabelValue {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '\\' => encoder.write_str("\\\\")?,
+                '"' => encoder.write_str("\\\"")?,
+                '\n' => encoder.write_str("\\n")?,
+                c => encoder.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn label(name: &'static str, value: impl Into<String>) -> Vec<(&'static str, LabelValue)> {
+    vec![(name, LabelValue(value.into()))]
+}
 
 fn counter(r: &mut Registry, name: &str, help: &str, v: u64) {
     r.register(name, help, ConstCounter::new(v));
@@ -50,14 +76,12 @@ fn labeled_counters<'a>(
     r: &mut Registry,
     name: &str,
     help: &str,
-    label: &'static str,
+    label_name: &'static str,
     values: impl IntoIterator<Item = (&'a str, u64)>,
 ) {
     let family = Labeled::<Counter>::default();
     for (l, v) in values {
-        family
-            .get_or_create(&vec![(label, l.to_string())])
-            .inc_by(v);
+        family.get_or_create(&label(label_name, l)).inc_by(v);
     }
     r.register(name, help, family);
 }
@@ -243,7 +267,7 @@ fn timeseries_collections(r: &mut Registry, state: &ServerState) {
             let Ok((n, b)) = TimeseriesStore::bucket_summary(&c) else {
                 continue;
             };
-            let label = vec![("namespace", format!("{db}.{view}"))];
+            let label = label("namespace", format!("{db}.{view}"));
             buckets.get_or_create(&label).set(n as i64);
             bytes.get_or_create(&label).set(b as i64);
             if let Ok(st) = TimeseriesStore::archive_stats(&c) {
@@ -281,4 +305,25 @@ fn timeseries_collections(r: &mut Registry, state: &ServerState) {
         "Bytes of each time-series collection's buckets as stored",
         bytes,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_escape_backslashes_quotes_and_line_feeds() {
+        let mut r = Registry::default();
+        let family = Labeled::<Gauge>::default();
+        family
+            .get_or_create(&label("namespace", "db.q\"u\\o\nte"))
+            .set(1);
+        r.register("hourglass_test", "A test", family);
+        let mut out = String::new();
+        encode(&mut out, &r).expect("encodes");
+        assert!(
+            out.contains(r#"hourglass_test{namespace="db.q\"u\\o\nte"} 1"#),
+            "{out}"
+        );
+    }
 }
