@@ -45,3 +45,35 @@ def test_tailable_cursors_need_a_capped_collection_and_await_data_needs_tailable
     with pytest.raises(OperationFailure) as e:
         db.command("find", "c", awaitData=True)
     assert e.value.code == 9
+
+
+def test_a_standalone_refuses_write_concerns_it_cannot_meet_before_writing(db):
+    for wc, message in [({"w": 2}, "cannot use 'w' > 1 when a host is not replicated"),
+                        ({"w": "tagged"}, "cannot use non-majority 'w' mode tagged when a host is not a member of a replica set")]:
+        with pytest.raises(OperationFailure) as e:
+            db.command("insert", "c", documents=[{"x": 1}], writeConcern=wc)
+        assert e.value.code == 2
+        assert e.value.details["errmsg"] == message
+    assert db.c.count_documents({}) == 0
+    for wc in [{"w": 1}, {"w": "majority"}, {"w": 0}, {"j": True}]:
+        db.command("insert", "c", documents=[{"x": 1}], writeConcern=wc)
+    with pytest.raises(OperationFailure) as e:
+        db.command("insert", "c", documents=[{"x": 1}], writeConcern={"w": -1})
+    assert e.value.code == 9
+
+
+def test_the_replica_set_writes_and_reports_a_write_concern_it_cannot_meet():
+    from conftest import running_server
+    from pymongo import MongoClient
+    with running_server("--replSet", "rs0") as (_, port, _):
+        c = MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true")
+        db = c.wc_test
+        reply = db.command("insert", "c", documents=[{"x": 1}], writeConcern={"w": 2})
+        assert reply["n"] == 1
+        assert reply["writeConcernError"]["code"] == 100
+        reply = db.command("insert", "c", documents=[{"x": 2}], writeConcern={"w": "nosuchtag"})
+        assert reply["writeConcernError"]["code"] == 79
+        assert db.c.count_documents({}) == 2
+        assert "writeConcernError" not in db.command("insert", "c", documents=[{"x": 3}],
+                                                      writeConcern={"w": "majority"})
+        c.close()

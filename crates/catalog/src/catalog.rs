@@ -330,9 +330,7 @@ impl Catalog {
         };
         if self.colls.read().contains_key(to) {
             if !drop_target {
-                return Err(CatalogError::NamespaceExists(format!(
-                    "Collection {to} already exists"
-                )));
+                return Err(CatalogError::NamespaceExists(to.to_string()));
             }
             self.drop_locked(to)?;
         }

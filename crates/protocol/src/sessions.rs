@@ -1,6 +1,7 @@
 //! The logical sessions this server has seen, as mongod's local session cache keeps them:
-//! every command that carries an `lsid` records it with its last use and user;
-//! `endSessions` removes them; the `$listLocalSessions` stage lists them.
+//! every command that carries an `lsid` (and `startSession`) records it with its last use
+//! and user; `endSessions`, `killSessions` and `killAllSessions` remove them; the
+//! `$listLocalSessions` stage lists them.
 
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
@@ -78,6 +79,24 @@ impl LocalSessions {
         }
     }
 
+    /// The `lsid`s (`{id: UUID}`) of the sessions `which` selects (`killSessions`,
+    /// `killAllSessions`).
+    pub fn ids(&self, which: &Listing) -> Vec<Bson> {
+        self.sessions
+            .lock()
+            .iter()
+            .filter(|(_, e)| match which {
+                Listing::All => true,
+                Listing::Users(users) => users.contains(&e.user),
+            })
+            .map(|(id, _)| {
+                Bson::Document(
+                    doc! {"id": Binary { subtype: BinarySubtype::Uuid, bytes: id.clone() }},
+                )
+            })
+            .collect()
+    }
+
     /// The sessions `which` selects, as `$listLocalSessions` outputs them.
     pub fn list(&self, which: &Listing) -> Vec<Document> {
         let sessions = self.sessions.lock();
@@ -136,5 +155,17 @@ mod tests {
         assert_eq!(uid.len(), 32);
         s.end(&[lsid(2)]);
         assert_eq!(s.list(&Listing::All).len(), 1);
+    }
+
+    #[test]
+    fn ids_select_sessions_by_user_as_lsids() {
+        let s = LocalSessions::default();
+        s.touch(&lsid(1), None);
+        s.touch(&lsid(2), Some("ann@admin".into()));
+        assert_eq!(s.ids(&Listing::All).len(), 2);
+        let anns = s.ids(&Listing::Users(vec![Some("ann@admin".into())]));
+        assert_eq!(anns, vec![lsid(2)]);
+        s.end(&anns);
+        assert_eq!(s.ids(&Listing::All), vec![lsid(1)]);
     }
 }

@@ -75,10 +75,14 @@ const AUTHENTICATED: &[&str] = &[
     // A test command (only with enableTestCommands, never in production).
     "configureFailPoint",
     "endSessions",
+    "features",
     "killCursors",
+    // Only the user's own sessions unless the user may kill any (checked by the handler).
+    "killSessions",
     "listDatabases",
     "logout",
     "refreshSessions",
+    "startSession",
     "rolesInfo",
     "usersInfo",
     "whatsmyuri",
@@ -89,10 +93,13 @@ const CLUSTER: &[(&str, &str)] = &[
     ("fsync", "fsync"),
     ("fsyncUnlock", "unlock"),
     ("getCmdLineOpts", "getCmdLineOpts"),
+    ("getDefaultRWConcern", "getDefaultRWConcern"),
     ("getLog", "getLog"),
     ("getParameter", "getParameter"),
     ("hostInfo", "hostInfo"),
+    ("killAllSessions", "killAnySession"),
     ("killOp", "killop"),
+    ("lockInfo", "serverStatus"),
     ("serverStatus", "serverStatus"),
     ("setParameter", "setParameter"),
     ("top", "top"),
@@ -100,6 +107,7 @@ const CLUSTER: &[(&str, &str)] = &[
 
 /// One action on the command's database.
 const DATABASE: &[(&str, &str)] = &[
+    ("dbHash", "dbHash"),
     ("dbStats", "dbStats"),
     ("dbstats", "dbStats"),
     ("dropAllRolesFromDatabase", "dropRole"),
@@ -189,6 +197,12 @@ pub fn need(name: &str, db: &str, body: &Document, sequences: &[(String, DocSequ
         "getMore" => {
             let coll = body.get_str("collection").unwrap_or_default();
             out.push(("find", ns(db, coll)));
+        }
+        // `dataSize` names a full namespace, `db.coll`.
+        "dataSize" => {
+            let full = collection_of(body);
+            let (d, c) = full.split_once('.').unwrap_or((db, full.as_str()));
+            out.push(("find", ns(d, c)));
         }
         "create" => {
             let Ok(source) = body.get_str("viewOn") else {

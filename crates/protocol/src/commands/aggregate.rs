@@ -38,6 +38,14 @@ pub fn aggregate(req: &Request) -> CmdResult {
         _ => Some(req.collection()?),
     };
     let mut stages = req.documents("pipeline")?;
+    // $collStats produces the pipeline's input: anywhere but first is refused, as MongoDB
+    // validates stage positions.
+    if stages.iter().skip(1).any(|s| s.contains_key("$collStats")) {
+        return Err(CommandError::new(
+            40602,
+            "$collStats is only valid as the first stage in a pipeline",
+        ));
+    }
     // A view reads its source with the view's pipeline in front; the cursor stays the
     // view's.
     let source = match &coll {

@@ -32,17 +32,21 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
             if let Some(avg) = size.checked_div(count) {
                 out.insert("avgObjSize", avg);
             }
-            out.insert("storageSize", c.storage_size() as i64 / scale);
-            let indexes = c.indexes();
-            let mut sizes = doc! {"_id_": 0_i64};
-            let mut total = 0i64;
-            for i in indexes.iter() {
-                let n = i.disk_size() as i64 / scale;
-                total += n;
-                sizes.insert(i.spec.name.clone(), n);
-            }
-            out.insert("nindexes", 1 + indexes.len() as i32);
+            out.insert("numOrphanDocs", 0_i64);
+            let storage = c.storage_size() as i64 / scale;
+            out.insert("storageSize", storage);
+            out.insert("freeStorageSize", 0_i64);
+            out.insert("capped", false);
+            let (_, sizes) = index_sizes(&c)?;
+            out.insert("nindexes", sizes.len() as i32);
+            out.insert("indexBuilds", Vec::<Bson>::new());
+            let total: i64 = sizes.iter().map(|(_, n)| *n as i64 / scale).sum();
             out.insert("totalIndexSize", total);
+            out.insert("totalSize", storage + total);
+            let sizes: Document = sizes
+                .into_iter()
+                .map(|(name, n)| (name, Bson::Int64(n as i64 / scale)))
+                .collect();
             out.insert("indexSizes", sizes);
         }
         Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } => {
@@ -58,7 +62,11 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
             ts.extend(stats.to_document());
             out.insert("size", bytes as i64 / scale);
             out.insert("count", bucket_count as i64);
-            out.insert("storageSize", buckets.storage_size() as i64 / scale);
+            out.insert("numOrphanDocs", 0_i64);
+            let storage = buckets.storage_size() as i64 / scale;
+            out.insert("storageSize", storage);
+            out.insert("freeStorageSize", 0_i64);
+            out.insert("capped", false);
             // The meta/time index lives in the buckets tree; other index specs are
             // metadata (see indexes_ts), so they take no space of their own.
             let specs = TimeseriesStore::index_specs(&buckets, &options)?;
@@ -68,7 +76,9 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
                 .map(|n| (n.to_string(), Bson::Int64(0)))
                 .collect();
             out.insert("nindexes", specs.len() as i32);
+            out.insert("indexBuilds", Vec::<Bson>::new());
             out.insert("totalIndexSize", 0_i64);
+            out.insert("totalSize", storage);
             out.insert("indexSizes", sizes);
             out.insert("timeseries", ts);
             if let Some(archive) = archive_section(req, &buckets, &options)? {
@@ -78,6 +88,35 @@ pub fn stats_document(req: &Request, coll: &str, scale: i64) -> CmdResult {
     }
     out.insert("scaleFactor", scale);
     Ok(out)
+}
+
+/// Bytes of the `_id` index of `c`: the collection is stored in `_id` order, so its tree's
+/// keys are that index; their total length is its size. Walks the collection.
+/// Returns the number of documents too.
+pub fn id_index_size(c: &hourglass_catalog::Collection) -> Result<(u64, u64), CommandError> {
+    let (mut count, mut bytes) = (0u64, 0u64);
+    for kv in c.engine().snapshot().scan_prefix(c.tree(), b"") {
+        let (key, _) = kv.map_err(hourglass_catalog::CatalogError::from)?;
+        count += 1;
+        bytes += key.len() as u64;
+    }
+    Ok((count, bytes))
+}
+
+/// Each index of a regular collection with its bytes, `_id_` first (unscaled), and the
+/// number of documents (one walk of the collection).
+pub fn index_sizes(
+    c: &hourglass_catalog::Collection,
+) -> Result<(u64, Vec<(String, u64)>), CommandError> {
+    let (count, id_bytes) = id_index_size(c)?;
+    let mut out = vec![(
+        hourglass_catalog::index::ID_INDEX_NAME.to_string(),
+        id_bytes,
+    )];
+    for i in c.indexes().iter() {
+        out.push((i.spec.name.clone(), i.disk_size()));
+    }
+    Ok((count, out))
 }
 
 /// `{files, bytes, measurements, lastRun}` of a collection with an archive rule or
@@ -110,4 +149,62 @@ pub fn coll_stats(req: &Request) -> CmdResult {
         ));
     }
     stats_document(req, &coll, scale)
+}
+
+/// `dataSize: "db.coll"`: the bytes and number of the collection's documents (0 and 0 for
+/// a missing collection). Ranges (`keyPattern`, `min`, `max`) are refused: they need an
+/// index scan this server does not do for `dataSize` yet.
+pub fn data_size(req: &Request) -> CmdResult {
+    req.check_fields(&["keyPattern", "min", "max", "estimate"])?;
+    let started = std::time::Instant::now();
+    let ns = match req.body.get("dataSize") {
+        Some(Bson::String(s)) => s.clone(),
+        Some(v) => return Err(req.wrong_type("dataSize", v, "string")),
+        None => return Err(CommandError::missing_field("dataSize")),
+    };
+    if let Some(f) = ["keyPattern", "min", "max"]
+        .into_iter()
+        .find(|f| req.body.contains_key(*f))
+    {
+        return Err(CommandError::bad_value(format!(
+            "dataSize with '{f}' (a key range) is not supported by this server yet"
+        )));
+    }
+    // `estimate` only changes how a key range is measured; without one it has no effect.
+    req.opt_bool("estimate")?;
+    let Some((db, coll)) = ns
+        .split_once('.')
+        .filter(|(d, c)| !d.is_empty() && !c.is_empty())
+    else {
+        return Err(CommandError::new(
+            73,
+            format!("Invalid namespace specified '{ns}'"),
+        ));
+    };
+    let buckets = format!("{}{coll}", super::target::BUCKETS_PREFIX);
+    let timeseries = req
+        .state
+        .catalog
+        .get(db, &buckets)
+        .is_some_and(|b| hourglass_timeseries::options_of(&b).is_some());
+    // A time-series collection is a view on its buckets, as views are refused.
+    if timeseries || super::views::is_view_in(&req.state.catalog, db, coll)? {
+        return Err(CommandError::new(
+            166,
+            format!("Namespace {ns} is a view, not a collection"),
+        ));
+    }
+    let (mut size, mut count) = (0i64, 0i64);
+    if let Some(c) = req.state.catalog.get(db, coll) {
+        for d in c.scan() {
+            let d = d?;
+            count += 1;
+            size += bson::to_vec(&d).map(|v| v.len() as i64).unwrap_or(0);
+        }
+    }
+    Ok(doc! {
+        "size": size,
+        "numObjects": count,
+        "millis": started.elapsed().as_millis() as i64,
+    })
 }

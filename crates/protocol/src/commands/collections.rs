@@ -226,6 +226,16 @@ pub fn rename_collection(req: &Request) -> CmdResult {
     let from = split_ns(req, "renameCollection")?;
     let to = split_ns(req, "to")?;
     let drop_target = req.opt_bool("dropTarget")?.unwrap_or(false);
+    rename_writable(&from, "source")?;
+    rename_writable(&to, "target")?;
+    for special in ["system.views", "system.js", "system.users"] {
+        if from.coll == special || to.coll == special {
+            return Err(CommandError::new(
+                20,
+                format!("renaming {special} collection or renaming to {special} is not allowed"),
+            ));
+        }
+    }
     let buckets_of = |ns: &Namespace| format!("{BUCKETS_PREFIX}{}", ns.coll);
     if super::views::is_view_in(&req.state.catalog, &from.db, &from.coll)? {
         return Err(CommandError::new(
@@ -248,18 +258,48 @@ pub fn rename_collection(req: &Request) -> CmdResult {
             ),
         ));
     }
-    req.state.catalog.rename(&from, &to, drop_target)?;
-    Ok(Document::new())
+    match req.state.catalog.rename(&from, &to, drop_target) {
+        Err(hourglass_catalog::CatalogError::NamespaceExists(_)) => {
+            Err(CommandError::new(48, "target namespace exists"))
+        }
+        other => other.map(|()| Document::new()).map_err(Into::into),
+    }
 }
 
+/// Refuses a rename from or to a namespace users may not write (the profiler's collection,
+/// a system namespace users may not create), as MongoDB words it (20).
+fn rename_writable(ns: &Namespace, which: &str) -> Result<(), CommandError> {
+    let refused = if ns.coll == "system.profile" {
+        Some(format!("cannot write to {ns}"))
+    } else {
+        hourglass_catalog::namespace::check_system_namespace(&ns.db, &ns.coll)
+            .err()
+            .map(|e| e.to_string())
+    };
+    match refused {
+        Some(reason) => Err(CommandError::new(
+            20,
+            format!("error with {which} namespace: {reason}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A collection's `listCollections` entry; a clustered collection has no `idIndex` (its
+/// `_id` is the cluster key, shown in `options.clusteredIndex`), as MongoDB lists it.
 fn describe(c: &Collection) -> Document {
-    doc! {
+    let options = c.options();
+    let clustered = options.contains_key("clusteredIndex");
+    let mut out = doc! {
         "name": c.namespace().coll,
         "type": "collection",
-        "options": c.options(),
+        "options": options,
         "info": {"readOnly": false, "uuid": c.uuid},
-        "idIndex": id_index_document(),
+    };
+    if !clustered {
+        out.insert("idIndex", id_index_document());
     }
+    out
 }
 
 /// Which collections `listCollections` shows: all, unless a user without the

@@ -1,6 +1,7 @@
-//! `dbStats`: counts and sizes of one database. A time-series collection counts as a
-//! view, its buckets collection (and `system.views`, once) as collections, and its
-//! buckets as objects, as MongoDB reports them.
+//! `dbStats`: counts and sizes of one database. A view and a time-series collection count
+//! as views, its buckets collection (and `system.views`, once) as collections, and its
+//! buckets as objects, as MongoDB reports them; `indexes` and `indexSize` cover every
+//! index (`_id` included, as `collStats` sizes them).
 
 use super::target::BUCKETS_PREFIX;
 use super::Request;
@@ -22,8 +23,9 @@ pub fn db_stats(req: &Request) -> CmdResult {
             None => return Err(req.wrong_type("scale", v, "long")),
         },
     };
-    let (mut collections, mut views, mut objects, mut data, mut storage, mut indexes) =
-        (0i64, 0i64, 0i64, 0i64, 0i64, 0i64);
+    let (mut collections, mut views, mut objects, mut data, mut storage) =
+        (0i64, 0i64, 0i64, 0i64, 0i64);
+    let (mut indexes, mut index_size) = (0i64, 0i64);
     for c in req.state.catalog.collections(&req.db) {
         let name = c.namespace().coll;
         collections += 1;
@@ -38,12 +40,17 @@ pub fn db_stats(req: &Request) -> CmdResult {
                 continue;
             }
         }
-        objects += c.count()? as i64;
+        let (count, sizes) = super::coll_stats::index_sizes(&c)?;
+        objects += count as i64;
         let size = c.storage_size() as i64;
         data += size;
         storage += size;
-        indexes += 1;
+        for (_, bytes) in sizes {
+            indexes += 1;
+            index_size += bytes as i64;
+        }
     }
+    views += super::views::definitions(&req.state.catalog, &req.db)?.len() as i64;
     // A time-series collection made before its definition was kept in system.views still
     // counts one there, as MongoDB counts it.
     if views > 0
@@ -66,7 +73,7 @@ pub fn db_stats(req: &Request) -> CmdResult {
         .unwrap_or(".")
         .to_string();
     let fs = fs_sizes(&dbpath);
-    Ok(doc! {
+    let mut out = doc! {
         "db": &req.db,
         "collections": collections,
         "views": views,
@@ -75,13 +82,28 @@ pub fn db_stats(req: &Request) -> CmdResult {
         "dataSize": (data / scale) as f64,
         "storageSize": (storage / scale) as f64,
         "indexes": indexes,
-        "indexSize": 0.0,
-        "totalSize": (storage / scale) as f64,
+        "indexSize": (index_size / scale) as f64,
+        "totalSize": ((storage + index_size) / scale) as f64,
         "scaleFactor": scale,
-        "fsUsedSize": fs.map(|(used, _)| used as f64).unwrap_or(-1.0),
-        "fsTotalSize": fs.map(|(_, total)| total as f64).unwrap_or(-1.0),
-        "hourglassDiskBytes": disk,
-    })
+    };
+    // The storage has no reusable free space inside its tables: nothing to report but 0.
+    if req.opt_bool("freeStorage")?.unwrap_or(false) {
+        out.insert("freeStorageSize", 0.0);
+        out.insert("indexFreeStorageSize", 0.0);
+        out.insert("totalFreeStorageSize", 0.0);
+    }
+    out.insert(
+        "fsUsedSize",
+        fs.map(|(used, _)| (used as i64 / scale) as f64)
+            .unwrap_or(-1.0),
+    );
+    out.insert(
+        "fsTotalSize",
+        fs.map(|(_, total)| (total as i64 / scale) as f64)
+            .unwrap_or(-1.0),
+    );
+    out.insert("hourglassDiskBytes", disk);
+    Ok(out)
 }
 
 /// Used and total bytes of the file system holding `path` (POSIX `df` output).

@@ -135,7 +135,39 @@ pub fn server_status(req: &Request) -> CmdResult {
     if let Some(section) = bucket_catalog_section(&s.timeseries) {
         reply.insert("bucketCatalog", section);
     }
+    // `{section: 0}` leaves a section out (the identifying fields always stay); every
+    // section is on by default.
+    for (k, v) in req.body.iter().skip(1) {
+        if !ALWAYS_REPORTED.contains(&k.as_str()) && !truthy(v) {
+            reply.remove(k);
+        }
+    }
     Ok(reply)
+}
+
+/// serverStatus fields that are not sections: no argument leaves them out.
+const ALWAYS_REPORTED: &[&str] = &[
+    "host",
+    "version",
+    "process",
+    "pid",
+    "uptime",
+    "uptimeMillis",
+    "uptimeEstimate",
+    "localTime",
+];
+
+/// A value's truth as MongoDB reads a flag: false, 0, null and undefined are false.
+fn truthy(v: &Bson) -> bool {
+    match v {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(i) => *i != 0,
+        Bson::Int64(i) => *i != 0,
+        Bson::Double(d) => *d != 0.0,
+        Bson::Decimal128(d) => d.to_string().parse::<f64>() != Ok(0.0),
+        Bson::Null | Bson::Undefined => false,
+        _ => true,
+    }
 }
 
 /// serverStatus `bucketCatalog`: absent until a time-series collection was written;
@@ -166,4 +198,31 @@ pub fn top(req: &Request) -> CmdResult {
 
 pub fn list_commands(_req: &Request) -> CmdResult {
     Ok(doc! {"commands": super::list_commands_doc()})
+}
+
+/// `lockInfo` (admin only): the locks held or awaited by operations. Hourglass operations
+/// take no lock manager's locks, so there are none to show.
+pub fn lock_info(req: &Request) -> CmdResult {
+    req.check_fields(&["includeStorageEngineDump"])?;
+    if req.opt_bool("includeStorageEngineDump")?.unwrap_or(false) {
+        return Err(CommandError::bad_value(
+            "lockInfo: includeStorageEngineDump is not supported by this server",
+        ));
+    }
+    Ok(doc! {"lockInfo": []})
+}
+
+/// `features`: `oidMachine`, the process-unique part of the ObjectIds this server
+/// generates. There is no JavaScript engine (no `js` field), and `oidReset` cannot
+/// regenerate that part, so it is refused.
+pub fn features(req: &Request) -> CmdResult {
+    req.check_fields(&["oidReset"])?;
+    if req.opt_bool("oidReset")?.unwrap_or(false) {
+        return Err(CommandError::bad_value(
+            "features: oidReset is not supported by this server",
+        ));
+    }
+    let oid = bson::oid::ObjectId::new().bytes();
+    let machine = i32::from_be_bytes([0, oid[4], oid[5], oid[6]]);
+    Ok(doc! {"oidMachine": machine})
 }

@@ -17,6 +17,7 @@ mod count;
 mod current_op;
 mod cursor_reply;
 mod databases;
+mod db_hash;
 mod db_stats;
 mod delete;
 mod diagnostics;
@@ -52,6 +53,7 @@ mod users;
 mod validation_options;
 mod view_reads;
 mod views;
+mod write_concern;
 
 pub use args::Request;
 
@@ -68,6 +70,9 @@ pub struct Command {
     pub help: &'static str,
     /// Whether the command is a CRUD operation counted in its own opcounter (else `command`).
     pub crud: bool,
+    /// Whether the command runs only against the `admin` database (13 elsewhere, checked by
+    /// `dispatch` before authorization, as mongod checks it).
+    pub admin_only: bool,
 }
 
 const fn cmd(name: &'static str, handler: Handler, help: &'static str) -> Command {
@@ -76,6 +81,7 @@ const fn cmd(name: &'static str, handler: Handler, help: &'static str) -> Comman
         handler,
         help,
         crud: false,
+        admin_only: false,
     }
 }
 
@@ -85,6 +91,18 @@ const fn crud(name: &'static str, handler: Handler, help: &'static str) -> Comma
         handler,
         help,
         crud: true,
+        admin_only: false,
+    }
+}
+
+/// A command that runs only against the `admin` database.
+const fn admin(name: &'static str, handler: Handler, help: &'static str) -> Command {
+    Command {
+        name,
+        handler,
+        help,
+        crud: false,
+        admin_only: true,
     }
 }
 
@@ -163,10 +181,20 @@ pub static COMMANDS: &[Command] = &[
         users::create_user,
         "Creates a user with SCRAM credentials (or an $external user).",
     ),
-    cmd(
+    admin(
         "currentOp",
         current_op::current_op,
         "Lists the operations in progress (admin only).",
+    ),
+    cmd(
+        "dataSize",
+        coll_stats::data_size,
+        "Returns the bytes and number of a collection's documents.",
+    ),
+    cmd(
+        "dbHash",
+        db_hash::db_hash,
+        "Returns an MD5 of each collection's documents and of the database.",
     ),
     cmd(
         "dbStats",
@@ -213,6 +241,11 @@ pub static COMMANDS: &[Command] = &[
         explain::explain,
         "Describes how a command would run (query plan and execution statistics).",
     ),
+    cmd(
+        "features",
+        diagnostics::features,
+        "Returns the machine part of the ObjectIds this server generates.",
+    ),
     crud(
         "find",
         find::find,
@@ -228,28 +261,33 @@ pub static COMMANDS: &[Command] = &[
         find_and_modify::find_and_modify,
         "Alias of findAndModify.",
     ),
-    cmd(
+    admin(
         "fsync",
         fsync::fsync,
         "Flushes all data to disk; with lock: true, holds writes until fsyncUnlock (admin only).",
     ),
-    cmd(
+    admin(
         "fsyncUnlock",
         fsync::fsync_unlock,
         "Releases one fsync lock (admin only).",
     ),
-    cmd(
+    admin(
         "getCmdLineOpts",
         parameters::get_cmd_line_opts,
         "Returns the command line the server was started with.",
     ),
-    cmd("getLog", diagnostics::get_log, "Returns recent log lines."),
+    admin(
+        "getDefaultRWConcern",
+        parameters::get_default_rw_concern,
+        "Returns the implicit read and write concern defaults (replica set members only).",
+    ),
+    admin("getLog", diagnostics::get_log, "Returns recent log lines."),
     crud(
         "getMore",
         find::get_more,
         "Returns the next batch of a cursor.",
     ),
-    cmd(
+    admin(
         "getParameter",
         parameters::get_parameter,
         "Returns server parameters.",
@@ -282,11 +320,21 @@ pub static COMMANDS: &[Command] = &[
     crud("insert", insert::insert, "Inserts documents."),
     cmd("isMaster", handshake::is_master, "Legacy name of hello."),
     cmd("ismaster", handshake::is_master, "Legacy name of hello."),
-    cmd("killCursors", find::kill_cursors, "Closes cursors."),
     cmd(
+        "killAllSessions",
+        local_sessions::kill_all_sessions,
+        "Ends every session of the users named (of all users with an empty list).",
+    ),
+    cmd("killCursors", find::kill_cursors, "Closes cursors."),
+    admin(
         "killOp",
         current_op::kill_op,
         "Asks a running operation to stop (admin only).",
+    ),
+    cmd(
+        "killSessions",
+        local_sessions::kill_sessions,
+        "Ends the sessions named, aborting their transactions.",
     ),
     cmd(
         "listCollections",
@@ -298,7 +346,7 @@ pub static COMMANDS: &[Command] = &[
         diagnostics::list_commands,
         "Lists the commands this server supports.",
     ),
-    cmd(
+    admin(
         "listDatabases",
         databases::list_databases,
         "Lists databases.",
@@ -307,6 +355,11 @@ pub static COMMANDS: &[Command] = &[
         "listIndexes",
         indexes::list_indexes,
         "Lists the indexes of a collection.",
+    ),
+    admin(
+        "lockInfo",
+        diagnostics::lock_info,
+        "Lists the locks operations hold or await (none: Hourglass takes no such locks).",
     ),
     cmd(
         "logout",
@@ -329,7 +382,7 @@ pub static COMMANDS: &[Command] = &[
         compact::re_index,
         "Drops and rebuilds the indexes of a collection (deprecated).",
     ),
-    cmd(
+    admin(
         "renameCollection",
         collections::rename_collection,
         "Renames a collection.",
@@ -409,12 +462,17 @@ pub static COMMANDS: &[Command] = &[
         diagnostics::server_status,
         "Returns server statistics.",
     ),
-    cmd(
+    admin(
         "setParameter",
         parameters::set_parameter,
         "Changes server parameters.",
     ),
     cmd(
+        "startSession",
+        local_sessions::start_session,
+        "Starts a logical session and returns its id.",
+    ),
+    admin(
         "top",
         diagnostics::top,
         "Returns time and counts per collection and kind of operation (admin only).",
@@ -469,6 +527,13 @@ pub fn dispatch(req: &Request) -> Document {
         _ => format!("{}.$cmd", req.db),
     };
     let top_ns = ns.clone();
+    if command.admin_only && req.db != "admin" {
+        return CommandError::new(
+            13,
+            format!("{name} may only be run against the admin database."),
+        )
+        .to_reply();
+    }
     let kind = match name.as_str() {
         "insert" => "insert",
         "update" => "update",
@@ -490,6 +555,12 @@ pub fn dispatch(req: &Request) -> Document {
     {
         return e.to_reply();
     }
+    // A write concern a standalone cannot meet is refused before the command runs; the
+    // replica set runs it and reports the concern in `writeConcernError`.
+    let unmet_write_concern = match write_concern::check(req) {
+        Ok(w) => w,
+        Err(e) => return e.to_reply(),
+    };
     if let Some(lsid) = req.body.get("lsid") {
         let user = req.conn.session.lock().user().map(|u| u.to_string());
         req.state.sessions.touch(lsid, user);
@@ -582,6 +653,9 @@ pub fn dispatch(req: &Request) -> Document {
         transaction::finish(req, begun, &mut reply);
     }
     let mut reply = stamped(req, reply);
+    if let (Some(wce), Ok(1.0)) = (unmet_write_concern, reply.get_f64("ok")) {
+        reply.insert("writeConcernError", wce);
+    }
     if let Some((action, _)) = fail_point {
         if let (Some(wce), None) = (action.write_concern_error, action.error) {
             reply.insert(
@@ -657,7 +731,7 @@ pub fn list_commands_doc() -> Document {
     for c in COMMANDS {
         out.insert(
             c.name,
-            doc! {"help": c.help, "requiresAuth": crate::access::check::requires_auth(c.name), "adminOnly": false, "slaveOk": true},
+            doc! {"help": c.help, "requiresAuth": crate::access::check::requires_auth(c.name), "adminOnly": c.admin_only, "slaveOk": true},
         );
     }
     out
@@ -688,11 +762,29 @@ mod tests {
         for c in COMMANDS {
             let body = doc! {c.name: "c"};
             let n = need(c.name, "d", &body, &[]);
-            assert!(
-                !matches!(&n, Need::Actions(a) if a.iter().any(|(x, _)| *x == "internal")),
-                "{} has no entry in access::check",
-                c.name
-            );
+            let internal =
+                matches!(&n, Need::Actions(a) if a.iter().any(|(x, _)| *x == "internal"));
+            assert!(!internal, "{}: has no entry in access::check", c.name);
         }
+    }
+
+    #[test]
+    fn admin_only_commands_are_refused_outside_admin_before_running() {
+        for name in [
+            "renameCollection",
+            "listDatabases",
+            "getCmdLineOpts",
+            "getLog",
+            "getParameter",
+            "setParameter",
+            "getDefaultRWConcern",
+            "lockInfo",
+        ] {
+            assert!(lookup(name).is_some_and(|c| c.admin_only), "{name}");
+        }
+        assert!(!lookup("find").is_some_and(|c| c.admin_only));
+        let listed = list_commands_doc();
+        let entry = listed.get_document("listDatabases").unwrap();
+        assert_eq!(entry.get_bool("adminOnly"), Ok(true));
     }
 }

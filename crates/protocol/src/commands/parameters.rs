@@ -64,3 +64,28 @@ pub fn get_cmd_line_opts(req: &Request) -> CmdResult {
     let c = &req.state.cmdline;
     Ok(doc! {"argv": c.argv.clone(), "parsed": c.parsed.clone()})
 }
+
+/// `getDefaultRWConcern` (admin only): a replica set member's cluster-wide read and write
+/// concern defaults. None can be set here, so they are the implicit ones of a set without
+/// arbiters; a standalone has none (51300, as mongod refuses it).
+pub fn get_default_rw_concern(req: &Request) -> CmdResult {
+    req.check_fields(&["inMemory"])?;
+    let in_memory = req.opt_bool("inMemory")?.unwrap_or(false);
+    if req.state.repl_set.get().is_none() {
+        return Err(CommandError::new(
+            51300,
+            "'getDefaultRWConcern' is not supported on standalone nodes.",
+        ));
+    }
+    let mut out = doc! {
+        "defaultReadConcern": {"level": "local"},
+        "defaultWriteConcern": {"w": "majority", "wtimeout": 0},
+        "defaultWriteConcernSource": "implicit",
+        "defaultReadConcernSource": "implicit",
+        "localUpdateWallClockTime": bson::DateTime::now(),
+    };
+    if in_memory {
+        out.insert("inMemory", true);
+    }
+    Ok(out)
+}

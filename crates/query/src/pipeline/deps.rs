@@ -93,6 +93,11 @@ fn expr_paths(v: &Bson, out: &mut BTreeSet<String>) -> Option<()> {
             {
                 return None;
             }
+            // `$top`/`$bottom`(`N`) order documents by the fields `sortBy` names (in
+            // `$sortArray`, fields of the elements: reading them too is harmless).
+            if let Ok(sort_by) = d.get_document("sortBy") {
+                out.extend(sort_by.keys().cloned());
+            }
             d.values().try_for_each(|x| expr_paths(x, out))
         }
         Bson::Array(a) => a.iter().try_for_each(|x| expr_paths(x, out)),
@@ -155,6 +160,13 @@ mod tests {
         ]);
         let want = ["tags.hostname", "tags.region", "time", "usage"];
         assert_eq!(paths.unwrap().into_iter().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn top_and_bottom_read_the_fields_they_sort_by() {
+        let f = fields(vec![doc! {"$group": {"_id": "$g",
+        "t": {"$top": {"sortBy": {"k": -1, "j.x": 1}, "output": "$v"}}}}]);
+        assert_eq!(f.unwrap(), vec!["g", "j", "k", "v"]);
     }
 
     #[test]
