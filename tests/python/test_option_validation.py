@@ -77,3 +77,15 @@ def test_the_replica_set_writes_and_reports_a_write_concern_it_cannot_meet():
         assert "writeConcernError" not in db.command("insert", "c", documents=[{"x": 3}],
                                                       writeConcern={"w": "majority"})
         c.close()
+
+
+def test_coll_mod_expire_after_seconds_takes_off_as_its_only_string(db):
+    import datetime
+    db.create_collection("ts", timeseries={"timeField": "t"}, expireAfterSeconds=60)
+    db.ts.insert_one({"t": datetime.datetime(2024, 1, 1)})
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "ts", expireAfterSeconds="on")
+    assert e.value.code == 72
+    assert "Accepted value is 'off'" in e.value.details["errmsg"]
+    db.command("collMod", "ts", expireAfterSeconds="off")
+    assert "expireAfterSeconds" not in db.command("listCollections", filter={"name": "ts"})["cursor"]["firstBatch"][0]["options"]

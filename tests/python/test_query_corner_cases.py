@@ -152,3 +152,17 @@ def test_positional_projection_keeps_the_element_the_query_matched(schools, db):
     # findAndModify's fields take it too.
     got = db.grades.find_one_and_update({"grades": 90}, {"$set": {"seen": True}}, projection={"grades.$": 1})
     assert got == {"_id": 7, "grades": [90]}
+
+
+@pytest.mark.parametrize("kind", ["regular", "timeseries"])
+def test_top_and_bottom_order_by_their_sort_fields_even_when_nothing_else_reads_them(db, kind):
+    import datetime
+    if kind == "timeseries":
+        db.create_collection("r", timeseries={"timeField": "t", "metaField": "g"})
+    t0 = datetime.datetime(2024, 1, 1)
+    db.r.insert_many([{"t": t0 + datetime.timedelta(seconds=i), "g": i % 2, "k": i % 3, "v": i}
+                      for i in range(8)])
+    top = list(db.r.aggregate([{"$group": {"_id": None, "r": {"$top": {"sortBy": {"k": -1, "v": 1}, "output": "$v"}}}}]))
+    assert top[0]["r"] == 2
+    bottom = list(db.r.aggregate([{"$group": {"_id": None, "r": {"$bottomN": {"n": 2, "sortBy": {"k": -1, "v": 1}, "output": "$v"}}}}]))
+    assert bottom[0]["r"] == [3, 6]

@@ -94,6 +94,11 @@ pub fn coll_mod(req: &Request) -> CmdResult {
         Some(Bson::String(s)) if s == "off" => {
             stored.remove("expireAfterSeconds");
         }
+        Some(Bson::String(s)) => {
+            return Err(CommandError::invalid_options(format!(
+                "Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '{s}'. Accepted value is 'off'"
+            )))
+        }
         Some(v) => {
             stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
         }

@@ -246,12 +246,17 @@ impl TimeseriesStore {
     }
 }
 
+/// The last time MongoDB 7.0 keeps without extended-range support: 2^31 - 1 seconds
+/// after the epoch (2038-01-19T03:14:07Z), in milliseconds.
+const EXTENDED_RANGE_MS: i64 = (i32::MAX as i64) * 1000 + 999;
+
 impl TimeseriesStore {
     /// TTL: removes up to `limit` whole buckets whose minimum time is at or before
     /// `cutoff_ms` (now − expireAfterSeconds − bucketMaxSpanSeconds, MongoDB's rule) and,
     /// for a partial TTL index, whose `{meta: ...}` matches `only` (its bucket-level
     /// `partialFilterExpression`), in one atomic batch. Returns how many buckets and
-    /// measurements went.
+    /// measurements went: none while the collection holds a time before 1970 or after
+    /// 2038-01-19 (MongoDB 7.0 does no TTL deletes there).
     pub fn expire(
         &self,
         buckets: &Arc<Collection>,
@@ -272,6 +277,30 @@ impl TimeseriesStore {
         let series = self.series(buckets, options)?;
         let mut s = lock_settled(&series);
         let engine = buckets.engine().clone();
+        // MongoDB 7.0 does no TTL deletes in a collection holding times it cannot keep in
+        // 32-bit seconds (before 1970 or after 2038-01-19).
+        let extended = |min_ms: i64, max_ms: i64| min_ms < 0 || max_ms > EXTENDED_RANGE_MS;
+        if s.catalog
+            .open_buckets()
+            .any(|b| extended(b.min_time_ms, b.max_time_ms))
+        {
+            return Ok((0, 0));
+        }
+        let snap = engine.snapshot();
+        for reverse in [false, true] {
+            let closed = snap.range(buckets.tree(), &[CLOSED], Some(&[CLOSED + 1]), reverse);
+            if let Some(entry) = closed.into_iter().next() {
+                let b = crate::bucket::decode_compressed(&entry?.1)?;
+                // The last bucket by minimum time ends at most a span later.
+                let span_ms = options.bucket_max_span_seconds.saturating_mul(1000);
+                let max = b
+                    .max_time_ms
+                    .unwrap_or(b.min_time_ms.saturating_add(span_ms));
+                if extended(b.min_time_ms, max) {
+                    return Ok((0, 0));
+                }
+            }
+        }
         let mut batch = engine.batch();
         let (mut n, mut measurements) = (0u64, 0u64);
         let open: Vec<ObjectId> = s
@@ -288,7 +317,6 @@ impl TimeseriesStore {
             n += 1;
             measurements += b.count() as u64;
         }
-        let snap = engine.snapshot();
         let end = closed_time_key(cutoff_ms.div_euclid(1000).saturating_add(1).max(1));
         for entry in snap.range(buckets.tree(), &[CLOSED], Some(&end), false) {
             if n as usize >= limit {
@@ -572,6 +600,19 @@ mod tests {
         let (n, m) = store.expire(&c, &o, T0 + 1_000_000, None, 10).unwrap();
         assert_eq!((n, m), (1, 500));
         assert!(all(&store, &c, &o).is_empty());
+    }
+
+    #[test]
+    fn expire_deletes_nothing_while_a_time_needs_extended_range() {
+        for t in [-86_400_000_i64, 2_200_000_000_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let (_cat, c, o, store) = setup(dir.path());
+            let far = doc! {"t": bson::DateTime::from_millis(t), "tag": {"host": "z"}, "v": 0};
+            store.insert_docs(&c, &o, vec![far], true).unwrap();
+            let (n, _) = store.expire(&c, &o, T0 + 1_000_000, None, 10).unwrap();
+            assert_eq!(n, 0, "a measurement at {t} ms stops TTL");
+            assert_eq!(all(&store, &c, &o).len(), 1511);
+        }
     }
 
     #[test]
