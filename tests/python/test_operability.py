@@ -129,6 +129,19 @@ def test_change_streams_are_refused_as_on_a_standalone(db):
     assert e.value.code == 40573
 
 
+def test_change_streams_on_the_replica_set_are_refused_as_unsupported_not_as_on_a_standalone():
+    from conftest import running_server
+    from pymongo import MongoClient
+    with running_server("--replSet", "rs0") as (_, port, _):
+        c = MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true")
+        with pytest.raises(OperationFailure) as e:
+            with c.cs.c.watch():
+                pass
+        assert e.value.code == 115
+        assert "keeps no oplog" in e.value.details["errmsg"]
+        c.close()
+
+
 def test_lowercase_dbstats_and_collstats_are_the_same_commands(db):
     db.c.insert_many([{"x": i} for i in range(3)])
     assert db.command("dbstats")["collections"] == db.command("dbStats")["collections"]

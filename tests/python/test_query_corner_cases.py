@@ -166,3 +166,14 @@ def test_top_and_bottom_order_by_their_sort_fields_even_when_nothing_else_reads_
     assert top[0]["r"] == 2
     bottom = list(db.r.aggregate([{"$group": {"_id": None, "r": {"$bottomN": {"n": 2, "sortBy": {"k": -1, "v": 1}, "output": "$v"}}}}]))
     assert bottom[0]["r"] == [3, 6]
+
+
+def test_inserted_documents_are_stored_with_id_first_and_empty_timestamps_filled(db):
+    from bson import Timestamp
+    from bson.son import SON
+    db.command("insert", "o", documents=[SON([("x", 1), ("_id", 5), ("ts", Timestamp(0, 0))])])
+    got = db.o.find_one()
+    assert list(got) == ["_id", "x", "ts"]
+    assert got["ts"].time > 1_600_000_000
+    db.o.update_one({"_id": 9}, {"$set": {"y": 1}}, upsert=True)
+    assert list(db.o.find_one({"_id": 9}))[0] == "_id"

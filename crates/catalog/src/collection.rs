@@ -233,21 +233,42 @@ impl Collection {
     }
 }
 
-/// Gives `doc` an ObjectId `_id` (first) when it has none, and checks the `_id` type.
+/// Gives `doc` its `_id` first (an ObjectId when it has none) and fills its empty
+/// timestamps, as [`add_id`]; checks the `_id` type.
 pub fn with_id(doc: Document) -> Result<Document> {
     check_id(&doc)?;
     Ok(add_id(doc))
 }
 
-/// `doc` with an ObjectId `_id` first when it has none.
-pub(crate) fn add_id(doc: Document) -> Document {
-    if doc.contains_key("_id") {
+/// `doc` as MongoDB stores an inserted document: `_id` first (an ObjectId when it has
+/// none), and each top-level empty timestamp (`Timestamp(0, 0)`) replaced by the current
+/// time.
+pub(crate) fn add_id(mut doc: Document) -> Document {
+    for (_, v) in doc.iter_mut() {
+        if matches!(v, Bson::Timestamp(t) if t.time == 0 && t.increment == 0) {
+            *v = Bson::Timestamp(now_timestamp());
+        }
+    }
+    if doc.keys().next().is_some_and(|k| k == "_id") {
         return doc;
     }
+    let id = doc
+        .remove("_id")
+        .unwrap_or_else(|| Bson::ObjectId(ObjectId::new()));
     let mut d = Document::new();
-    d.insert("_id", ObjectId::new());
+    d.insert("_id", id);
     d.extend(doc);
     d
+}
+
+/// The current time as a timestamp: seconds, and an increment that grows across calls.
+fn now_timestamp() -> bson::Timestamp {
+    static INCREMENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let secs = bson::DateTime::now().timestamp_millis() / 1000;
+    bson::Timestamp {
+        time: u32::try_from(secs).unwrap_or(u32::MAX),
+        increment: INCREMENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+    }
 }
 
 /// Refuses an `_id` MongoDB cannot store: an array, a regex, undefined, or a document with

@@ -99,6 +99,14 @@ pub fn aggregate(req: &Request) -> CmdResult {
     } else {
         &stages[..]
     };
+    // Change streams read a replica set's oplog, which the one-member set does not keep:
+    // it refuses them as unsupported (a standalone gets MongoDB's 40573 from the parse).
+    if req.state.repl_set.get().is_some() && rest.iter().any(|s| s.contains_key("$changeStream")) {
+        return Err(CommandError::new(
+            115,
+            "$changeStream is not supported by this server: its replica set keeps no oplog",
+        ));
+    }
     let mut pipeline = Pipeline::parse(rest)?;
     let explain = req.opt_bool("explain")?.unwrap_or(false);
     let cursor_opts =

@@ -138,7 +138,7 @@ pub fn server_status(req: &Request) -> CmdResult {
     // `{section: 0}` leaves a section out (the identifying fields always stay); every
     // section is on by default.
     for (k, v) in req.body.iter().skip(1) {
-        if !ALWAYS_REPORTED.contains(&k.as_str()) && !truthy(v) {
+        if !ALWAYS_REPORTED.contains(&k.as_str()) && !hourglass_query::expr::truthy(v) {
             reply.remove(k);
         }
     }
@@ -156,19 +156,6 @@ const ALWAYS_REPORTED: &[&str] = &[
     "uptimeEstimate",
     "localTime",
 ];
-
-/// A value's truth as MongoDB reads a flag: false, 0, null and undefined are false.
-fn truthy(v: &Bson) -> bool {
-    match v {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(i) => *i != 0,
-        Bson::Int64(i) => *i != 0,
-        Bson::Double(d) => *d != 0.0,
-        Bson::Decimal128(d) => d.to_string().parse::<f64>() != Ok(0.0),
-        Bson::Null | Bson::Undefined => false,
-        _ => true,
-    }
-}
 
 /// serverStatus `bucketCatalog`: absent until a time-series collection was written;
 /// then bucket counts, memory and the execution counters summed over collections.

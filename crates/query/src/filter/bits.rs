@@ -290,25 +290,25 @@ fn signed(neg: bool, magnitude: u128) -> Option<i64> {
     i64::try_from(if neg { -m } else { m }).ok()
 }
 
-/// A Decimal128 rounded to the nearest integer (ties to even), when that fits 64 bits.
-fn decimal_rounded_i64(d: &Decimal128) -> Option<i64> {
+/// A Decimal128's sign, integer part (when it fits 64 bits) and fraction digits (a zero
+/// in front when the exponent puts zeros between the point and the digits).
+fn decimal_split(d: &Decimal128) -> Option<(bool, u128, Vec<u8>)> {
     let (neg, digits, exp) = decimal_parts(d)?;
     if exp >= 0 {
-        return signed(neg, digits_value(&digits, exp)?);
+        return Some((neg, digits_value(&digits, exp)?, Vec::new()));
     }
     let cut = usize::try_from(exp.unsigned_abs()).unwrap_or(usize::MAX);
     let split = digits.len().saturating_sub(cut);
-    let (int_digits, frac_digits) = digits.split_at(split);
-    let int_value = digits_value(int_digits, 0)?;
-    // Digits dropped beyond those the fraction holds are leading zeros of the fraction.
-    let frac_full = cut > digits.len();
-    let first = if frac_full {
-        0
-    } else {
-        frac_digits.first().copied().unwrap_or(0)
-    };
-    let rest_nonzero = frac_digits.iter().skip(1).any(|&x| x != 0);
-    let round_up = match first {
+    let mut frac = vec![0u8; usize::from(cut > digits.len())];
+    frac.extend_from_slice(&digits[split..]);
+    Some((neg, digits_value(&digits[..split], 0)?, frac))
+}
+
+/// A Decimal128 rounded to the nearest integer (ties to even), when that fits 64 bits.
+fn decimal_rounded_i64(d: &Decimal128) -> Option<i64> {
+    let (neg, int_value, frac) = decimal_split(d)?;
+    let rest_nonzero = frac.iter().skip(1).any(|&x| x != 0);
+    let round_up = match frac.first().copied().unwrap_or(0) {
         6..=9 => true,
         5 if rest_nonzero => true,
         5 => int_value % 2 == 1,
@@ -319,17 +319,11 @@ fn decimal_rounded_i64(d: &Decimal128) -> Option<i64> {
 
 /// A Decimal128 that is exactly a 64-bit integer.
 fn decimal_exact_i64(d: &Decimal128) -> Option<i64> {
-    let (neg, digits, exp) = decimal_parts(d)?;
-    if exp >= 0 {
-        return signed(neg, digits_value(&digits, exp)?);
-    }
-    let cut = usize::try_from(exp.unsigned_abs()).unwrap_or(usize::MAX);
-    let split = digits.len().saturating_sub(cut);
-    let (int_digits, frac_digits) = digits.split_at(split);
-    if frac_digits.iter().any(|&x| x != 0) {
+    let (neg, int_value, frac) = decimal_split(d)?;
+    if frac.iter().any(|&x| x != 0) {
         return None;
     }
-    signed(neg, digits_value(int_digits, 0)?)
+    signed(neg, int_value)
 }
 
 #[cfg(test)]
