@@ -417,7 +417,7 @@ impl BucketCatalog {
             }
         }
         if out.inserted > 0 {
-            self.stats.record_commit(out.inserted);
+            self.stats.record_commit(touched.len(), out.inserted);
         }
         MeasurementReader::give_back(fields);
         out.closed.extend(self.close_idle(epoch));
@@ -572,12 +572,6 @@ impl BucketCatalog {
         &mut self.stats
     }
 
-    /// Records an additional commit (see [`BucketStats::record_commit`]);
-    /// `insert` already records one commit per call that inserted.
-    pub fn record_commit(&mut self, measurements: usize) {
-        self.stats.record_commit(measurements);
-    }
-
     /// Memory held by this collection's open buckets (see `Bucket::heap_bytes`).
     pub fn memory_usage(&self) -> usize {
         self.memory
@@ -642,7 +636,7 @@ mod tests {
         assert_eq!(s.num_buckets_closed_due_to_count, 2);
         assert_eq!(s.num_bucket_inserts, 3);
         assert_eq!(s.num_buckets_opened_due_to_metadata, 1);
-        assert_eq!((s.num_commits, s.num_measurements_committed), (1, 2500));
+        assert_eq!((s.num_commits, s.num_measurements_committed), (3, 2500));
         let opened = &out.opened;
         assert_eq!(
             delta_rows(&out),

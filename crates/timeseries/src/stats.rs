@@ -40,9 +40,10 @@ fn long(v: u64) -> Bson {
 }
 
 impl BucketStats {
-    /// Records one commit of `measurements` measurements.
-    pub fn record_commit(&mut self, measurements: usize) {
-        self.num_commits += 1;
+    /// Records the commit of `measurements` measurements into `buckets` buckets: one
+    /// commit per bucket written, as MongoDB counts `numCommits`.
+    pub fn record_commit(&mut self, buckets: usize, measurements: usize) {
+        self.num_commits += buckets as u64;
         self.num_measurements_committed += measurements as u64;
     }
 
@@ -178,8 +179,8 @@ mod tests {
     fn average_appears_only_after_a_commit() {
         let mut s = BucketStats::default();
         assert!(!s.to_document().contains_key("avgNumMeasurementsPerCommit"));
-        s.record_commit(10);
-        s.record_commit(20);
+        s.record_commit(1, 10);
+        s.record_commit(1, 20);
         let d = s.to_document();
         assert_eq!(d.get_i64("avgNumMeasurementsPerCommit"), Ok(15));
         let keys: Vec<&String> = d.keys().collect();
