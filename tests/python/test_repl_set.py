@@ -139,6 +139,21 @@ def test_snapshot_and_linearizable_reads_are_accepted_and_at_cluster_time_is_ref
     c.close()
 
 
+def test_after_cluster_time_beyond_the_current_cluster_time_is_refused(rs_server):
+    from bson import Timestamp
+    _, port = rs_server
+    c = rs_client(port)
+    db = c.py_rs_after
+    reply = db.command("insert", "a", documents=[{"_id": 1}])
+    seen = reply["operationTime"]
+    assert db.command("find", "a", readConcern={"afterClusterTime": seen})["cursor"]["firstBatch"] == [{"_id": 1}]
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "a", readConcern={"level": "local", "afterClusterTime": Timestamp(2**31 - 1, 1)})
+    assert e.value.code == 72
+    assert "must not be greater than the current clusterTime" in e.value.details["errmsg"]
+    c.close()
+
+
 def test_a_standalone_server_still_refuses_replica_set_commands_and_retryable_writes(client, db):
     with pytest.raises(OperationFailure) as e:
         client.admin.command("replSetGetStatus")

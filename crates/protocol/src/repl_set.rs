@@ -36,6 +36,17 @@ impl ReplSet {
         }
     }
 
+    /// The latest cluster time, without handing out a new one: the last one handed out, or
+    /// the current second when it is later.
+    pub fn current_time(&self) -> Timestamp {
+        let now = (bson::DateTime::now().timestamp_millis() / 1000).max(0) as u64;
+        let t = (now << 32).max(self.last_time.load(Ordering::Relaxed));
+        Timestamp {
+            time: (t >> 32) as u32,
+            increment: t as u32,
+        }
+    }
+
     /// A new cluster time: the current second, with an increment that keeps every time
     /// handed out after the one before. Every read sees every write acknowledged before it,
     /// so a client's `afterClusterTime` is always already reached.

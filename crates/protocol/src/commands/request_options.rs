@@ -138,7 +138,10 @@ fn statement_values(req: &Request, field: &str, key: &str) -> Vec<Bson> {
 /// standalone mongod (123 NotAReplicaSet); an unknown level is 9. As the one member of a
 /// replica set (`--replSet`) every read is of one snapshot of the latest acknowledged
 /// writes, so both levels hold; `atClusterTime` (a snapshot in the past) is refused.
-fn check_read_concern(v: Option<&Bson>, replica_set: bool) -> Result<(), CommandError> {
+fn check_read_concern(
+    v: Option<&Bson>,
+    replica_set: Option<&crate::repl_set::ReplSet>,
+) -> Result<(), CommandError> {
     let rc = match v {
         None | Some(Bson::Null) => return Ok(()),
         Some(Bson::Document(rc)) => rc,
@@ -149,9 +152,19 @@ fn check_read_concern(v: Option<&Bson>, replica_set: bool) -> Result<(), Command
             )))
         }
     };
+    // A cluster time no reply has carried yet cannot have been seen by the client.
+    if let (Some(rs), Some(Bson::Timestamp(t))) = (replica_set, rc.get("afterClusterTime")) {
+        let current = rs.current_time();
+        if (t.time, t.increment) > (current.time, current.increment) {
+            return Err(CommandError::invalid_options(format!(
+                "readConcern afterClusterTime value must not be greater than the current clusterTime. Requested clusterTime: {{ ts: Timestamp({}, {}) }}; current clusterTime: {{ ts: Timestamp({}, {}) }}",
+                t.time, t.increment, current.time, current.increment
+            )));
+        }
+    }
     match read_concern_level(rc)? {
         None | Some("local" | "available" | "majority") => Ok(()),
-        Some("snapshot" | "linearizable") if replica_set => Ok(()),
+        Some("snapshot" | "linearizable") if replica_set.is_some() => Ok(()),
         Some(l @ ("snapshot" | "linearizable")) => Err(CommandError::new(
             123,
             format!("node needs to be a replica set member to use readConcern: {l}"),
@@ -200,10 +213,7 @@ pub(super) fn read_concern_level(rc: &Document) -> Result<Option<&str>, CommandE
 pub fn prepare(req: &Request, name: &str) -> Result<Option<Request>, CommandError> {
     // A transaction's statements: their read concern is checked with the transaction.
     if !req.body.contains_key("autocommit") {
-        check_read_concern(
-            req.body.get("readConcern"),
-            req.state.repl_set.get().is_some(),
-        )?;
+        check_read_concern(req.body.get("readConcern"), req.state.repl_set.get())?;
     }
     let field = statements_field(name);
     let has_c = name == "update" && !statement_values(req, "updates", "c").is_empty();
