@@ -322,12 +322,15 @@ mod tests {
     #[test]
     fn read_concerns_a_standalone_refuses_and_a_replica_set_member_takes() {
         let level = |l: &str| {
-            check_read_concern(Some(&Bson::Document(doc! {"level": l})), false)
+            check_read_concern(Some(&Bson::Document(doc! {"level": l})), None)
                 .err()
                 .map(|e| e.code)
         };
+        let rs = crate::repl_set::ReplSet::new("rs0".into());
         for l in ["snapshot", "linearizable", "majority"] {
-            assert!(check_read_concern(Some(&Bson::Document(doc! {"level": l})), true).is_ok());
+            assert!(
+                check_read_concern(Some(&Bson::Document(doc! {"level": l})), Some(&rs)).is_ok()
+            );
         }
         assert_eq!(level("snapshot"), Some(123));
         assert_eq!(level("linearizable"), Some(123));
