@@ -89,3 +89,17 @@ def test_coll_mod_expire_after_seconds_takes_off_as_its_only_string(db):
     assert "Accepted value is 'off'" in e.value.details["errmsg"]
     db.command("collMod", "ts", expireAfterSeconds="off")
     assert "expireAfterSeconds" not in db.command("listCollections", filter={"name": "ts"})["cursor"]["firstBatch"][0]["options"]
+
+
+def test_coll_stats_latency_stats_count_the_collections_operations(db):
+    db.c.insert_one({"a": 1})
+    list(db.c.find())
+    db.c.update_one({}, {"$set": {"a": 2}})
+    stats = list(db.c.aggregate([{"$collStats": {"latencyStats": {}}}]))[0]["latencyStats"]
+    assert stats["reads"]["ops"] >= 1 and stats["writes"]["ops"] >= 2
+    assert set(stats) == {"reads", "writes", "commands", "transactions"}
+    # What is not kept is refused rather than left out.
+    for spec in [{"latencyStats": {"histograms": True}}, {"queryExecStats": {}}]:
+        with pytest.raises(OperationFailure) as e:
+            list(db.c.aggregate([{"$collStats": spec}]))
+        assert e.value.code == 2

@@ -80,6 +80,28 @@ impl Top {
         e.kinds[kind as usize].add(micros);
     }
 
+    /// `$collStats`' `latencyStats` of `ns`: total microseconds and operations of its
+    /// reads (queries and getMores), writes (inserts, updates, deletes) and other commands
+    /// since the server started (no transaction is counted apart).
+    pub fn latency_stats(&self, ns: &str) -> Document {
+        let map = self.by_ns.lock();
+        let e = map.get(ns).cloned().unwrap_or_default();
+        let sum = |kinds: &[Kind]| {
+            let (mut latency, mut ops) = (0u64, 0u64);
+            for k in kinds {
+                latency += e.kinds[*k as usize].time;
+                ops += e.kinds[*k as usize].count;
+            }
+            doc! {"latency": latency as i64, "ops": ops as i64}
+        };
+        doc! {
+            "reads": sum(&[Kind::Query, Kind::GetMore]),
+            "writes": sum(&[Kind::Insert, Kind::Update, Kind::Remove]),
+            "commands": sum(&[Kind::Command]),
+            "transactions": {"latency": 0_i64, "ops": 0_i64},
+        }
+    }
+
     /// The `totals` document of `top`.
     pub fn totals(&self) -> Document {
         let mut out = doc! {"note": "all times in microseconds"};

@@ -435,7 +435,20 @@ fn coll_stats_stage(req: &Request, coll: &str, spec: &Document) -> Result<Docume
                     doc! {"count": stats.get("count").cloned().unwrap_or(Bson::Int64(0))},
                 );
             }
-            ("latencyStats" | "queryExecStats", Bson::Document(_)) => {}
+            ("latencyStats", Bson::Document(o)) => {
+                if o.get_bool("histograms").unwrap_or(false) {
+                    return Err(CommandError::bad_value(
+                        "$collStats latencyStats histograms are not kept by this server",
+                    ));
+                }
+                let ns = format!("{}.{coll}", req.db);
+                out.insert("latencyStats", req.state.top.latency_stats(&ns));
+            }
+            ("queryExecStats", Bson::Document(_)) => {
+                return Err(CommandError::bad_value(
+                    "$collStats queryExecStats is not kept by this server",
+                ))
+            }
             _ => {
                 return Err(CommandError::failed_to_parse(format!(
                     "unrecognized option to $collStats: {k}"
