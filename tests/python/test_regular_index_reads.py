@@ -156,3 +156,16 @@ def test_aggregate_follows_its_hint_and_refuses_an_unknown_one(db):
     with pytest.raises(OperationFailure) as e:
         list(db.c.aggregate(pipeline, hint="nope_1"))
     assert e.value.code == 2
+
+
+def test_an_index_in_the_collections_collation_is_read_by_distinct_scan(db):
+    db.create_collection("ci", collation={"locale": "en", "strength": 2})
+    db.ci.insert_many([{"_id": i, "k": k, "t": i} for i, k in enumerate(["a", "A", "b", "B", "c"])])
+    db.ci.create_index([("k", 1), ("t", 1)])
+    pipeline = [{"$sort": {"k": 1, "t": -1}}, {"$group": {"_id": "$k", "last": {"$first": "$t"}}},
+                {"$sort": {"last": 1}}]
+    got = list(db.ci.aggregate(pipeline))
+    assert [g["last"] for g in got] == [1, 3, 4]
+    explain = db.command("explain", {"aggregate": "ci", "pipeline": pipeline, "cursor": {}})
+    assert "DISTINCT_SCAN" in str(explain)
+    assert sorted(v.lower() for v in db.ci.distinct("k")) == ["a", "b", "c"]

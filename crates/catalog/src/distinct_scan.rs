@@ -119,8 +119,14 @@ impl DistinctScan {
         let Some(part) = self.index.spec.parts.first() else {
             return Ok(None);
         };
+        // As the index encodes it: in its collation's keys when it has one.
+        let value = first_key_value(&self.index, &first);
+        let value = match self.index.spec.collation.as_deref() {
+            Some(c) => c.key_value(&value),
+            None => value,
+        };
         let mut prefix = Vec::new();
-        append_field(&mut prefix, part, &first_key_value(&self.index, &first));
+        append_field(&mut prefix, part, &value);
         if !key.starts_with(&prefix) {
             return Err(CatalogError::Corrupt(format!(
                 "index {} has an entry whose key does not start with its document's value",
