@@ -84,7 +84,9 @@ pub async fn serve<S: ClientStream>(
                 return;
             }
         };
-        let _budget = match reserve(&state, whole.len()).await {
+        // A compressed frame takes the budget of the message it inflates to.
+        let size = wire::compression::announced_size(&header, &whole).unwrap_or(whole.len());
+        let _budget = match reserve(&state, size.max(whole.len())).await {
             Some(p) => p,
             None => return,
         };

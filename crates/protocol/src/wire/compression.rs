@@ -47,6 +47,19 @@ pub fn may_compress_reply(command: &str) -> bool {
     !PLAIN_REPLIES.contains(&command)
 }
 
+/// The size an OP_COMPRESSED message announces for the message inside it (header
+/// included); `None` for any other message.
+pub fn announced_size(header: &Header, whole: &[u8]) -> Option<usize> {
+    if header.op_code != OP_COMPRESSED {
+        return None;
+    }
+    let b = whole.get(HEADER_LEN + 4..HEADER_LEN + 8)?;
+    let size = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    usize::try_from(size)
+        .ok()
+        .map(|s| s.saturating_add(HEADER_LEN))
+}
+
 /// The message inside an OP_COMPRESSED one: its header and whole bytes as if it had been
 /// sent plain, and the compressor it came with (for the reply).
 pub fn decompress(header: &Header, whole: &[u8]) -> Result<(Header, Vec<u8>, u8), WireError> {
@@ -148,7 +161,8 @@ fn invalid(e: &dyn std::fmt::Display) -> WireError {
 /// Reads at most `size + 1` bytes (one more than announced shows a lying header without
 /// inflating a bomb).
 fn read_limited(r: impl Read, size: usize) -> Result<Vec<u8>, WireError> {
-    let mut out = Vec::with_capacity(size);
+    // Grown as bytes come, never to the announced size up front.
+    let mut out = Vec::with_capacity(size.min(64 * 1024));
     r.take(size as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|e| invalid(&e))?;
@@ -176,6 +190,7 @@ mod tests {
             let (inner, whole, used) = decompress(&header, &packed).unwrap();
             assert_eq!((inner.op_code, inner.request_id, used), (2013, 7, id));
             assert_eq!(whole, plain);
+            assert_eq!(announced_size(&header, &packed), Some(plain.len()));
         }
     }
 
