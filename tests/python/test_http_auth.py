@@ -274,14 +274,20 @@ def test_read_write_user_cannot_write_to_another_database(srv, api):
     assert fresh not in srv.mongo.list_database_names()
 
 
+def inserter_of(srv, collection, name):
+    """A new user whose only privilege is `insert` on `collection` of RW_DB."""
+    role = unique(f"insert_{name}")
+    srv.mongo.admin.command("createRole", role, roles=[], privileges=[
+        {"resource": {"db": RW_DB, "collection": collection}, "actions": ["insert"]}])
+    user = unique(name)
+    srv.mongo.admin.command("createUser", user, pwd=PWD, roles=[{"role": role, "db": "admin"}])
+    return user
+
+
 @pytest.mark.parametrize("api", ["v1", "v2"])
 def test_a_write_with_one_forbidden_measurement_writes_none(srv, api):
     allowed, denied = unique("some_allowed"), unique("some_denied")
-    role = unique("insert_some")
-    srv.mongo.admin.command("createRole", role, roles=[], privileges=[
-        {"resource": {"db": RW_DB, "collection": allowed}, "actions": ["insert"]}])
-    user = unique("some")
-    srv.mongo.admin.command("createUser", user, pwd=PWD, roles=[{"role": role, "db": "admin"}])
+    user = inserter_of(srv, allowed, "some")
     r = write(srv, RW_DB, f"{allowed} v=1 {T0_S}\n{denied} v=2 {T0_S}", api=api, form="basic",
               user=user, password=PWD)
     assert_status(r, 403)
@@ -292,11 +298,7 @@ def test_insert_on_one_collection_writes_that_measurement_only(srv):
     # MongoDB's `create` accepts `insert` on the namespace in place of `createCollection`
     # (authorization_checks.cpp, checkAuthForCreate), so the first write may create it
     allowed, denied = unique("allowed"), unique("denied")
-    role = unique("insert_one_coll")
-    srv.mongo.admin.command("createRole", role, roles=[], privileges=[
-        {"resource": {"db": RW_DB, "collection": allowed}, "actions": ["insert"]}])
-    user = unique("narrow")
-    srv.mongo.admin.command("createUser", user, pwd=PWD, roles=[{"role": role, "db": "admin"}])
+    user = inserter_of(srv, allowed, "narrow")
     r = write(srv, RW_DB, f"{allowed} v=1 {T0_S}", form="basic", user=user, password=PWD)
     assert_status(r, 204)
     assert [typed(d) for d in fetch(srv, RW_DB, allowed)] == [expect(time=T0_MS, v=1.0)]

@@ -57,7 +57,10 @@ impl AggregateRead {
     pub fn summary(&self) -> String {
         match &self.access {
             Access::Planned(p) => super::planned::plan_summary(p),
-            Access::Distinct(g) => format!("DISTINCT_SCAN {}", pattern_summary(&g.index)),
+            Access::Distinct(g) => format!(
+                "DISTINCT_SCAN {}",
+                super::planned::pattern_summary(&IndexRef::Secondary(g.index.clone()))
+            ),
         }
     }
 }
@@ -66,16 +69,8 @@ fn key_pattern(index: &Arc<Index>) -> Document {
     IndexRef::Secondary(index.clone()).key_pattern()
 }
 
-fn pattern_summary(index: &Arc<Index>) -> String {
-    let fields: Vec<String> = key_pattern(index)
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}"))
-        .collect();
-    format!("{{ {} }}", fields.join(", "))
-}
-
-/// The leading `$match` of `stages` (its filter parsed as `filter`) and the `$sort` right
-/// after it: their positions and the sort.
+/// The `$sort` that leads `stages` or follows their leading `$match`: its position and
+/// the sort.
 fn leading_sort(stages: &[Document]) -> Result<Option<(usize, SortSpec)>, CommandError> {
     let at = usize::from(stages.first().is_some_and(|s| s.contains_key("$match")));
     match stages.get(at).and_then(|s| s.get_document("$sort").ok()) {

@@ -129,7 +129,8 @@ pub fn refresh_sessions(req: &Request) -> CmdResult {
     Ok(Document::new())
 }
 
-fn session_list(req: &Request, command: &str) -> Result<Vec<Bson>, CommandError> {
+/// The array a sessions command names (`endSessions: [...]`; none: empty).
+pub(super) fn session_list(req: &Request, command: &str) -> Result<Vec<Bson>, CommandError> {
     match req.body.get(command) {
         Some(Bson::Array(a)) => Ok(a.clone()),
         Some(v) => Err(req.wrong_type(command, v, "array")),

@@ -28,11 +28,7 @@ pub fn start_session(req: &Request) -> CmdResult {
 /// with access control on, the user's), aborting their transactions.
 pub fn kill_sessions(req: &Request) -> CmdResult {
     req.check_fields(&[])?;
-    let named = match req.body.get("killSessions") {
-        Some(Bson::Array(a)) => a.clone(),
-        Some(v) => return Err(req.wrong_type("killSessions", v, "array")),
-        None => Vec::new(),
-    };
+    let named = super::handshake::session_list(req, "killSessions")?;
     for (i, lsid) in named.iter().enumerate() {
         match lsid {
             Bson::Document(d) if d.contains_key("id") => {
@@ -66,11 +62,7 @@ pub fn kill_sessions(req: &Request) -> CmdResult {
 /// user with an empty list), aborting their transactions.
 pub fn kill_all_sessions(req: &Request) -> CmdResult {
     req.check_fields(&[])?;
-    let users = match req.body.get("killAllSessions") {
-        Some(Bson::Array(a)) => a.clone(),
-        Some(v) => return Err(req.wrong_type("killAllSessions", v, "array")),
-        None => Vec::new(),
-    };
+    let users = super::handshake::session_list(req, "killAllSessions")?;
     let listing = if users.is_empty() {
         Listing::All
     } else {

@@ -140,15 +140,18 @@ pub fn plan_summary(plan: &Plan) -> String {
     match &plan.access {
         Access::CollScan { .. } => "COLLSCAN".to_string(),
         Access::IdPoint(_) => "IDHACK".to_string(),
-        Access::IndexScan { index, .. } => {
-            let fields: Vec<String> = index
-                .key_pattern()
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect();
-            format!("IXSCAN {{ {} }}", fields.join(", "))
-        }
+        Access::IndexScan { index, .. } => format!("IXSCAN {}", pattern_summary(index)),
     }
+}
+
+/// An index's key pattern as plan summaries print it: `{ a: 1, b: -1 }`.
+pub fn pattern_summary(index: &hourglass_catalog::plan::IndexRef) -> String {
+    let fields: Vec<String> = index
+        .key_pattern()
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    format!("{{ {} }}", fields.join(", "))
 }
 
 /// The filter as explain shows it: `{a: {$eq: 1}}`, several fields under `$and`.
