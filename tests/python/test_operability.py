@@ -84,6 +84,31 @@ def test_command_line_options_win_over_the_config_file():
             stop_process(proc)
 
 
+def test_the_block_cache_size_is_set_in_gb_by_file_or_command_line_and_range_checked():
+    with tempfile.TemporaryDirectory(prefix="hourglass-cache-") as tmp:
+        port = _free_port()
+        cfg = Path(tmp) / "mongod.conf"
+        cfg.write_text(f"storage:\n  dbPath: {tmp}/db\n  wiredTiger:\n    engineConfig:\n"
+                       "      cacheSizeGB: 0.5\n")
+        proc = start(["--config", str(cfg), "--port", str(port), "--quiet"], tmp)
+        try:
+            wait_port(proc, port)
+            c = MongoClient(port=port, directConnection=True)
+            parsed = c.admin.command("getCmdLineOpts")["parsed"]
+            assert parsed["storage"]["wiredTiger"]["engineConfig"]["cacheSizeGB"] == 0.5
+            c.t.c.insert_many([{"i": i} for i in range(100)])
+            assert c.t.c.count_documents({}) == 100
+            c.close()
+        finally:
+            stop_process(proc)
+        for gb in ["0.1", "20000"]:
+            proc = start(["--dbpath", f"{tmp}/db2", "--port", str(_free_port()),
+                          "--wiredTigerCacheSizeGB", gb], tmp)
+            out, _ = proc.communicate(timeout=20)
+            assert proc.returncode != 0
+            assert "cacheSizeGB must be between 0.25 and 10000" in out.decode(errors="replace")
+
+
 @pytest.mark.parametrize("text, named", [
     ("net:\n  prot: 1\n", "net.prot"),
     ("security:\n  authorization: maybe\n", "security.authorization"),

@@ -5,7 +5,7 @@ use crate::collection::{decode, Collection, DocStream};
 use crate::error::Result;
 use crate::plan::{Access, IndexRef, Plan};
 use hourglass_query::filter::raw::RawFilter;
-use hourglass_query::raw_check::{picked_document, FieldTree};
+use hourglass_query::raw_pick::{picked_document, FieldTree};
 use hourglass_storage::Snapshot;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,28 +38,25 @@ impl ScanStats {
 pub struct Narrowing {
     /// Documents this rules out from their bytes are not built.
     pub pre: Option<RawFilter>,
-    /// Only these parts are built (`None`: all of them).
+    /// Only these parts are built (`None`: all of them); they include the paths of
+    /// `pre`, which then need no separate check.
     pub fields: Option<Arc<FieldTree>>,
 }
 
-/// The document in `bytes` as `narrow` allows: `None` when its filter rules it out (as
-/// decided on the filter's fields alone); with fields named, only they are built.
+/// The document in `bytes` as `narrow` allows: with fields named, only they are built
+/// (they include the filter's, which the caller applies); else `None` when the raw
+/// filter rules it out, and the whole document.
 fn decode_if(bytes: &[u8], narrow: &Narrowing) -> Option<Result<bson::Document>> {
+    if let Some(fields) = &narrow.fields {
+        // Damaged bytes: the full decoding says what is wrong.
+        return Some(picked_document(bytes, fields).map_or_else(|| decode(bytes), Ok));
+    }
     if let (Some(pre), Ok(raw)) = (&narrow.pre, bson::RawDocument::from_bytes(bytes)) {
         if !pre.matches(raw) {
             return None;
         }
     }
-    Some(
-        match narrow
-            .fields
-            .as_ref()
-            .and_then(|f| picked_document(bytes, f))
-        {
-            Some(picked) => Ok(picked),
-            None => decode(bytes),
-        },
-    )
+    Some(decode(bytes))
 }
 
 impl Collection {
@@ -89,7 +86,7 @@ impl Collection {
     ) -> DocStream {
         match &plan.access {
             Access::CollScan { reverse } => Box::new(
-                snap.range(self.tree(), b"", None, *reverse)
+                snap.range_shared(self.tree(), b"", None, *reverse)
                     .filter_map(move |r| {
                         stats.doc();
                         match r {
@@ -121,7 +118,7 @@ impl Collection {
                             let stats = stats.clone();
                             let narrow = narrow.clone();
                             snap2
-                                .range(&tree, &s, e.as_deref(), reverse)
+                                .range_shared(&tree, &s, e.as_deref(), reverse)
                                 .filter_map(move |r| {
                                     stats.key();
                                     stats.doc();
@@ -154,7 +151,7 @@ impl Collection {
                             if seen.as_mut().is_some_and(|s| !s.insert(id_key.clone())) {
                                 return None;
                             }
-                            match snap.get(&coll_tree, &id_key) {
+                            match snap.get_shared(&coll_tree, &id_key) {
                                 Ok(Some(bytes)) => {
                                     stats.doc();
                                     decode_if(&bytes, &narrow)

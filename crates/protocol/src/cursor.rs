@@ -3,8 +3,9 @@
 
 use crate::error::CommandError;
 use bson::spec::ElementType;
-use bson::{Document, RawDocumentBuf};
+use bson::Document;
 use hourglass_query::interrupt::Interrupt;
+use hourglass_timeseries::exec::RawRow;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -19,7 +20,7 @@ pub type DocSource = Box<dyn Iterator<Item = Result<Document, CommandError>> + S
 #[derive(Debug, Clone)]
 pub enum Row {
     Doc(Document),
-    Raw(RawDocumentBuf),
+    Raw(RawRow),
 }
 
 impl Row {
@@ -66,17 +67,34 @@ impl RawBatch {
 
     /// Appends the array's elements to `out`.
     pub fn write_elements(&self, out: &mut Vec<u8>) -> Result<(), String> {
-        use hourglass_query::bson_write::{index_key, write_document, write_header};
-        let mut key = String::new();
-        for (i, row) in self.rows.iter().enumerate() {
-            write_header(ElementType::EmbeddedDocument, index_key(i, &mut key), out)?;
+        use hourglass_query::bson_write::write_document;
+        // The element names "0", "1", ... counted in decimal digits, not formatted.
+        let mut key = vec![b'0'];
+        for row in &self.rows {
+            out.push(ElementType::EmbeddedDocument as u8);
+            out.extend_from_slice(&key);
+            out.push(0);
             match row {
                 Row::Doc(d) => write_document(d, out)?,
                 Row::Raw(r) => out.extend_from_slice(r.as_bytes()),
             }
+            increment_decimal(&mut key);
         }
         Ok(())
     }
+}
+
+/// Adds one to the decimal number written in ASCII digits in `digits`.
+fn increment_decimal(digits: &mut Vec<u8>) {
+    for d in digits.iter_mut().rev() {
+        if *d == b'9' {
+            *d = b'0';
+        } else {
+            *d += 1;
+            return;
+        }
+    }
+    digits.insert(0, b'1');
 }
 
 /// Rows still to return.
@@ -125,9 +143,12 @@ pub fn take_batch(
     pending: &mut Option<Row>,
     batch_size: Option<usize>,
 ) -> Result<(Vec<Row>, bool), CommandError> {
-    let mut out = Vec::new();
     let mut bytes = 0usize;
     let limit = batch_size.filter(|&n| n > 0).unwrap_or(usize::MAX);
+    // Room for the rows the source says it has (a batch of rows written from columns
+    // holds hundreds of thousands), at most what one 16 MiB batch can hold.
+    let expected = source.size_hint().0.saturating_add(1);
+    let mut out = Vec::with_capacity(expected.min(limit).min(MAX_BATCH_BYTES / 16));
     while out.len() < limit {
         let Some(doc) = pending.take().map(Ok).or_else(|| source.next()) else {
             return Ok((out, false));
@@ -139,8 +160,9 @@ pub fn take_batch(
             let first = match &doc {
                 Row::Doc(d) => d.keys().next().cloned().unwrap_or_default(),
                 Row::Raw(r) => r
-                    .iter()
-                    .next()
+                    .as_raw()
+                    .ok()
+                    .and_then(|r| r.iter().next())
                     .and_then(|e| e.ok())
                     .map(|(k, _)| k.to_string())
                     .unwrap_or_default(),
@@ -251,6 +273,31 @@ mod tests {
 
     fn source(n: i32) -> RowSource {
         rows(Box::new((0..n).map(|i| Ok(doc! {"i": i}))))
+    }
+
+    #[test]
+    fn a_raw_batch_is_the_bson_array_of_its_rows() {
+        let docs: Vec<Document> = (0..1234).map(|i| doc! {"i": i}).collect();
+        let rows = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| match i % 2 {
+                0 => Row::Doc(d.clone()),
+                _ => Row::Raw(bson::RawDocumentBuf::from_document(d).unwrap().into()),
+            })
+            .collect();
+        let batch = RawBatch::new(rows);
+        let mut out = Vec::new();
+        hourglass_query::bson_write::write_len_prefixed(&mut out, |o| batch.write_elements(o))
+            .unwrap();
+        assert_eq!(out.len(), batch.elements_len() + 5);
+        let array: Document = bson::from_slice(&out).unwrap();
+        let expected: Document = docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (i.to_string(), bson::Bson::Document(d)))
+            .collect();
+        assert_eq!(array, expected);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod path;
 pub mod pipeline;
 pub mod projection;
 pub mod raw_check;
+pub mod raw_pick;
 pub mod sort;
 pub mod update;
 

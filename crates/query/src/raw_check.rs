@@ -44,7 +44,7 @@ fn invalid(what: &str, at: usize) -> RawCheckError {
 }
 
 /// The little-endian i32 at `at`, which must end at or before `end`.
-fn i32_at(b: &[u8], at: usize, end: usize) -> Result<i32, RawCheckError> {
+pub(crate) fn i32_at(b: &[u8], at: usize, end: usize) -> Result<i32, RawCheckError> {
     match b.get(at..at + 4) {
         Some(x) if at + 4 <= end => Ok(i32::from_le_bytes([x[0], x[1], x[2], x[3]])),
         _ => Err(invalid("length past the end of its document", at)),
@@ -68,7 +68,7 @@ fn document_end(b: &[u8], at: usize, limit: usize) -> Result<usize, RawCheckErro
 
 /// A C string at `at` ending before `end`: its bytes are UTF-8. Returns the offset after
 /// its 0.
-fn cstring(b: &[u8], at: usize, end: usize) -> Result<usize, RawCheckError> {
+pub(crate) fn cstring(b: &[u8], at: usize, end: usize) -> Result<usize, RawCheckError> {
     let bytes = b.get(at..end).ok_or_else(|| invalid("C string", at))?;
     // Keys are short and nearly always ASCII: one pass finds the 0 and sees whether a
     // byte needs the UTF-8 check.
@@ -103,7 +103,7 @@ fn string(b: &[u8], at: usize, end: usize) -> Result<usize, RawCheckError> {
 }
 
 /// `n` bytes at `at`, before `end`. Returns the offset after them.
-fn fixed(at: usize, n: usize, end: usize) -> Result<usize, RawCheckError> {
+pub(crate) fn fixed(at: usize, n: usize, end: usize) -> Result<usize, RawCheckError> {
     if at + n <= end {
         Ok(at + n)
     } else {
@@ -145,96 +145,6 @@ fn scalar_end(b: &[u8], kind: u8, at: usize, end: usize) -> Result<Option<usize>
         0x03 | 0x04 | 0x0F => return Ok(None),
         _ => return Err(invalid("unknown element type", at)),
     }))
-}
-
-/// The top-level elements of the BSON document `b` whose keys are in `fields`, copied
-/// into a new document in `b`'s order (a repeated key keeps each occurrence; decoding
-/// keeps the last, as for `b`). Only the picked elements are checked beyond their
-/// extent: decoding the result checks them. `None` when `b` is malformed.
-pub fn pick_top_level(b: &[u8], fields: &[String]) -> Option<Vec<u8>> {
-    let end = document_end(b, 0, b.len()).ok()?;
-    let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&[0; 4]);
-    let mut at = 4;
-    while at < end {
-        let start = at;
-        let kind = b[at];
-        let key_at = at + 1;
-        let key_end = cstring(b, key_at, end).ok()?;
-        at = match scalar_end(b, kind, key_end, end).ok()? {
-            Some(next) => next,
-            None if kind == 0x0F => {
-                let total = usize::try_from(i32_at(b, key_end, end).ok()?).ok()?;
-                fixed(key_end, total, end).ok()?
-            }
-            None => document_end(b, key_end, end).ok()? + 1,
-        };
-        let key = &b[key_at..key_end - 1];
-        if fields.iter().any(|f| f.as_bytes() == key) {
-            out.extend_from_slice(&b[start..at]);
-        }
-    }
-    out.push(0);
-    let len = i32::try_from(out.len()).ok()?;
-    out[..4].copy_from_slice(&len.to_le_bytes());
-    Some(out)
-}
-
-/// The parts of documents a read needs: paths (`a`, `a.b`) as a tree, where a path read
-/// whole ends a branch.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FieldTree {
-    /// The top-level names, for [`pick_top_level`].
-    top: Vec<String>,
-    children: std::collections::BTreeMap<String, FieldTree>,
-    whole: bool,
-}
-
-impl FieldTree {
-    /// The tree of `paths`.
-    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> FieldTree {
-        let mut root = FieldTree::default();
-        for path in paths {
-            let mut node = &mut root;
-            for part in path.split('.') {
-                if node.whole {
-                    break;
-                }
-                node = node.children.entry(part.to_string()).or_default();
-            }
-            node.whole = true;
-            node.children.clear();
-        }
-        root.top = root.children.keys().cloned().collect();
-        root
-    }
-
-    /// The document `raw` reduced to this tree's parts: a field read whole, or any value
-    /// that is not a document (an array included), is converted as it is; a document
-    /// keeps only the subfields the tree names.
-    fn pick(&self, raw: &bson::RawDocument) -> Option<bson::Document> {
-        let mut out = bson::Document::new();
-        for element in raw {
-            let (key, value) = element.ok()?;
-            let Some(node) = self.children.get(key) else {
-                continue;
-            };
-            let value = match value {
-                bson::RawBsonRef::Document(d) if !node.whole => bson::Bson::Document(node.pick(d)?),
-                v => bson::Bson::try_from(v).ok()?,
-            };
-            out.insert(key, value);
-        }
-        Some(out)
-    }
-}
-
-/// [`pick_top_level`] decoded as `tree` allows: the parts of `b` the tree names as a
-/// document (each value converted from its bytes, without the serde decoder's
-/// per-document cost). `None` when `b` or a picked value is malformed.
-pub fn picked_document(b: &[u8], tree: &FieldTree) -> Option<bson::Document> {
-    let picked = pick_top_level(b, &tree.top)?;
-    tree.pick(bson::RawDocument::from_bytes(&picked).ok()?)
 }
 
 /// Validates `b` as one BSON document (exactly its bytes) nested less than `max_depth`
@@ -441,84 +351,6 @@ mod tests {
             assert_eq!(check(&b, 200).unwrap().depth, depth);
             agree(&b, depth);
             agree(&b, depth + 1);
-        }
-    }
-}
-
-#[cfg(test)]
-mod pick_tests {
-    use super::*;
-    use bson::{doc, Document};
-
-    #[test]
-    fn picked_paths_keep_only_the_named_subfields_of_documents() {
-        let d = doc! {"t": 1, "tags": {"host": "h", "region": "r", "n": {"x": 1, "y": 2}},
-        "arr": [{"b": 1, "c": 2}], "s": "x"};
-        let bytes = bson::to_vec(&d).expect("encode");
-        let tree = FieldTree::from_paths(["tags.host", "tags.n.y", "arr.b", "s.z", "t"]);
-        assert_eq!(
-            picked_document(&bytes, &tree),
-            Some(
-                doc! {"t": 1, "tags": {"host": "h", "n": {"y": 2}}, "arr": [{"b": 1, "c": 2}], "s": "x"}
-            )
-        );
-        // A path read whole wins over its subpaths, in any order.
-        let tree = FieldTree::from_paths(["tags.host", "tags"]);
-        assert_eq!(
-            picked_document(&bytes, &tree),
-            Some(doc! {"tags": d.get_document("tags").unwrap().clone()})
-        );
-        let tree = FieldTree::from_paths(["tags", "tags.host"]);
-        assert_eq!(
-            picked_document(&bytes, &tree),
-            Some(doc! {"tags": d.get_document("tags").unwrap().clone()})
-        );
-    }
-
-    #[test]
-    fn picked_fields_equal_the_decoded_document_narrowed_to_them() {
-        let d = doc! {
-            "_id": 1, "d": 1.5, "s": "héllo", "o": {"a": 1, "b": [1, "x"]}, "a": [true],
-            "bin": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] },
-            "code": bson::Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
-                code: "f()".into(), scope: doc! {"x": 1} }),
-            "re": bson::Regex { pattern: "a.b".into(), options: "i".into() },
-            "n": null, "t": bson::DateTime::from_millis(5), "i64": 7i64,
-        };
-        let bytes = bson::to_vec(&d).expect("encode");
-        let keys: Vec<String> = d.keys().cloned().collect();
-        for mask in 0u32..(1 << keys.len()) {
-            let wanted: Vec<String> = keys
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| mask & (1 << i) != 0)
-                .map(|(_, k)| k.clone())
-                .collect();
-            let picked = pick_top_level(&bytes, &wanted).expect("well formed");
-            let got: Document = bson::from_slice(&picked).expect("decodes");
-            let tree = FieldTree::from_paths(wanted.iter().map(String::as_str));
-            assert_eq!(picked_document(&bytes, &tree).as_ref(), Some(&got));
-            let expected: Document = d
-                .iter()
-                .filter(|(k, _)| wanted.contains(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            assert_eq!(got, expected, "{wanted:?}");
-        }
-    }
-
-    #[test]
-    fn picking_from_damaged_bytes_never_panics() {
-        let bytes =
-            bson::to_vec(&doc! {"a": 1, "b": {"c": "x"}, "s": "long string"}).expect("encode");
-        let wanted = vec!["b".to_string(), "s".to_string()];
-        for i in 0..bytes.len() {
-            for v in [0u8, 1, 0x7F, 0x80, 0xFF] {
-                let mut b = bytes.clone();
-                b[i] = v;
-                let _ = pick_top_level(&b, &wanted);
-            }
-            let _ = pick_top_level(&bytes[..i], &wanted);
         }
     }
 }

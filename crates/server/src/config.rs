@@ -16,6 +16,8 @@ pub struct FileSettings {
     pub max_conns: Option<i64>,
     pub http_port: Option<u16>,
     pub db_path: Option<PathBuf>,
+    /// `storage.wiredTiger.engineConfig.cacheSizeGB`.
+    pub cache_size_gb: Option<f64>,
     pub log_path: Option<PathBuf>,
     pub log_append: bool,
     pub fork: bool,
@@ -33,6 +35,18 @@ pub struct FileSettings {
     pub tls_ca_file: Option<PathBuf>,
     pub tls_allow_connections_without_certificates: bool,
     pub tls_disabled_protocols: Option<String>,
+}
+
+/// The smallest and largest cache mongod accepts, in GB.
+pub const MIN_CACHE_GB: f64 = 0.25;
+const MAX_CACHE_GB: f64 = 10_000.0;
+
+/// A cache size in GB, checked against mongod's range.
+pub fn cache_size_gb(gb: f64) -> anyhow::Result<f64> {
+    if !(MIN_CACHE_GB..=MAX_CACHE_GB).contains(&gb) {
+        bail!("cacheSizeGB must be between {MIN_CACHE_GB} and {MAX_CACHE_GB}, got {gb}");
+    }
+    Ok(gb)
 }
 
 /// Reads and checks the file at `path`.
@@ -120,6 +134,14 @@ fn apply(out: &mut FileSettings, key: &str, v: &Yaml) -> anyhow::Result<()> {
         "net.maxIncomingConnections" => out.max_conns = Some(integer(key, v)?),
         "net.http.port" => out.http_port = Some(port(key, v)?),
         "storage.dbPath" => out.db_path = Some(PathBuf::from(scalar(key, v)?)),
+        "storage.wiredTiger.engineConfig.cacheSizeGB" => {
+            let gb = match v {
+                Yaml::Integer(i) => *i as f64,
+                Yaml::Real(r) => r.parse().with_context(|| format!("{key} must be a number"))?,
+                _ => bail!("{key} must be a number"),
+            };
+            out.cache_size_gb = Some(cache_size_gb(gb)?);
+        }
         "replication.replSetName" => out.repl_set_name = Some(scalar(key, v)?),
         "storage.journal.enabled" => {
             if !boolean(key, v)? {
@@ -209,5 +231,22 @@ mod tests {
         assert!(err("processManagement:\n  fork: yes please\n").contains("processManagement.fork"));
         assert!(err("net:\n  port: 99999\n").contains("net.port"));
         assert_eq!(parse("").unwrap(), FileSettings::default());
+    }
+
+    #[test]
+    fn the_cache_size_is_read_in_gb_within_mongods_range() {
+        let cache = |t: &str| {
+            parse(&format!(
+                "storage:\n  wiredTiger:\n    engineConfig:\n      cacheSizeGB: {t}\n"
+            ))
+        };
+        assert_eq!(cache("1.5").unwrap().cache_size_gb, Some(1.5));
+        assert_eq!(cache("2").unwrap().cache_size_gb, Some(2.0));
+        for bad in ["0.1", "20000", "lots"] {
+            assert!(
+                format!("{:#}", cache(bad).unwrap_err()).contains("cacheSizeGB"),
+                "{bad}"
+            );
+        }
     }
 }

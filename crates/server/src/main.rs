@@ -40,6 +40,14 @@ struct Cli {
     /// Directory for the data files (created if missing) [default: ./data].
     #[arg(long, help_heading = "Storage options")]
     dbpath: Option<PathBuf>,
+    /// Size of the cache of decompressed storage blocks, in GB (0.25 to 10000)
+    /// [default: 50% of (RAM - 1 GB), at least 0.25].
+    #[arg(
+        long = "wiredTigerCacheSizeGB",
+        value_name = "GB",
+        help_heading = "Storage options"
+    )]
+    cache_size_gb: Option<f64>,
     /// TCP port to listen on [default: 27017].
     #[arg(long, help_heading = "Net options")]
     port: Option<u16>,
@@ -132,6 +140,8 @@ struct Cli {
 #[derive(Debug)]
 struct Args {
     dbpath: PathBuf,
+    /// Given with --wiredTigerCacheSizeGB or the config file (`None`: sized from memory).
+    cache_size_gb: Option<f64>,
     port: u16,
     bind_ip: String,
     http_port: Option<u16>,
@@ -169,6 +179,10 @@ impl Args {
                 .dbpath
                 .or(file.db_path)
                 .unwrap_or_else(|| PathBuf::from("./data")),
+            cache_size_gb: match cli.cache_size_gb.or(file.cache_size_gb) {
+                Some(gb) => Some(config::cache_size_gb(gb)?),
+                None => None,
+            },
             port: cli.port.or(file.port).unwrap_or(27017),
             bind_ip,
             http_port: cli.http_port.or(file.http_port),
@@ -207,7 +221,20 @@ impl Args {
     }
 }
 
+/// One GB as mongod counts it for the cache (GiB).
+const GB: f64 = (1u64 << 30) as f64;
+
 impl Args {
+    /// The block cache's size: as given, else WiredTiger's default of half of the memory
+    /// beyond the first GB, at least 256 MB.
+    fn cache_bytes(&self) -> u64 {
+        let gb = self.cache_size_gb.unwrap_or_else(|| {
+            let memory = hourglass_protocol::params::system_memory_bytes() as f64 / GB;
+            ((memory - 1.0) * 0.5).max(config::MIN_CACHE_GB)
+        });
+        (gb * GB) as u64
+    }
+
     fn parsed(&self, params: &Document) -> Document {
         let mut system_log = doc! {"quiet": self.quiet};
         if let Some(p) = &self.logpath {
@@ -239,10 +266,14 @@ impl Args {
         if let Some(p) = &self.pidfilepath {
             process.insert("pidFilePath", p.display().to_string());
         }
+        let mut storage = doc! {"dbPath": self.dbpath.display().to_string()};
+        if let Some(gb) = self.cache_size_gb {
+            storage.insert("wiredTiger", doc! {"engineConfig": {"cacheSizeGB": gb}});
+        }
         let mut parsed = doc! {
             "net": net,
             "security": {"authorization": authorization},
-            "storage": {"dbPath": self.dbpath.display().to_string()},
+            "storage": storage,
             "setParameter": params.clone(),
             "systemLog": system_log,
         };
@@ -350,7 +381,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let params = Parameters::default();
     let given = apply_parameters(&args, &params)?;
-    let engine = Engine::open(&args.dbpath)
+    let engine = Engine::open_with_cache(&args.dbpath, args.cache_bytes())
         .with_context(|| format!("cannot open storage in {}", args.dbpath.display()))?;
     let catalog = Catalog::open(engine).context("cannot load the catalog")?;
     let cmdline = CmdLine {

@@ -13,7 +13,7 @@ use hourglass_catalog::Collection;
 use hourglass_query::filter::raw::RawFilter;
 use hourglass_query::filter::Filter;
 use hourglass_query::pipeline::deps::pipeline_paths;
-use hourglass_query::raw_check::FieldTree;
+use hourglass_query::raw_pick::FieldTree;
 use hourglass_query::sort::SortSpec;
 use std::sync::Arc;
 

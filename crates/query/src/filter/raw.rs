@@ -5,7 +5,7 @@
 //! `$jsonSchema`) have no such form.
 
 use super::{Filter, Node};
-use crate::raw_check::FieldTree;
+use crate::raw_pick::FieldTree;
 use bson::{Document, RawDocument};
 use std::collections::BTreeSet;
 
@@ -55,7 +55,7 @@ impl RawFilter {
         if self.fields.is_empty() {
             return self.filter.matches(&Document::new());
         }
-        match crate::raw_check::picked_document(raw.as_bytes(), &self.tree) {
+        match crate::raw_pick::picked_document(raw.as_bytes(), &self.tree) {
             Some(partial) => self.filter.matches(&partial),
             None => true,
         }

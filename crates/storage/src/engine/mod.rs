@@ -279,10 +279,20 @@ fn valid_tree_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
+/// The block cache of [`Engine::open`] (fjall's default): what tests and tools use; the
+/// server sizes its own from the machine's memory.
+pub const DEFAULT_CACHE_BYTES: u64 = 32 << 20;
+
 impl Engine {
     /// Opens (creating if missing) the database under `path`. Temporary files a crash
     /// left behind (external sorts' runs) are deleted.
     pub fn open(path: &Path) -> Result<Engine> {
+        Engine::open_with_cache(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`Engine::open`] with a block cache of `cache_bytes`: the decompressed blocks a
+    /// read finds there are not read and decompressed again.
+    pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<Engine> {
         std::fs::create_dir_all(path)?;
         let db = Database::builder(path.join("engine"))
             .manual_journal_persist(true)
@@ -295,6 +305,7 @@ impl Engine {
             // shared descriptor cache, the files of a dropped collection stayed open (and
             // their space taken) until the cache evicted them.
             .max_cached_files(None)
+            .cache_size(cache_bytes)
             .open()
             .map_err(|e| match e {
                 fjall::Error::Locked => StorageError::DbPathInUse(path.to_path_buf()),

@@ -10,13 +10,14 @@
 use super::col::Cols;
 use super::count_arg;
 use super::gathered::{Gathered, Gathering};
+use super::packed::PackedRows;
 use super::packed_sort::packed_order;
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketView, StoreError};
 use arrow_array::UInt32Array;
 use arrow_ord::sort::{lexsort_to_indices, SortColumn};
 use arrow_schema::SortOptions;
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document};
 use hourglass_query::bson_write;
 use hourglass_query::expr::Expr;
 use hourglass_query::pipeline::mem::MemLimits;
@@ -279,8 +280,9 @@ impl<'a> ColumnarRun<'a> {
         })
     }
 
-    /// [`ColumnarRun::finish`] as BSON bytes, written from the gathered values.
-    pub fn finish_raw(self) -> Result<Vec<RawDocumentBuf>, QueryError> {
+    /// [`ColumnarRun::finish`] as BSON bytes, written from the gathered values into one
+    /// buffer.
+    pub fn finish_raw(self) -> Result<PackedRows, QueryError> {
         let bad = |e: String| QueryError::Coded(1, e);
         let out = self.gathered();
         // Each output name as a BSON key (its bytes and a NUL), checked once.
@@ -294,21 +296,26 @@ impl<'a> ColumnarRun<'a> {
             })
             .collect::<Result<_, _>>()
             .map_err(bad)?;
+        let mut packed;
         match out.order()? {
-            Ordered::Rows(rows) => rows
-                .into_iter()
-                .map(|r| {
-                    let mut buf = Vec::with_capacity(64);
-                    bson_write::write_len_prefixed(&mut buf, |buf| out.write_row(r, &names, buf))
+            Ordered::Rows(rows) => {
+                // A row is about its names and 16 bytes a value.
+                let per_row = 5 + names.iter().map(|n| n.len() + 17).sum::<usize>();
+                packed = PackedRows::with_capacity(rows.len(), rows.len() * per_row);
+                for r in rows {
+                    packed
+                        .push(|buf| out.write_row(r, &names, buf))
                         .map_err(bad)?;
-                    RawDocumentBuf::from_bytes(buf).map_err(|e| bad(e.to_string()))
-                })
-                .collect(),
-            Ordered::Docs(docs) => docs
-                .iter()
-                .map(|d| super::raw_document(d).map_err(bad))
-                .collect(),
+                }
+            }
+            Ordered::Docs(docs) => {
+                packed = PackedRows::default();
+                for d in &docs {
+                    packed.push_document(d).map_err(bad)?;
+                }
+            }
         }
+        Ok(packed)
     }
 
     fn gathered(self) -> Output<'a> {

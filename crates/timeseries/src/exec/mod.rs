@@ -9,6 +9,7 @@ mod columnar;
 mod gathered;
 mod lastpoint;
 mod near;
+mod packed;
 mod packed_sort;
 mod parallel;
 mod rows;
@@ -19,6 +20,7 @@ pub use columnar::ColumnarProject;
 use hourglass_query::pipeline::deps::pipeline_fields;
 pub use lastpoint::LastPoint;
 pub use near::NearestK;
+pub use packed::RawRow;
 pub use rows::RowFilter;
 pub use vgroup::VectorGroup;
 
@@ -264,7 +266,7 @@ type Rows<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 /// output and the rows are measurements as stored.
 pub enum TsRows {
     Docs(Rows<Document>),
-    Raw(Rows<RawDocumentBuf>),
+    Raw(Rows<RawRow>),
 }
 
 impl TsRows {
@@ -272,7 +274,7 @@ impl TsRows {
     pub fn documents(self) -> Rows<Document> {
         match self {
             TsRows::Docs(d) => d,
-            TsRows::Raw(r) => Box::new(r.map(|r| r.and_then(|d| document_of(&d)))),
+            TsRows::Raw(r) => Box::new(r.map(|r| r.and_then(|d| row_document(&d)))),
         }
     }
 }
@@ -368,7 +370,7 @@ impl TimeseriesStore {
                 run.feed(&cols, &options, mask.as_deref())?;
             }
             let rows = if plan.raw_output {
-                TsRows::Raw(Box::new(run.finish_raw()?.into_iter().map(Ok)))
+                TsRows::Raw(Box::new(run.finish_raw()?.into_rows().map(Ok)))
             } else {
                 TsRows::Docs(Box::new(run.finish()?.into_iter().map(Ok)))
             };
@@ -440,10 +442,10 @@ impl Unpacked {
         }
     }
 
-    fn raw(self) -> Vec<Result<RawDocumentBuf, StoreError>> {
+    fn raw(self) -> Vec<Result<RawRow, StoreError>> {
         match self {
-            Unpacked::Raw(r) => r.into_iter().map(Ok).collect(),
-            Unpacked::Docs(d) => d.iter().map(raw_of).collect(),
+            Unpacked::Raw(r) => r.into_iter().map(|r| Ok(r.into())).collect(),
+            Unpacked::Docs(d) => d.iter().map(|d| raw_of(d).map(RawRow::from)).collect(),
         }
     }
 }
@@ -455,6 +457,11 @@ fn raw_document(d: &Document) -> Result<RawDocumentBuf, String> {
 }
 
 fn document_of(d: &RawDocumentBuf) -> Result<Document, StoreError> {
+    d.to_document()
+        .map_err(|e| StoreError::Ts(TsError::CorruptBucket(e.to_string())))
+}
+
+fn row_document(d: &RawRow) -> Result<Document, StoreError> {
     d.to_document()
         .map_err(|e| StoreError::Ts(TsError::CorruptBucket(e.to_string())))
 }
