@@ -136,6 +136,21 @@ def client(server):
     c.close()
 
 
+@contextlib.contextmanager
+def small_buckets_db(client, name, per_bucket=10):
+    """A fresh database `name` while time-series buckets close after `per_bucket`
+    measurements (a few thousand measurements are then hundreds of buckets)."""
+    client.drop_database(name)
+    admin = client.admin
+    was = admin.command("getParameter", 1, timeseriesBucketMaxCount=1)["timeseriesBucketMaxCount"]
+    admin.command("setParameter", 1, timeseriesBucketMaxCount=per_bucket)
+    try:
+        yield client[name]
+    finally:
+        admin.command("setParameter", 1, timeseriesBucketMaxCount=was)
+        client.drop_database(name)
+
+
 @pytest.fixture
 def db(client, request):
     """A fresh database per test, named after the test."""

@@ -9,22 +9,15 @@ import datetime
 import pytest
 from pymongo.errors import OperationFailure
 
+from conftest import small_buckets_db
+
 T0 = datetime.datetime(2026, 3, 1, tzinfo=datetime.timezone.utc)
 
 
 @pytest.fixture()
 def db(client):
-    name = "py_ts_parallel_group"
-    client.drop_database(name)
-    admin = client.admin
-    was = admin.command("getParameter", 1, timeseriesBucketMaxCount=1)["timeseriesBucketMaxCount"]
-    # Ten measurements per bucket: a few thousand measurements are hundreds of buckets.
-    admin.command("setParameter", 1, timeseriesBucketMaxCount=10)
-    try:
-        yield client[name]
-    finally:
-        admin.command("setParameter", 1, timeseriesBucketMaxCount=was)
-        client.drop_database(name)
+    with small_buckets_db(client, "py_ts_parallel_group") as db:
+        yield db
 
 
 def measurements(n):

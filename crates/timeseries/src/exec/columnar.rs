@@ -169,6 +169,12 @@ impl ColumnarProject {
         }
     }
 
+    /// Whether runs over parts of the scan may be appended into one: only when the scan
+    /// never stops early.
+    pub fn splittable(&self) -> bool {
+        self.enough().is_none()
+    }
+
     /// Rows gathered before the scan may stop (no sort: `skip + limit`).
     fn enough(&self) -> Option<usize> {
         match (&self.sort, self.limit) {
@@ -236,6 +242,22 @@ impl<'a> ColumnarRun<'a> {
         }
         self.bucket_of_row
             .extend(std::iter::repeat_n(bucket, rows.len()));
+        if self.plan.sort.is_some() {
+            self.limits.check_sort(self.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `later`, a run over buckets that follow this run's in the scan.
+    pub fn append(&mut self, later: ColumnarRun<'a>) -> Result<(), StoreError> {
+        let offset = u32::try_from(self.orders.len()).unwrap_or(u32::MAX);
+        self.bucket_of_row
+            .extend(later.bucket_of_row.iter().map(|b| b.saturating_add(offset)));
+        self.orders.extend(later.orders);
+        for (column, more) in self.columns.iter_mut().zip(later.columns) {
+            column.append(more);
+        }
+        self.bytes += later.bytes;
         if self.plan.sort.is_some() {
             self.limits.check_sort(self.bytes)?;
         }

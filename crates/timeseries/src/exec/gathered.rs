@@ -109,6 +109,28 @@ impl Builder {
         }
     }
 
+    /// An empty builder of this one's kind.
+    fn empty_like(&self) -> Builder {
+        match self {
+            Builder::Dates(_) => Builder::Dates(Int64Builder::new()),
+            Builder::Doubles(_) => Builder::Doubles(Float64Builder::new()),
+            Builder::Int32s(_) => Builder::Int32s(Int32Builder::new()),
+            Builder::Int64s(_) => Builder::Int64s(Int64Builder::new()),
+        }
+    }
+
+    /// Appends what `later` holds, when it is of this builder's kind; else gives it back.
+    fn append_builder(&mut self, later: Builder) -> Result<(), Builder> {
+        match (self, later) {
+            (Builder::Dates(a), Builder::Dates(mut b))
+            | (Builder::Int64s(a), Builder::Int64s(mut b)) => a.extend(b.finish().iter()),
+            (Builder::Doubles(a), Builder::Doubles(mut b)) => a.extend(b.finish().iter()),
+            (Builder::Int32s(a), Builder::Int32s(mut b)) => a.extend(b.finish().iter()),
+            (_, later) => return Err(later),
+        }
+        Ok(())
+    }
+
     fn len(&self) -> usize {
         match self {
             Builder::Dates(b) | Builder::Int64s(b) => b.len(),
@@ -204,6 +226,39 @@ impl Gathering {
             Gathering::Values(v) => Some(v),
             _ => None,
         }
+    }
+
+    /// Appends `later`, the same column gathered over the buckets that follow this one's
+    /// (a run split across threads): the result is what one run over both gives.
+    pub fn append(&mut self, later: Gathering) {
+        let later = match (&mut *self, later) {
+            (Gathering::PerBucket(a), Gathering::PerBucket(b)) => return a.extend(b),
+            (Gathering::Missing(a), Gathering::Missing(b)) => return *a += b,
+            (Gathering::Typed(a), Gathering::Missing(n)) => return a.append_nulls(n),
+            (Gathering::Missing(n), Gathering::Typed(b)) => {
+                let mut first = b.empty_like();
+                first.append_nulls(*n);
+                match first.append_builder(b) {
+                    Ok(()) => return *self = Gathering::Typed(first),
+                    Err(b) => Gathering::Typed(b),
+                }
+            }
+            (Gathering::Typed(a), Gathering::Typed(b)) => match a.append_builder(b) {
+                Ok(()) => return,
+                Err(b) => Gathering::Typed(b),
+            },
+            (_, later) => later,
+        };
+        let values = later.into_values();
+        if let Some(v) = self.as_values() {
+            v.extend(values);
+        }
+    }
+
+    /// The rows' values as BSON (nothing for a column of one value per bucket, which only
+    /// ever meets another such column).
+    fn into_values(mut self) -> Vec<Option<Bson>> {
+        self.as_values().map(std::mem::take).unwrap_or_default()
     }
 
     pub fn finish(self) -> Gathered {

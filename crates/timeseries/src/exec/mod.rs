@@ -17,6 +17,7 @@ mod top_groups;
 mod vgroup;
 
 pub use columnar::ColumnarProject;
+use columnar::ColumnarRun;
 use hourglass_query::pipeline::deps::pipeline_fields;
 pub use lastpoint::LastPoint;
 pub use near::NearestK;
@@ -358,17 +359,12 @@ impl TimeseriesStore {
             });
         }
         if let Some(c) = &plan.columnar {
-            let mut run = c.start(plan.limits);
-            for view in scan {
-                hourglass_query::interrupt::check()?;
-                if run.is_done() {
-                    break;
-                }
-                let view = view?;
-                let cols = Cols::new(&view);
+            let feed = |run: &mut ColumnarRun<'_>, view: &BucketView| {
+                let cols = Cols::new(view);
                 let mask = row_mask(plan, plan.rows.as_ref(), &cols, &options, wanted.as_deref())?;
-                run.feed(&cols, &options, mask.as_deref())?;
-            }
+                run.feed(&cols, &options, mask.as_deref())
+            };
+            let run = parallel::columnar(c, plan.limits, scan, &feed)?;
             let rows = if plan.raw_output {
                 TsRows::Raw(Box::new(run.finish_raw()?.into_rows().map(Ok)))
             } else {

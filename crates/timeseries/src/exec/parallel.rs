@@ -1,4 +1,5 @@
-//! A vectorized `$group` over a large scan, split across threads: the calling thread
+//! A large scan split across threads ([`split`]), for a vectorized `$group` here and a
+//! columnar projection (`columnar.rs`). For the group: the calling thread
 //! reads the scan (storage reads and bucket envelopes) and hands its buckets, in chunks,
 //! to several workers, each feeding its own run of the group (column decoding, the row
 //! filter, keys and accumulators, two thirds of such a query's time); the runs are merged
@@ -13,11 +14,13 @@
 //! buckets that cannot reach them ([`Cutoff`]), in every thread.
 
 use super::col::Cols;
+use super::columnar::{ColumnarProject, ColumnarRun};
 use super::top_groups::{Cutoff, Kept};
 use super::vgroup::{GroupRun, VectorGroup};
 use crate::store::{BucketView, StoreError};
 use bson::Document;
 use hourglass_query::interrupt;
+use hourglass_query::pipeline::mem::MemLimits;
 use parking_lot::Mutex;
 use std::sync::mpsc::{sync_channel, Receiver};
 
@@ -43,7 +46,7 @@ fn workers() -> usize {
 /// order of waking a thread, so buckets travel in chunks.
 const CHUNK: usize = 16;
 
-type Chunk = Vec<(u64, BucketView)>;
+pub(super) type Chunk = Vec<(u64, BucketView)>;
 
 /// The rows of a bucket that pass the query's filter (`None`: all of them).
 pub(super) type Mask<'m> = dyn Fn(&Cols<'_>) -> Result<Option<Vec<bool>>, StoreError> + Sync + 'm;
@@ -55,39 +58,53 @@ pub(super) struct Feed<'m> {
     pub cutoff: Option<&'m Cutoff>,
 }
 
-/// Runs `group` over every bucket of `scan`.
-pub(super) fn group<I>(
-    group: &VectorGroup,
+/// Buckets waiting for the workers, in chunks, each bucket with its position in the scan.
+pub(super) struct Queue(Mutex<Receiver<Chunk>>);
+
+impl Queue {
+    /// The next chunk, or `None` once the scan is done.
+    pub(super) fn next(&self) -> Option<Chunk> {
+        self.0.lock().recv().ok()
+    }
+}
+
+/// Feeds `scan`'s buckets to `serial` on this thread until [`SERIAL_BUCKETS`] have gone
+/// (all of them when `may_split` is false or the machine has one core); if more remain,
+/// this thread reads them and hands them out in chunks to worker threads, each running
+/// `work` until the queue is done, and their outputs are returned (none when the scan
+/// ended first). Workers run under the operation's interrupt; the first error of any
+/// thread is the result.
+pub(super) fn split<I, T>(
     scan: I,
-    how: &Feed<'_>,
-) -> Result<Vec<Document>, StoreError>
+    may_split: bool,
+    serial: &mut dyn FnMut(u64, &BucketView) -> Result<(), StoreError>,
+    work: &(dyn Fn(&Queue) -> Result<T, StoreError> + Sync),
+) -> Result<Vec<T>, StoreError>
 where
     I: Iterator<Item = Result<BucketView, StoreError>>,
+    T: Send,
 {
-    // Whether the scan may be split at all: otherwise one run reads it whole.
-    let split = workers() >= 2 && group.mergeable();
+    let split = may_split && workers() >= 2;
     let mut scan = scan.enumerate().map(|(i, v)| (i as u64, v)).peekable();
-    let mut run = group.start();
-    let mut kept = Kept::default();
     while let Some((at, view)) = scan.next_if(|(at, _)| !split || *at < SERIAL_BUCKETS) {
         interrupt::check()?;
-        feed(&mut run, &mut kept, at, &view?, how)?;
+        serial(at, &view?)?;
     }
     if scan.peek().is_none() {
-        return Ok(run.finish());
+        return Ok(Vec::new());
     }
     let workers = workers();
     let operation = interrupt::current();
     let (to_workers, from_scan) = sync_channel::<Chunk>(workers);
-    let from_scan = Mutex::new(from_scan);
+    let queue = Queue(Mutex::new(from_scan));
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let operation = operation.clone();
-                let from_scan = &from_scan;
+                let queue = &queue;
                 s.spawn(move || {
                     let _entered = operation.map(interrupt::enter);
-                    work(group, from_scan, how)
+                    work(queue)
                 })
             })
             .collect();
@@ -115,9 +132,10 @@ where
             let _ = to_workers.send(chunk);
         }
         drop(to_workers);
+        let mut outputs = Vec::with_capacity(workers);
         for h in handles {
             match h.join() {
-                Ok(Ok(part)) => run.merge(part),
+                Ok(Ok(out)) => outputs.push(out),
                 Ok(Err(e)) => {
                     failed.get_or_insert(e);
                 }
@@ -126,30 +144,97 @@ where
         }
         match failed {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(outputs),
         }
+    })
+}
+
+/// What one bucket does to a columnar run (its row filter and gathering).
+pub(super) type ColumnarFeed<'f> =
+    dyn Fn(&mut ColumnarRun<'_>, &BucketView) -> Result<(), StoreError> + Sync + 'f;
+
+/// Runs the columnar projection `c` over `scan`. A run that may stop early (a limit
+/// without a sort) reads on this thread; any other is split, each chunk of buckets
+/// gathered apart and the chunks appended in scan order.
+pub(super) fn columnar<'c, I>(
+    c: &'c ColumnarProject,
+    limits: MemLimits,
+    scan: I,
+    feed: &ColumnarFeed<'_>,
+) -> Result<ColumnarRun<'c>, StoreError>
+where
+    I: Iterator<Item = Result<BucketView, StoreError>>,
+{
+    let mut run = c.start(limits);
+    if !c.splittable() {
+        for view in scan {
+            interrupt::check()?;
+            if run.is_done() {
+                break;
+            }
+            feed(&mut run, &view?)?;
+        }
+        return Ok(run);
+    }
+    let parts = split(scan, true, &mut |_, view| feed(&mut run, view), &|queue| {
+        let mut pieces = Vec::new();
+        while let Some(chunk) = queue.next() {
+            let first = chunk.first().map_or(0, |(at, _)| *at);
+            let mut piece = c.start(limits);
+            for (_, view) in chunk {
+                interrupt::check()?;
+                feed(&mut piece, &view)?;
+            }
+            pieces.push((first, piece));
+        }
+        Ok(pieces)
     })?;
+    let mut pieces: Vec<_> = parts.into_iter().flatten().collect();
+    pieces.sort_by_key(|(first, _)| *first);
+    for (_, piece) in pieces {
+        run.append(piece)?;
+    }
+    Ok(run)
+}
+
+/// Runs `group` over every bucket of `scan`.
+pub(super) fn group<I>(
+    group: &VectorGroup,
+    scan: I,
+    how: &Feed<'_>,
+) -> Result<Vec<Document>, StoreError>
+where
+    I: Iterator<Item = Result<BucketView, StoreError>>,
+{
+    let mut run = group.start();
+    let mut kept = Kept::default();
+    let parts = split(
+        scan,
+        group.mergeable(),
+        &mut |at, view| feed(&mut run, &mut kept, at, view, how),
+        &|queue| work(group, queue, how),
+    )?;
+    for part in parts {
+        run.merge(part);
+    }
     Ok(run.finish())
 }
 
 /// One worker: feeds the buckets it receives to its own run until the scan is done.
 fn work<'g>(
     group: &'g VectorGroup,
-    from_scan: &Mutex<Receiver<Chunk>>,
+    queue: &Queue,
     how: &Feed<'_>,
 ) -> Result<GroupRun<'g>, StoreError> {
     let mut run = group.start();
     let mut kept = Kept::default();
-    loop {
-        let next = from_scan.lock().recv();
-        let Ok(chunk) = next else {
-            return Ok(run);
-        };
+    while let Some(chunk) = queue.next() {
         for (at, view) in chunk {
             interrupt::check()?;
             feed(&mut run, &mut kept, at, &view, how)?;
         }
     }
+    Ok(run)
 }
 
 fn feed(
