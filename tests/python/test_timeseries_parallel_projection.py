@@ -3,7 +3,9 @@ is split across threads (`crates/timeseries/src/exec/parallel.rs`, `columnar.rs`
 chunk of buckets is gathered into columns apart, and the chunks are appended in scan
 order. These tests pin that the rows, their order and their values are those one run
 gives, with columns whose type changes from bucket to bucket, and that `maxTimeMS` still
-stops the query while the workers run."""
+stops the query while the workers run. A last-point query over more than 64 series reads
+the series' stored buckets on several threads (`store/latest.rs`): its answer is pinned
+the same way."""
 
 import datetime
 
@@ -89,3 +91,21 @@ def test_max_time_ms_stops_a_projection_split_across_threads(db):
     assert (e.value.code, e.value.details.get("codeName")) == (50, "MaxTimeMSExpired")
     # The workers are gone: the same query without a limit answers in full.
     assert len(list(db.ts.aggregate(pipeline))) == 40000
+
+
+def test_lastpoint_over_hundreds_of_series_split_across_threads_equals_the_regular_collection(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    # Times go backwards: each series' newest measurements are in closed buckets, read
+    # from storage, and its open bucket holds the oldest.
+    docs = [{"t": T0 - datetime.timedelta(seconds=i), "m": {"host": f"h{h:03}"}, "v": float(i * h)}
+            for i in range(25) for h in range(200)]
+    db.ts.insert_many(docs)
+    db.reg.insert_many(docs)
+    assert db["system.buckets.ts"].count_documents({}) >= 600
+    pipeline = [{"$sort": {"m.host": 1, "t": -1}},
+                {"$group": {"_id": "$m.host", "last": {"$first": "$$ROOT"}}},
+                {"$sort": {"_id": 1}}]
+    got = list(db.ts.aggregate(pipeline))
+    assert len(got) == 200
+    assert got == list(db.reg.aggregate(pipeline))
+    assert all(g["last"]["t"] == T0.replace(tzinfo=None) for g in got)

@@ -14,6 +14,7 @@ use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::{Bson, Document};
 use hourglass_catalog::Collection;
+use hourglass_query::interrupt;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -104,53 +105,14 @@ impl TimeseriesStore {
         let snap = buckets.engine().snapshot();
         let dir = directory(&mut s, &snap, buckets)?;
         drop(s);
-        let span = options.bucket_max_span_seconds.saturating_mul(1000);
-        let tree = buckets.tree();
-        for (key, meta) in dir.iter() {
-            let (start, end) = meta_index_range(key, i64::MIN, i64::MAX);
-            let mut top: Option<i64> = None;
-            for entry in snap.range(tree, &start, Some(&end), true) {
-                let (k, _) = entry?;
-                let (Some(id), Some(min)) = (meta_index_id(&k), meta_index_min_time(&k)) else {
-                    continue;
-                };
-                match top {
-                    Some(t) if min < t.saturating_sub(span) => break,
-                    None => top = Some(min),
-                    _ => {}
-                }
-                if in_memory.contains(&id) {
-                    continue;
-                }
-                if best
-                    .get(key)
-                    .is_some_and(|(_, b, _)| *b >= min.saturating_add(span))
-                {
-                    break;
-                }
-                let Some(bytes) = snap.get_shared(tree, &bucket_key(CLOSED, &id))? else {
-                    continue;
-                };
-                let b = decode_compressed_owned(bytes)?;
-                // Times decoded as numbers when stored so; else as BSON values.
-                let typed = b.typed_column(tf)?;
-                let newest_row = match typed.as_ref().map(|c| (c, &c.values)) {
-                    Some((col, NumericValues::Dates(times))) => newest(
-                        times
-                            .iter()
-                            .enumerate()
-                            .map(|(i, t)| col.has(i).then_some(*t)),
-                    ),
-                    _ => {
-                        let times = b.column(tf)?.unwrap_or_default();
-                        newest(times.iter().map(|v| time_of(v.as_ref())))
-                    }
-                };
-                if let Some((i, t)) = newest_row {
-                    offer(&mut best, meta.as_ref(), t, &|| {
-                        b.unpack_rows(None, Some(&only(i))).ok()?.pop()
-                    });
-                }
+        let series: Vec<(&Vec<u8>, &Option<Bson>)> = dir.iter().collect();
+        let newest_of = |&(key, _): &(&Vec<u8>, &Option<Bson>)| {
+            let bar = best.get(key).map(|(_, t, _)| *t);
+            stored_newest(&snap, buckets, options, &in_memory, key, bar)
+        };
+        for (found, (_, meta)) in split_series(&series, &newest_of)?.into_iter().zip(&series) {
+            if let Some((t, d)) = found {
+                offer(&mut best, meta.as_ref(), t, &|| Some(d.clone()));
             }
         }
         // Archived rows, newest files first: a file is read only when it may hold a
@@ -175,4 +137,134 @@ impl TimeseriesStore {
         }
         Ok(best.into_values().map(|(m, _, d)| (m, d)).collect())
     }
+}
+
+/// Series past which [`split_series`] uses threads: below it the query takes well under
+/// a millisecond a series and threads would not pay.
+const SERIAL_SERIES: usize = 64;
+
+/// `newest_of` of every series, in order; past [`SERIAL_SERIES`] the series are split in
+/// contiguous parts across the machine's cores (at most 8), each thread under the
+/// operation's interrupt. The first error is the result.
+fn split_series<T, R>(
+    series: &[T],
+    newest_of: &(dyn Fn(&T) -> Result<R, StoreError> + Sync),
+) -> Result<Vec<R>, StoreError>
+where
+    T: Sync,
+    R: Send,
+{
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || series.len() <= SERIAL_SERIES {
+        return series
+            .iter()
+            .map(|x| {
+                interrupt::check()?;
+                newest_of(x)
+            })
+            .collect();
+    }
+    let operation = interrupt::current();
+    let part = series.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = series
+            .chunks(part)
+            .map(|chunk| {
+                let operation = operation.clone();
+                s.spawn(move || {
+                    let _entered = operation.map(interrupt::enter);
+                    chunk
+                        .iter()
+                        .map(|x| {
+                            interrupt::check()?;
+                            newest_of(x)
+                        })
+                        .collect::<Result<Vec<R>, StoreError>>()
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(series.len());
+        let mut failed = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(part)) => out.extend(part),
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    })
+}
+
+/// The newest stored (closed) measurement of the series `key` and its time, when newer
+/// than `bar` (the newest found in memory): its buckets are read newest first through the
+/// meta index, stopping one bucket span below the newest bucket's start.
+fn stored_newest(
+    snap: &hourglass_storage::Snapshot,
+    buckets: &Collection,
+    options: &TimeseriesOptions,
+    in_memory: &HashSet<bson::oid::ObjectId>,
+    key: &[u8],
+    bar: Option<i64>,
+) -> Result<Option<(i64, Document)>, StoreError> {
+    let span = options.bucket_max_span_seconds.saturating_mul(1000);
+    let tree = buckets.tree();
+    let tf = options.time_field.as_str();
+    let (start, end) = meta_index_range(key, i64::MIN, i64::MAX);
+    let mut top: Option<i64> = None;
+    let mut found: Option<(i64, Document)> = None;
+    for entry in snap.range(tree, &start, Some(&end), true) {
+        let (k, _) = entry?;
+        let (Some(id), Some(min)) = (meta_index_id(&k), meta_index_min_time(&k)) else {
+            continue;
+        };
+        match top {
+            Some(t) if min < t.saturating_sub(span) => break,
+            None => top = Some(min),
+            _ => {}
+        }
+        if in_memory.contains(&id) {
+            continue;
+        }
+        let best = found.as_ref().map(|(t, _)| *t).max(bar);
+        if best.is_some_and(|b| b >= min.saturating_add(span)) {
+            break;
+        }
+        let Some(bytes) = snap.get_shared(tree, &bucket_key(CLOSED, &id))? else {
+            continue;
+        };
+        let b = decode_compressed_owned(bytes)?;
+        // Times decoded as numbers when stored so; else as BSON values.
+        let typed = b.typed_column(tf)?;
+        let newest_row = match typed.as_ref().map(|c| (c, &c.values)) {
+            Some((col, NumericValues::Dates(times))) => newest(
+                times
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| col.has(i).then_some(*t)),
+            ),
+            _ => {
+                let times = b.column(tf)?.unwrap_or_default();
+                newest(times.iter().map(|v| time_of(v.as_ref())))
+            }
+        };
+        if let Some((i, t)) = newest_row {
+            if best.is_none_or(|b| b < t) {
+                // A row that does not unpack is passed over, as from an open bucket.
+                if let Some(d) = b
+                    .unpack_rows(None, Some(&only(i)))
+                    .ok()
+                    .and_then(|mut r| r.pop())
+                {
+                    found = Some((t, d));
+                }
+            }
+        }
+    }
+    Ok(found)
 }
