@@ -110,6 +110,19 @@ def test_rename_onto_existing_collection_says_target_namespace_exists(client, db
     assert msg == "target namespace exists"
 
 
+def test_rename_onto_a_view_or_time_series_collection_is_namespace_exists_and_keeps_it(client, db):
+    db.a.insert_one({"_id": 1})
+    db.create_collection("v", viewOn="a", pipeline=[])
+    db.create_collection("ts", timeseries={"timeField": "t"})
+    for target, drop in (("v", False), ("v", True), ("ts", True)):
+        cmd = SON([("renameCollection", f"{db.name}.a"), ("to", f"{db.name}.{target}"),
+                   ("dropTarget", drop)])
+        msg = _fails(client.admin, cmd, 48, "NamespaceExists")
+        assert msg == f"a view already exists with that name: {db.name}.{target}"
+    kinds = {c["name"]: c["type"] for c in db.list_collections()}
+    assert (kinds["v"], kinds["ts"], kinds["a"]) == ("view", "timeseries", "collection")
+
+
 # --- 4. dbStats ---------------------------------------------------------------------------
 
 def test_db_stats_counts_views_and_every_index_with_their_size(db):

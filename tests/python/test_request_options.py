@@ -136,7 +136,7 @@ def test_array_filters_update_the_matching_elements_only(db):
     ({"$set": {"a.$[x]": 1}}, [], 2),
     ({"$set": {"a.$[x]": 1}}, [{"x": 1}, {"y": 2}], 9),
     ({"$set": {"a.$[x]": 1}}, [{"x": 1}, {"x": 2}], 9),
-    ({"$set": {"a.$[X]": 1}}, [{"X": 1}], 9),
+    ({"$set": {"a.$[X]": 1}}, [{"X": 1}], 2),
     ({"$set": {"nope.$[]": 1}}, [], 2),
 ], ids=["no-filter-for-identifier", "unused-filter", "duplicate-identifier",
         "uppercase-identifier", "missing-array"])

@@ -251,16 +251,31 @@ impl Catalog {
         let mut spec = old.spec.clone();
         let mut out = IndexModification::default();
         if let Some(e) = expire {
-            let Some(prev) = spec.expire_after_seconds else {
-                return Err(CatalogError::InvalidOptions(
-                    "no expireAfterSeconds field to update".into(),
-                ));
-            };
-            out.expire_old = Some(prev);
+            // A single-field index becomes a TTL index (MongoDB 5.1+); compound, hashed and
+            // geo ones cannot.
+            if spec.expire_after_seconds.is_none() {
+                if spec.parts.len() != 1 {
+                    return Err(CatalogError::InvalidOptions(format!(
+                        "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: {}",
+                        spec.to_document()
+                    )));
+                }
+                if !matches!(
+                    spec.parts[0].kind,
+                    index::KeyKind::Asc | index::KeyKind::Desc
+                ) {
+                    return Err(CatalogError::InvalidOptions(
+                        "TTL on hashed, 2d and 2dsphere indexes is not supported by this server"
+                            .into(),
+                    ));
+                }
+            }
+            out.expire_old = spec.expire_after_seconds;
             out.expire_new = Some(e);
             spec.expire_after_seconds = Some(e);
         }
-        if let Some(h) = hidden {
+        // An unchanged `hidden` is not reported, as in MongoDB.
+        if let Some(h) = hidden.filter(|h| *h != spec.hidden) {
             out.hidden_old = Some(spec.hidden);
             out.hidden_new = Some(h);
             spec.hidden = h;
@@ -304,10 +319,15 @@ pub(crate) fn new_specs(c: &Collection, specs: Vec<IndexSpec>) -> Result<(usize,
 }
 
 fn check_new<'a>(spec: &IndexSpec, existing: impl Iterator<Item = &'a IndexSpec>) -> Result<bool> {
-    if spec.name == ID_INDEX_NAME || spec.is_id_pattern() {
+    if spec.is_id_pattern() {
         return Err(CatalogError::IndexOptionsConflict(format!(
-            "Index with name: {} already exists with a different name or key: the _id index is {{ _id: 1 }} named _id_",
-            spec.name
+            "Index already exists with a different name: {ID_INDEX_NAME}"
+        )));
+    }
+    if spec.name == ID_INDEX_NAME {
+        return Err(CatalogError::BadValue(format!(
+            "The index name '_id_' is reserved for the _id index, which must have key pattern {{_id: 1}}, found key: {}",
+            spec.key
         )));
     }
     for e in existing {

@@ -39,6 +39,9 @@ pub struct FindAndModify<'a> {
     pub return_new: bool,
     pub upsert: bool,
     pub hint: Option<&'a Hint>,
+    /// The query as given, from which an upsert takes its fields (MongoDB's rules,
+    /// conflicts refused); without it, the filter's equalities.
+    pub query: Option<&'a Document>,
 }
 
 /// What findAndModify did: the document to return and the lastErrorObject fields.
@@ -172,9 +175,18 @@ impl Collection {
         }
     }
 
-    /// Builds the document an upsert inserts: the filter's equality fields, then the update.
-    fn upsert_document(filter: &Filter, update: &Update) -> Result<Document> {
-        let seed = filter.equality_seed();
+    /// Builds the document an upsert inserts: the query's equality fields (only `_id` for a
+    /// replacement), then the update.
+    fn upsert_document(
+        filter: &Filter,
+        query: Option<&Document>,
+        update: &Update,
+    ) -> Result<Document> {
+        let replacement = matches!(update, Update::Replacement(_));
+        let seed = match query {
+            Some(q) => hourglass_query::update::upsert::seed(q, replacement)?,
+            None => filter.equality_seed(),
+        };
         let doc = match update {
             Update::Replacement(repl) => {
                 let mut d = Document::new();
@@ -202,10 +214,11 @@ impl Collection {
         multi: bool,
         upsert: bool,
     ) -> Result<UpdateOutcome> {
-        self.update_hinted(filter, update, multi, upsert, None)
+        self.update_hinted(filter, update, multi, upsert, None, None)
     }
 
-    /// [`Collection::update`] reading the matches through the index `hint` names.
+    /// [`Collection::update`] reading the matches through the index `hint` names; an
+    /// upsert takes its fields from `query` (the filter as given) when there is one.
     pub fn update_hinted(
         &self,
         filter: &Filter,
@@ -213,6 +226,7 @@ impl Collection {
         multi: bool,
         upsert: bool,
         hint: Option<&Hint>,
+        query: Option<&Document>,
     ) -> Result<UpdateOutcome> {
         self.retrying(|| {
             let guard = self.lock_writes();
@@ -236,7 +250,7 @@ impl Collection {
                 }
             }
             if out.matched == 0 && upsert {
-                let doc = Self::upsert_document(filter, update)?;
+                let doc = Self::upsert_document(filter, query, update)?;
                 let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
                 self.validate_insert(&doc)?;
                 st.insert(&doc)?;
@@ -305,7 +319,7 @@ impl Collection {
                 out.value = Some(if req.return_new { new } else { old });
             }
             (None, Some(update)) if req.upsert => {
-                let doc = Self::upsert_document(req.filter, update)?;
+                let doc = Self::upsert_document(req.filter, req.query, update)?;
                 let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
                 self.validate_insert(&doc)?;
                 st.insert(&doc)?;

@@ -242,6 +242,32 @@ pub(crate) fn decimal_parts(d: &bson::Decimal128) -> Option<(bool, String, i64)>
     Some((neg, coeff.to_string(), exp))
 }
 
+/// A finite double as C's `printf("%g")` prints it (six significant digits,
+/// trailing zeros dropped, exponent form below 1e-4 or from 1e6), which is how
+/// MongoDB turns a double into a string.
+pub fn format_g(f: f64) -> String {
+    if f == 0.0 {
+        return "0".into();
+    }
+    let sci = format!("{f:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..6).contains(&exp) {
+        let decimals = usize::try_from(5 - exp).unwrap_or(0);
+        trim(&format!("{f:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

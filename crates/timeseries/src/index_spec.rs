@@ -31,11 +31,13 @@ macro_rules! assert_same {
 }
 
 mod display;
+mod key_pattern;
 mod partial;
 
 use bson::{doc, Bson, Document};
 
 pub use display::{doc_to_string, element_to_string, value_to_string};
+pub use key_pattern::validate_bucket_key_pattern;
 pub use partial::{translate_partial_filter, PartialFilter};
 
 use crate::options::TimeseriesOptions;

@@ -110,7 +110,13 @@ fn safe_integer(v: &Bson) -> Option<Option<i64>> {
 }
 
 fn parse_bucket_seconds(name: &str, v: &Bson) -> Result<i64, TsError> {
-    let path = format!("create.timeseries.{name}");
+    parse_bucket_seconds_in("create", name, v)
+}
+
+/// Parses `<command>.timeseries.bucketMaxSpanSeconds` / `bucketRoundingSeconds` as
+/// MongoDB's IDL does (`safeInt`, 1 to one year): wrong type 14, out of range 2.
+pub fn parse_bucket_seconds_in(command: &str, name: &str, v: &Bson) -> Result<i64, TsError> {
+    let path = format!("{command}.timeseries.{name}");
     let n = match safe_integer(v) {
         None => return Err(wrong_type_multi(&path, v, SAFE_INT_TYPES)),
         Some(n) => n,

@@ -8,6 +8,7 @@ pub mod build;
 mod geo;
 pub mod keys;
 pub mod spec;
+mod spec_checks;
 pub mod staging;
 
 use bson::{doc, Document};

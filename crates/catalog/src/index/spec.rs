@@ -7,8 +7,11 @@ use hourglass_query::collation::Collation;
 use hourglass_query::filter::Filter;
 use std::sync::Arc;
 
+pub use super::spec_checks::check_id_index_spec;
+use super::spec_checks::{check_partial, check_special_features};
+
 /// Name of the implicit index on `_id`.
-pub const ID_INDEX_NAME: &str = "_id_";
+pub use super::spec_checks::ID_INDEX_NAME;
 
 /// Largest `expireAfterSeconds` MongoDB accepts (the int32 maximum).
 pub const MAX_EXPIRE_AFTER_SECONDS: i64 = i32::MAX as i64;
@@ -79,49 +82,9 @@ pub struct IndexSpec {
 }
 
 /// Options accepted (and ignored) besides the ones [`IndexSpec`] models.
-const IGNORED_OPTIONS: &[&str] = &["background", "ns", "storageEngine", "dropDups"];
+const IGNORED_OPTIONS: &[&str] = &["ns", "storageEngine"];
 
-/// Checks that a partial filter uses only what MongoDB allows in one: equality (not to a
-/// regular expression), `$exists: true`, `$gt`/`$gte`/`$lt`/`$lte`, `$type`, `$in`, under
-/// `$and`/`$or`.
-fn check_partial(filter: &Document) -> Result<()> {
-    let refuse =
-        |what: &str| cannot_create(format!("Expression not supported in partial index: {what}"));
-    for (k, v) in filter {
-        match (k.as_str(), v) {
-            ("$and" | "$or", Bson::Array(items)) => {
-                for item in items {
-                    match item {
-                        Bson::Document(d) => check_partial(d)?,
-                        _ => return Err(refuse(k)),
-                    }
-                }
-            }
-            (op, _) if op.starts_with('$') => return Err(refuse(op)),
-            (_, Bson::RegularExpression(_)) => return Err(refuse(&format!("{k} regex"))),
-            (_, Bson::Document(d)) if d.keys().next().is_some_and(|o| o.starts_with('$')) => {
-                for (op, arg) in d {
-                    let allowed = match op.as_str() {
-                        "$eq" => !matches!(arg, Bson::RegularExpression(_)),
-                        "$gt" | "$gte" | "$lt" | "$lte" | "$type" => true,
-                        "$exists" => hourglass_query::expr::truthy(arg),
-                        "$in" => {
-                            matches!(arg, Bson::Array(a) if !a.iter().any(|i| matches!(i, Bson::RegularExpression(_))))
-                        }
-                        _ => false,
-                    };
-                    if !allowed {
-                        return Err(refuse(&format!("{k} {op}")));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn cannot_create(msg: impl Into<String>) -> CatalogError {
+pub(super) fn cannot_create(msg: impl Into<String>) -> CatalogError {
     CatalogError::CannotCreateIndex(msg.into())
 }
 
@@ -224,9 +187,9 @@ fn flag(name: &str, v: &Bson) -> Result<bool> {
         Bson::Int32(i) => Ok(*i != 0),
         Bson::Int64(i) => Ok(*i != 0),
         Bson::Double(d) => Ok(*d != 0.0),
+        Bson::Decimal128(_) => Ok(hourglass_query::expr::truthy(v)),
         _ => Err(CatalogError::TypeMismatch(format!(
-            "The field '{name}' must be a boolean, but got {}",
-            hourglass_query::compare::type_name(v)
+            "The field '{name} has value {name}: {v}, which is not convertible to bool"
         ))),
     }
 }
@@ -236,7 +199,12 @@ impl IndexSpec {
     pub fn parse(d: &Document) -> Result<IndexSpec> {
         let key = match d.get("key") {
             Some(Bson::Document(k)) => k.clone(),
-            Some(_) => return Err(cannot_create("The 'key' field must be an object")),
+            Some(v) => {
+                return Err(CatalogError::TypeMismatch(format!(
+                    "The field 'key' must be an object, but got {}",
+                    hourglass_query::compare::type_name(v)
+                )))
+            }
             None => {
                 return Err(CatalogError::FailedToParse(
                     "The 'key' field is a required property of an index specification".into(),
@@ -286,7 +254,19 @@ impl IndexSpec {
                 "key" | "name" => {}
                 "unique" => spec.unique = flag(k, v)?,
                 "sparse" => spec.sparse = flag(k, v)?,
-                "hidden" => spec.hidden = flag(k, v)?,
+                "hidden" => {
+                    // MongoDB's message names the wrong field ('name'); kept as it is.
+                    let Bson::Boolean(b) = v else {
+                        return Err(CatalogError::TypeMismatch(format!(
+                            "The field 'name' must be a bool, but got {}",
+                            hourglass_query::compare::type_name(v)
+                        )));
+                    };
+                    spec.hidden = *b;
+                }
+                "background" | "dropDups" => {
+                    flag(k, v)?;
+                }
                 "v" => {
                     spec.version = match hourglass_query::num::Num::from_bson(v).map(|n| n.as_f64()) {
                         Some(n) if n == 1.0 || n == 2.0 => n as i32,
@@ -305,14 +285,16 @@ impl IndexSpec {
                 }
                 "partialFilterExpression" => match v {
                     Bson::Document(p) => {
+                        check_special_features(p)?;
                         Filter::parse(p)?;
                         check_partial(p)?;
                         spec.partial = Some(p.clone());
                     }
                     _ => {
-                        return Err(CatalogError::TypeMismatch(
-                            "The field 'partialFilterExpression' must be an object".into(),
-                        ))
+                        return Err(CatalogError::TypeMismatch(format!(
+                            "The field 'partialFilterExpression' must be an object, but got {}",
+                            hourglass_query::compare::type_name(v)
+                        )))
                     }
                 },
                 "expireAfterSeconds" => {
@@ -321,7 +303,23 @@ impl IndexSpec {
                             .map_err(|e| cannot_create(e.to_string()))?,
                     )
                 }
-                "collation" => spec.collation = hourglass_query::collation::parse(v)?,
+                "collation" => {
+                    match v {
+                        Bson::Document(c) if c.is_empty() => {
+                            return Err(CatalogError::BadValue(
+                                "The field 'collation' cannot be an empty object.".into(),
+                            ))
+                        }
+                        Bson::Document(_) => {}
+                        _ => {
+                            return Err(CatalogError::TypeMismatch(format!(
+                                "The field 'collation' must be an object, but got {}",
+                                hourglass_query::compare::type_name(v)
+                            )))
+                        }
+                    }
+                    spec.collation = hourglass_query::collation::parse(v)?;
+                }
                 "2dsphereIndexVersion" if spec.sphere_version.is_some() => {
                     spec.sphere_version = Some(match v.as_i32().or_else(|| v.as_f64().map(|f| f as i32)) {
                         Some(n @ 2..=3) => n,
@@ -360,18 +358,29 @@ impl IndexSpec {
                 }
             }
         }
+        if spec.version < 2 && d.contains_key("collation") {
+            return Err(cannot_create(format!(
+                "Invalid index specification {d}; cannot create an index with the 'collation' option and v={}",
+                spec.version
+            )));
+        }
         spec.validate()?;
         Ok(spec)
     }
 
     fn validate(&self) -> Result<()> {
         if self.name == ID_INDEX_NAME || self.is_id_pattern() {
-            if self.unique || self.sparse || self.partial.is_some() || self.hidden {
+            if self.unique
+                || self.sparse
+                || self.partial.is_some()
+                || self.hidden
+                || self.expire_after_seconds.is_some()
+            {
                 return Err(cannot_create(
                     "The _id index cannot be hidden, sparse, partial or carry other options",
                 ));
             }
-            if !self.is_id_pattern() || self.name != ID_INDEX_NAME {
+            if !self.is_id_pattern() {
                 return Err(cannot_create(
                     "The index name '_id_' is reserved for the _id index, whose key is {_id: 1}",
                 ));

@@ -1,4 +1,5 @@
-//! `collMod`: for time-series collections, `timeseries.granularity` (only coarser),
+//! `collMod`: for time-series collections (by their name or their buckets'),
+//! `timeseries.granularity` (only coarser),
 //! `timeseries.bucketMaxSpanSeconds`/`bucketRoundingSeconds` (only larger, together) and
 //! `expireAfterSeconds` (a number, or "off") and `archive` (a rule, or "off": files already
 //! archived stay and stay queryable). For regular collections, `index` changes
@@ -37,7 +38,11 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     ])?;
     let coll = req.collection()?;
     let (buckets, mut options) = match Target::resolve(req, &coll) {
-        Target::TimeSeries { buckets, options } => (buckets, options),
+        // MongoDB modifies a time-series collection through its buckets collection, and
+        // takes the same options on `system.buckets.<coll>` itself.
+        Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } => {
+            (buckets, options)
+        }
         Target::Regular(None) => {
             return Err(CommandError::new(
                 26,
@@ -50,16 +55,11 @@ pub fn coll_mod(req: &Request) -> CmdResult {
             )))
         }
         Target::Regular(Some(_)) => return coll_mod_regular(req, &coll),
-        Target::Buckets { .. } => {
-            return Err(CommandError::invalid_options(
-                "collMod of a time-series buckets collection is not supported",
-            ))
-        }
     };
     for k in ["validator", "validationLevel", "validationAction"] {
         if req.body.contains_key(k) {
             return Err(CommandError::invalid_options(format!(
-                "collMod option '{k}' is not supported on time-series collections by this server yet"
+                "option not supported on a time-series collection: {k}"
             )));
         }
     }
@@ -76,8 +76,8 @@ pub fn coll_mod(req: &Request) -> CmdResult {
                         ))
                     })?)
                 }
-                ("bucketMaxSpanSeconds", v) => span = super::args::as_i64(v),
-                ("bucketRoundingSeconds", v) => rounding = super::args::as_i64(v),
+                ("bucketMaxSpanSeconds", v) => span = Some(parse_seconds(k, v)?),
+                ("bucketRoundingSeconds", v) => rounding = Some(parse_seconds(k, v)?),
                 ("granularity", v) => return Err(req.wrong_type("timeseries.granularity", v, "string")),
                 (other, _) => return Err(CommandError::unknown_field("collMod.timeseries", other)),
             }
@@ -99,8 +99,17 @@ pub fn coll_mod(req: &Request) -> CmdResult {
                 "Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '{s}'. Accepted value is 'off'"
             )))
         }
-        Some(v) => {
+        Some(v @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
             stored.insert("expireAfterSeconds", validate_expire_after_seconds(v)?);
+        }
+        Some(v) => {
+            return Err(CommandError::new(
+                14,
+                format!(
+                    "BSON field 'collMod.expireAfterSeconds' is the wrong type '{}', expected types '[string, long, int, decimal, double]'",
+                    super::args::type_name(v)
+                ),
+            ))
         }
     }
     match req.body.get("archive") {
@@ -133,9 +142,22 @@ pub fn coll_mod(req: &Request) -> CmdResult {
     Ok(reply)
 }
 
+/// `collMod.timeseries.bucketMaxSpanSeconds` / `bucketRoundingSeconds`: a number from 1
+/// to one year (14 for another type, 2 out of range), checked before any transition rule.
+fn parse_seconds(name: &str, v: &Bson) -> Result<i64, CommandError> {
+    Ok(hourglass_timeseries::options::parse_bucket_seconds_in(
+        "collMod", name, v,
+    )?)
+}
+
 /// collMod of a regular collection: the `index` option and the validation options.
 fn coll_mod_regular(req: &Request, coll: &str) -> CmdResult {
-    for k in ["timeseries", "expireAfterSeconds", "archive"] {
+    if req.body.contains_key("timeseries") {
+        return Err(CommandError::invalid_options(
+            "option only supported on a time-series collection: timeseries",
+        ));
+    }
+    for k in ["expireAfterSeconds", "archive"] {
         if req.body.contains_key(k) {
             return Err(CommandError::invalid_options(format!(
                 "collMod option '{k}' is not supported on regular collections by this server yet"

@@ -148,7 +148,13 @@ pub fn coll_stats(req: &Request) -> CmdResult {
             "Scale factor must be a positive integer",
         ));
     }
-    stats_document(req, &coll, scale)
+    let mut out = stats_document(req, &coll, scale)?;
+    // MongoDB's collStats of a time-series collection (or of its buckets) shows the
+    // number of buckets only as `timeseries.bucketCount`: no top-level `count`.
+    if out.contains_key("timeseries") {
+        out.remove("count");
+    }
+    Ok(out)
 }
 
 /// `dataSize: "db.coll"`: the bytes and number of the collection's documents (0 and 0 for

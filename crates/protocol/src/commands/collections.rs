@@ -41,6 +41,11 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
 
 pub fn create(req: &Request) -> CmdResult {
     let coll = req.collection()?;
+    // MongoDB checks the options allowed beside `timeseries` before anything about views
+    // (`viewOn` with `timeseries` is 72 "'timeseries' is not allowed with 'viewOn'").
+    if req.body.contains_key("timeseries") {
+        return create_timeseries(req, &coll);
+    }
     if req.body.contains_key("viewOn") {
         return super::views::create_view(req, &coll);
     }
@@ -49,9 +54,6 @@ pub fn create(req: &Request) -> CmdResult {
             48,
             format!("Namespace {}.{coll} already exists", req.db),
         ));
-    }
-    if req.body.contains_key("timeseries") {
-        return create_timeseries(req, &coll);
     }
     if req.body.contains_key("archive") {
         return Err(CommandError::invalid_options(
@@ -175,9 +177,13 @@ pub fn drop(req: &Request) -> CmdResult {
         return super::views::drop_view(req, &coll);
     }
     let ns = format!("{}.{coll}", req.db);
-    if let Target::TimeSeries { buckets, .. } | Target::Buckets { buckets, .. } =
+    if let Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } =
         Target::resolve(req, &coll)
     {
+        // MongoDB drops the buckets through the view's name and answers with the number
+        // of the buckets' indexes (no `_id` index: they are clustered) and the view's ns.
+        let n_indexes =
+            hourglass_timeseries::TimeseriesStore::index_specs(&buckets, &options)?.len();
         req.state.timeseries.forget(&buckets);
         let archived = hourglass_timeseries::TimeseriesStore::archived_files(&buckets)?;
         let buckets_name = buckets.namespace().coll;
@@ -188,7 +194,7 @@ pub fn drop(req: &Request) -> CmdResult {
         req.state.catalog.drop_collection(&req.db, &buckets_name)?;
         // The archived files go with the collection (after the drop is durable).
         hourglass_timeseries::delete_recorded(&archived);
-        return Ok(doc! {"nIndexesWas": 0, "ns": ns});
+        return Ok(doc! {"nIndexesWas": n_indexes as i32, "ns": format!("{}.{view}", req.db)});
     }
     if coll == "system.profile" {
         req.state.profiler.forget(&req.db);
@@ -255,6 +261,19 @@ pub fn rename_collection(req: &Request) -> CmdResult {
             format!(
                 "Renaming a time-series collection is not allowed: {}.{}",
                 from.db, from.coll
+            ),
+        ));
+    }
+    // A view (a time-series collection included) is not replaced, not even with
+    // dropTarget.
+    if super::views::is_view_in(&req.state.catalog, &to.db, &to.coll)?
+        || req.state.catalog.get(&to.db, &buckets_of(&to)).is_some()
+    {
+        return Err(CommandError::new(
+            48,
+            format!(
+                "a view already exists with that name: {}.{}",
+                to.db, to.coll
             ),
         ));
     }

@@ -227,8 +227,7 @@ pub fn explain(req: &Request) -> CmdResult {
         if let Some(mut reply) =
             super::distinct_scan::explain_by_scan(req, &inner, &shape.coll, execute)?
         {
-            reply.insert("command", inner);
-            reply.insert("serverInfo", server_info(req));
+            finish(req, &mut reply, inner, &db);
             return Ok(reply);
         }
     }
@@ -330,8 +329,7 @@ pub fn explain(req: &Request) -> CmdResult {
         }
         reply.insert("executionStats", stats);
     }
-    reply.insert("command", inner);
-    reply.insert("serverInfo", server_info(req));
+    finish(req, &mut reply, inner, &db);
     Ok(reply)
 }
 
@@ -348,10 +346,9 @@ fn explain_aggregate(
         body.insert(super::aggregate::EXPLAIN_EXECUTES, true);
     }
     let mut sub = req.sub_request(body);
-    sub.db = db;
+    sub.db = db.clone();
     let mut reply = super::aggregate::aggregate(&sub)?;
-    reply.insert("command", inner);
-    reply.insert("serverInfo", server_info(req));
+    finish(req, &mut reply, inner, &db);
     Ok(reply)
 }
 
@@ -385,6 +382,39 @@ pub(super) fn view_pipeline(name: &str, shape: &ReadShape<'_>, inner: &Document)
         _ => {}
     }
     stages
+}
+
+/// The tail of every explain reply, as mongod 7.0 ends it: the command explained (with
+/// its `$db`), `serverInfo` and `serverParameters`.
+fn finish(req: &Request, reply: &mut Document, mut inner: Document, db: &str) {
+    if !inner.contains_key("$db") {
+        inner.insert("$db", db);
+    }
+    reply.insert("command", inner);
+    reply.insert("serverInfo", server_info(req));
+    reply.insert("serverParameters", server_parameters(req));
+}
+
+/// The query memory limits mongod 7.0 reports in every explain (the two Hourglass
+/// applies from its parameters, MongoDB's defaults for the others).
+fn server_parameters(req: &Request) -> Document {
+    const DEFAULT: i64 = 100 * 1024 * 1024;
+    let number = |n: i64| match i32::try_from(n) {
+        Ok(i) => Bson::Int32(i),
+        Err(_) => Bson::Int64(n),
+    };
+    let param = |name: &str| number(req.state.params.get_i64(name, DEFAULT));
+    doc! {
+        "internalQueryFacetBufferSizeBytes": number(DEFAULT),
+        "internalQueryFacetMaxOutputDocSizeBytes": number(DEFAULT),
+        "internalLookupStageIntermediateDocumentMaxSizeBytes": number(DEFAULT),
+        "internalDocumentSourceGroupMaxMemoryBytes": param("internalDocumentSourceGroupMaxMemoryBytes"),
+        "internalQueryMaxBlockingSortMemoryUsageBytes": param("internalQueryMaxBlockingSortMemoryUsageBytes"),
+        "internalQueryProhibitBlockingMergeOnMongoS": 0,
+        "internalQueryMaxAddToSetBytes": number(DEFAULT),
+        "internalDocumentSourceSetWindowFieldsMaxMemoryBytes": number(DEFAULT),
+        "internalQueryFrameworkControl": "trySbeRestricted",
+    }
 }
 
 fn server_info(req: &Request) -> Document {

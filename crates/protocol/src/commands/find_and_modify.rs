@@ -12,6 +12,23 @@ use hourglass_query::filter::Filter;
 use hourglass_query::projection::Projection;
 use hourglass_query::sort::SortSpec;
 
+/// An error raised while the document is found, updated or inserted (not one of parsing
+/// the command) carries MongoDB's context for the plan that ran the write; the code and
+/// any extra fields (`keyPattern`, `errInfo`, ...) stay as they were. A `hint` naming no
+/// index is refused before any plan runs.
+fn executor_error(e: CommandError) -> CommandError {
+    if e.code == 2 && e.errmsg == "hint provided does not correspond to an existing index" {
+        return e;
+    }
+    CommandError {
+        errmsg: format!(
+            "Plan executor error during findAndModify :: caused by :: {}",
+            e.errmsg
+        ),
+        ..e
+    }
+}
+
 pub fn find_and_modify(req: &Request) -> CmdResult {
     req.check_fields(&[
         "query",
@@ -47,9 +64,19 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         (true, None) if return_new => {
             return Err(CommandError::failed_to_parse("Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"))
         }
+        (true, None) if req.body.get("arrayFilters").is_some() => {
+            return Err(CommandError::failed_to_parse("Cannot specify arrayFilters and remove=true"))
+        }
         (true, None) => None,
+        (false, Some(Bson::Array(_))) if req.body.get("arrayFilters").is_some() => {
+            return Err(CommandError::failed_to_parse("Cannot specify arrayFilters and a pipeline update"))
+        }
         (false, None) => return Err(CommandError::failed_to_parse("Either an update or remove=true must be specified")),
-        (false, u) => Some(parse_update(u, req.body.get("arrayFilters"))?),
+        (false, u) => Some(parse_update(
+            u,
+            req.body.get("arrayFilters"),
+            "findAndModify.arrayFilters",
+        )?),
     };
     if remove {
         OpCounters::add(&req.state.opcounters.delete, 1);
@@ -64,13 +91,15 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         return_new,
         upsert,
         hint: hint.as_ref(),
+        query: req.opt_document("query")?,
     };
     let target = Target::resolve(req, &coll);
     let out = if let Target::TimeSeries { buckets, options } = &target {
         let spec = req.opt_document("query")?.cloned().unwrap_or_default();
         req.state
             .timeseries
-            .find_and_modify(buckets, options, &spec, &fam)?
+            .find_and_modify(buckets, options, &spec, &fam)
+            .map_err(|e| executor_error(e.into()))?
     } else if let Target::Buckets { buckets, options } = &target {
         if upsert {
             return Err(CommandError::invalid_options(
@@ -79,7 +108,8 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
         }
         req.state
             .timeseries
-            .find_and_modify_buckets(buckets, options, &fam)?
+            .find_and_modify_buckets(buckets, options, &fam)
+            .map_err(|e| executor_error(e.into()))?
     } else {
         let collection = match target.require_regular("findAndModify")? {
             Some(c) => c,
@@ -90,7 +120,9 @@ pub fn find_and_modify(req: &Request) -> CmdResult {
                 )
             }
         };
-        collection.find_and_modify(&fam)?
+        collection
+            .find_and_modify(&fam)
+            .map_err(|e| executor_error(e.into()))?
     };
     let mut last = doc! {"n": out.n as i32};
     if !remove {

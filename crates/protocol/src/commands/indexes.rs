@@ -8,9 +8,9 @@ use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
 use hourglass_catalog::index::build::validate as validate_collection;
-use hourglass_catalog::index::spec::id_index_document;
+use hourglass_catalog::index::spec::{check_id_index_spec, id_index_document};
 use hourglass_catalog::index::IndexSpec;
-use hourglass_catalog::{Collection, DropIndexes};
+use hourglass_catalog::{CatalogError, Collection, DropIndexes};
 
 fn not_found(req: &Request, coll: &str) -> CommandError {
     CommandError::new(26, format!("ns does not exist: {}.{coll}", req.db))
@@ -52,6 +52,9 @@ pub fn create_indexes(req: &Request) -> CmdResult {
     }
     let target = Target::resolve(req, &coll);
     let specs = cluster_key_specs(&target, specs)?;
+    for s in &specs {
+        require_key_and_name(s)?;
+    }
     if let Target::TimeSeries { buckets, options } | Target::Buckets { buckets, options } = &target
     {
         let docs = specs
@@ -63,12 +66,6 @@ pub fn create_indexes(req: &Request) -> CmdResult {
                 )),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        for d in &docs {
-            if !d.contains_key("name") {
-                return Err(CommandError::new(67, format!("Error in specification {d} :: caused by :: The 'name' field is a required property of an index specification"),
-                ));
-            }
-        }
         let view = matches!(target, Target::TimeSeries { .. });
         return super::indexes_ts::create(&req.state, buckets, options, &docs, view);
     }
@@ -86,16 +83,23 @@ pub fn create_indexes(req: &Request) -> CmdResult {
             ));
         };
         let mut d = d.clone();
+        // A v: 1 index takes the simple collation whatever the collection's default.
+        let v1 = d
+            .get("v")
+            .and_then(hourglass_query::num::Num::from_bson)
+            .is_some_and(|n| n.as_f64() == 1.0);
         if let Some(c) = default_collation
             .as_ref()
-            .filter(|_| !d.contains_key("collation"))
+            .filter(|_| !d.contains_key("collation") && !v1)
         {
             d.insert("collation", c.clone());
         }
         let d = &d;
+        // The `_id` key's own checks come unprefixed, as in MongoDB.
+        check_id_index_spec(d)?;
         let spec = IndexSpec::parse(d).map_err(|e| {
             let mut err = CommandError::from(e);
-            if err.code == 67 || err.code == 197 {
+            if matches!(err.code, 14 | 67 | 197 | 224) {
                 err.errmsg = format!("Error in specification {d} :: caused by :: {}", err.errmsg);
             }
             err
@@ -106,12 +110,33 @@ pub fn create_indexes(req: &Request) -> CmdResult {
     let mut reply = doc! {
         "numIndexesBefore": out.before as i32,
         "numIndexesAfter": out.after as i32,
-        "createdCollectionAutomatically": out.created_collection,
     };
+    // MongoDB answers "all indexes already exist" without createdCollectionAutomatically
+    // unless the command made the collection.
+    if out.before != out.after || out.created_collection {
+        reply.insert("createdCollectionAutomatically", out.created_collection);
+    }
     if out.before == out.after {
         reply.insert("note", "all indexes already exist");
     }
     Ok(reply)
+}
+
+/// MongoDB's `validateIndexSpec` requires `key` then `name` in every entry (9
+/// FailedToParse); drivers and shells generate the name, the server never does.
+fn require_key_and_name(s: &Bson) -> Result<(), CommandError> {
+    let Bson::Document(d) = s else {
+        return Ok(());
+    };
+    for field in ["key", "name"] {
+        if !d.contains_key(field) {
+            return Err(CommandError::new(
+                9,
+                format!("Error in specification {d} :: caused by :: The '{field}' field is a required property of an index specification"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Specs with `clustered: true` name the cluster key of a clustered collection (a buckets
@@ -200,7 +225,15 @@ pub fn drop_indexes(req: &Request) -> CmdResult {
             format!("ns not found {}.{coll}", req.db),
         )),
         Target::Regular(Some(_)) => {
-            let was = req.state.catalog.drop_indexes(&req.db, &coll, &which)?;
+            let was = req
+                .state
+                .catalog
+                .drop_indexes(&req.db, &coll, &which)
+                .map_err(|e| match e {
+                    // MongoDB's AmbiguousIndexKeyPattern is 181.
+                    CatalogError::AmbiguousIndexKeyPattern(m) => CommandError::new(181, m),
+                    other => CommandError::from(other),
+                })?;
             let mut reply = doc! {"nIndexesWas": was as i32};
             if which == DropIndexes::All {
                 reply.insert("msg", "non-_id indexes dropped for collection");

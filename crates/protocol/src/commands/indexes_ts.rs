@@ -83,6 +83,8 @@ pub fn create(
         if !translate && same_key(&key_of(&bucket_spec), &doc! {"_id": 1}) {
             continue;
         }
+        // The buckets collection checks the key pattern as any collection does.
+        hourglass_timeseries::index_spec::validate_bucket_key_pattern(&bucket_spec)?;
         let bucket_spec = with_collation(bucket_spec, buckets)?;
         let name = bucket_spec.get_str("name").unwrap_or_default().to_string();
         let key = key_of(&bucket_spec);

@@ -19,24 +19,115 @@ const ALLOWED_WITH_TIMESERIES: &[&str] = &[
     super::coll_mod::MIXED_SCHEMA,
 ];
 
+/// `create`'s own fields in the order of MongoDB's IDL, which is the order its check of
+/// the options allowed beside `timeseries` meets them.
+const CREATE_FIELDS: &[&str] = &[
+    "capped",
+    "autoIndexId",
+    "idIndex",
+    "size",
+    "max",
+    "storageEngine",
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "indexOptionDefaults",
+    "viewOn",
+    "pipeline",
+    "collation",
+    "recordPreImages",
+    "changeStreamPreAndPostImages",
+    "timeseries",
+    "clusteredIndex",
+    "expireAfterSeconds",
+    "encryptedFields",
+    "temp",
+    "flags",
+];
+
+/// A `safeBool` field's value: booleans, and numbers other than zero.
+fn truthy(v: Option<&Bson>) -> bool {
+    match v {
+        None | Some(Bson::Null) => false,
+        Some(Bson::Boolean(b)) => *b,
+        Some(Bson::Int32(i)) => *i != 0,
+        Some(Bson::Int64(i)) => *i != 0,
+        Some(Bson::Double(d)) => *d != 0.0,
+        Some(_) => true,
+    }
+}
+
+/// The checks MongoDB's `create` makes, in its order, before it creates a time-series
+/// collection: unknown fields (40415), then capped/size/max, temp, pipeline and
+/// encryptedFields (72, 6367301, 6346401), then each option not allowed with
+/// `timeseries` (72).
+fn check_create_fields(req: &Request, ns: &str) -> Result<(), CommandError> {
+    let body = &req.body;
+    for (k, _) in body.iter().skip(1) {
+        let k = k.as_str();
+        if !super::args::GENERIC_FIELDS.contains(&k)
+            && !CREATE_FIELDS.contains(&k)
+            && !ALLOWED_WITH_TIMESERIES.contains(&k)
+        {
+            return Err(CommandError::unknown_field("create", k));
+        }
+    }
+    let capped = truthy(body.get("capped"));
+    if !body.contains_key("clusteredIndex") {
+        if capped && !body.contains_key("size") {
+            return Err(CommandError::invalid_options(
+                "the 'size' field is required when 'capped' is true",
+            ));
+        }
+        if (body.contains_key("size") || body.contains_key("max")) && !capped {
+            return Err(CommandError::invalid_options(
+                "the 'capped' field needs to be true when either the 'size' or 'max' fields are present",
+            ));
+        }
+    }
+    if truthy(body.get("temp")) {
+        return Err(CommandError::invalid_options(
+            "the 'temp' field is an invalid option",
+        ));
+    }
+    if body.contains_key("pipeline") && !body.contains_key("viewOn") {
+        return Err(CommandError::invalid_options(
+            "'pipeline' requires 'viewOn' to also be specified",
+        ));
+    }
+    if body.contains_key("encryptedFields") {
+        if capped {
+            return Err(CommandError::new(
+                6367301,
+                "Encrypted fields cannot be used with capped collections",
+            ));
+        }
+        return Err(CommandError::new(
+            6346401,
+            "Encrypted fields cannot be used with views or timeseries collections",
+        ));
+    }
+    for k in CREATE_FIELDS {
+        let Some(v) = body.get(*k) else { continue };
+        if (*k == "capped" && !truthy(Some(v))) || ALLOWED_WITH_TIMESERIES.contains(k) {
+            continue;
+        }
+        if *k == "temp" && !truthy(Some(v)) {
+            continue;
+        }
+        return Err(CommandError::invalid_options(format!(
+            "{ns}: 'timeseries' is not allowed with '{k}'"
+        )));
+    }
+    Ok(())
+}
+
 /// `create` of a time-series collection: validates the options as MongoDB does and
 /// creates `system.buckets.<coll>` carrying them.
 pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
     let ns = format!("{}.{coll}", req.db);
     let mut stored = Document::new();
-    for (k, v) in req.body.iter().skip(1) {
-        if super::args::GENERIC_FIELDS.contains(&k.as_str()) || k == "timeseries" {
-            continue;
-        }
-        if k == "capped" && matches!(v, Bson::Boolean(false)) {
-            continue;
-        }
-        if !ALLOWED_WITH_TIMESERIES.contains(&k.as_str()) {
-            return Err(CommandError::invalid_options(format!(
-                "{ns}: 'timeseries' is not allowed with '{k}'"
-            )));
-        }
-    }
+    check_create_fields(req, &ns)?;
     let spec = req.body.get("timeseries").unwrap_or(&Bson::Null);
     let options = TimeseriesOptions::parse_value(Some(&ns), spec)?;
     stored.insert("timeseries", options.to_document());
@@ -53,9 +144,14 @@ pub fn create_timeseries(req: &Request, coll: &str) -> CmdResult {
             stored.insert("collation", c.spec().clone());
         }
     }
+    // Empty ones are no options (MongoDB neither shows nor compares them).
     for k in ["storageEngine", "indexOptionDefaults"] {
-        if let Some(v) = req.body.get(k) {
-            stored.insert(k, v.clone());
+        match req.body.get(k) {
+            Some(Bson::Document(d)) if d.is_empty() => {}
+            Some(v) => {
+                stored.insert(k, v.clone());
+            }
+            None => {}
         }
     }
     if let Some(mixed) = req.opt_bool(super::coll_mod::MIXED_SCHEMA)? {

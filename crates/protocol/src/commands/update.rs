@@ -21,26 +21,28 @@ const STATEMENT_FIELDS: &[&str] = &[
 ];
 
 /// Parses the `u` of an update statement (operators, replacement, or pipeline) with its
-/// `arrayFilters`, if any.
+/// `arrayFilters`, if any (`field` names them in errors, e.g. `findAndModify.arrayFilters`).
 pub fn parse_update(
     u: Option<&Bson>,
     array_filters: Option<&Bson>,
+    field: &str,
 ) -> Result<Update, CommandError> {
     let filters = match array_filters {
         None | Some(Bson::Null) => Vec::new(),
         Some(Bson::Array(items)) => items
             .iter()
-            .map(|f| match f {
+            .enumerate()
+            .map(|(i, f)| match f {
                 Bson::Document(d) => Ok(d.clone()),
                 other => Err(CommandError::type_mismatch(format!(
-                    "BSON field 'arrayFilters' contains an element of type {}, expected 'object'",
+                    "BSON field '{field}.{i}' is the wrong type '{}', expected type 'object'",
                     super::args::type_name(other)
                 ))),
             })
             .collect::<Result<_, _>>()?,
         Some(other) => {
             return Err(CommandError::type_mismatch(format!(
-                "BSON field 'arrayFilters' is the wrong type '{}', expected type 'array'",
+                "BSON field '{field}' is the wrong type '{}', expected type 'array'",
                 super::args::type_name(other)
             )))
         }
@@ -55,16 +57,61 @@ pub fn parse_update(
                 .iter()
                 .map(|s| match s {
                     Bson::Document(d) => Ok(d.clone()),
-                    _ => Err(CommandError::failed_to_parse("each pipeline stage must be an object")),
+                    _ => Err(CommandError::failed_to_parse(
+                        "each pipeline stage must be an object",
+                    )),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Update::parse_pipeline(&stages)?)
         }
-        Some(v) => Err(CommandError::type_mismatch(format!(
-            "BSON field 'update.updates.u' is the wrong type '{}', expected type 'object' or 'array'",
-            super::args::type_name(v)
-        ))),
+        Some(_) => Err(CommandError::failed_to_parse(
+            "Update argument must be either an object or an array",
+        )),
         None => Err(CommandError::missing_field("update.updates.u")),
+    }
+}
+
+/// Checks the types of a statement's fields as MongoDB parses the command, before any
+/// statement runs: a wrong type fails the whole command.
+fn check_statement_types(stmt: &Document) -> Result<(), CommandError> {
+    let wrong = |field: &str, v: &Bson, expected: &str| {
+        CommandError::type_mismatch(format!(
+            "BSON field 'update.updates.{field}' is the wrong type '{}', expected type '{expected}'",
+            super::args::type_name(v)
+        ))
+    };
+    match stmt.get("q") {
+        Some(Bson::Document(_)) | None => {}
+        Some(v) => return Err(wrong("q", v, "object")),
+    }
+    match stmt.get("u") {
+        Some(Bson::Document(_) | Bson::Array(_)) | None => {}
+        Some(_) => {
+            return Err(CommandError::failed_to_parse(
+                "Update argument must be either an object or an array",
+            ))
+        }
+    }
+    for name in ["multi", "upsert"] {
+        match stmt.get(name) {
+            None
+            | Some(
+                Bson::Boolean(_) | Bson::Null | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_),
+            ) => {}
+            Some(v) => return Err(wrong(name, v, "bool")),
+        }
+    }
+    match stmt.get("arrayFilters") {
+        None | Some(Bson::Null) => Ok(()),
+        Some(Bson::Array(items)) => match items
+            .iter()
+            .enumerate()
+            .find(|(_, f)| !matches!(f, Bson::Document(_)))
+        {
+            Some((i, f)) => Err(wrong(&format!("arrayFilters.{i}"), f, "object")),
+            None => Ok(()),
+        },
+        Some(v) => Err(wrong("arrayFilters", v, "array")),
     }
 }
 
@@ -94,7 +141,11 @@ fn run_statement(
         _ => return Err(CommandError::missing_field("update.updates.q")),
     };
     let filter = Filter::parse(q)?;
-    let update = parse_update(stmt.get("u"), stmt.get("arrayFilters"))?;
+    let update = parse_update(
+        stmt.get("u"),
+        stmt.get("arrayFilters"),
+        "update.updates.arrayFilters",
+    )?;
     let multi = flag(stmt, "multi");
     let upsert = flag(stmt, "upsert");
     if multi && matches!(update, Update::Replacement(_)) {
@@ -158,7 +209,7 @@ fn run_statement(
         }
     };
     let hint = super::planned::parse_hint(stmt.get("hint"))?;
-    let out = collection.update_hinted(&filter, &update, multi, upsert, hint.as_ref())?;
+    let out = collection.update_hinted(&filter, &update, multi, upsert, hint.as_ref(), Some(q))?;
     Ok(StatementResult {
         matched: out.matched,
         modified: out.modified,
@@ -172,6 +223,9 @@ pub fn update(req: &Request) -> CmdResult {
     super::views::refuse_on_view(req, &coll)?;
     let stmts = req.write_statements("updates")?;
     super::args::check_statements(&stmts, "update.updates", STATEMENT_FIELDS, &["q", "u"])?;
+    for stmt in &stmts {
+        check_statement_types(stmt)?;
+    }
     let ordered = req.opt_bool("ordered")?.unwrap_or(true);
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();

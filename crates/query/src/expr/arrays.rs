@@ -204,20 +204,34 @@ fn slice(args: &[Option<Bson>]) -> R {
 }
 
 fn range(a0: &Option<Bson>, a1: &Option<Bson>, a2: &Option<Bson>, n: usize) -> R {
-    let get = |v: &Option<Bson>, what: &str, code: i32| {
+    // Not a number: `code`; a number that is not a 32-bit integer: `code + 1`.
+    let get = |v: &Option<Bson>, what: &str, article: &str, code: i32| {
+        if v.as_ref().and_then(crate::num::Num::from_bson).is_none() {
+            return Err(QueryError::loc(
+                code,
+                format!(
+                    "$range requires a numeric {what}, found value of type: {}",
+                    super::tname(v)
+                ),
+            ));
+        }
         int_of(v)
             .filter(|i| i32::try_from(*i).is_ok())
             .ok_or_else(|| {
+                let shown = match v {
+                    Some(Bson::Double(f)) => crate::num::format_g(*f),
+                    other => other.as_ref().map(crate::error::render).unwrap_or_default(),
+                };
                 QueryError::loc(
-                    code,
-                    format!("$range requires a {what} that can be represented as a 32-bit integer, found value: {}", v.as_ref().map(crate::error::render).unwrap_or_default()),
+                    code + 1,
+                    format!("$range requires {article} {what} that can be represented as a 32-bit integer, found value: {shown}"),
                 )
             })
     };
-    let start = get(a0, "starting value", 34443)?;
-    let end = get(a1, "ending value", 34445)?;
+    let start = get(a0, "starting value", "a", 34443)?;
+    let end = get(a1, "ending value", "an", 34445)?;
     let step = if n > 2 {
-        get(a2, "step value", 34447)?
+        get(a2, "step value", "a", 34447)?
     } else {
         1
     };

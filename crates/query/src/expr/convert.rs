@@ -97,6 +97,41 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Parses a decimal string keeping its digits (`"1.50"` stays `1.50`).
+fn parse_decimal(s: &str) -> Option<Bson> {
+    s.parse::<bson::Decimal128>().ok().map(Bson::Decimal128)
+}
+
+/// `$toDecimal`: integers and dates exactly, a double rounded to 15 significant
+/// digits (`2.5` is `2.50000000000000`, as MongoDB's documentation shows), a
+/// string with the digits it has.
+fn to_decimal(v: &Bson) -> Result<Bson, QueryError> {
+    let exact = |i: i64| parse_decimal(&i.to_string()).unwrap_or(Bson::Null);
+    Ok(match v {
+        Bson::Decimal128(_) => v.clone(),
+        Bson::Boolean(b) => exact(i64::from(*b)),
+        Bson::Int32(i) => exact(i64::from(*i)),
+        Bson::Int64(i) => exact(*i),
+        Bson::DateTime(d) => exact(d.timestamp_millis()),
+        Bson::Double(f) => {
+            if !f.is_finite() {
+                crate::num::f64_to_decimal(*f)
+            } else if *f == 0.0 {
+                parse_decimal(if f.is_sign_negative() { "-0" } else { "0" }).unwrap_or(Bson::Null)
+            } else {
+                parse_decimal(&format!("{f:.14e}"))
+                    .unwrap_or_else(|| crate::num::f64_to_decimal(*f))
+            }
+        }
+        Bson::String(s) => parse_decimal(s).ok_or_else(|| {
+            QueryError::ConversionFailure(format!(
+                "Failed to parse number '{s}' in $convert with no onError value"
+            ))
+        })?,
+        other => return Err(conv_err(other, "decimal")),
+    })
+}
+
 /// `$toString` of a scalar value.
 pub(super) fn to_string_value(v: &Bson) -> String {
     match v {
@@ -108,8 +143,10 @@ pub(super) fn to_string_value(v: &Bson) -> String {
                 "NaN".into()
             } else if f.is_infinite() {
                 if *f > 0.0 { "Infinity" } else { "-Infinity" }.into()
+            } else if *f == 0.0 && f.is_sign_negative() {
+                "-0".into()
             } else {
-                format!("{f}")
+                crate::num::format_g(*f)
             }
         }
         Bson::Decimal128(d) => d.to_string(),
@@ -269,7 +306,8 @@ pub(super) fn convert(name: &str, v: &Option<Bson>) -> R {
             Bson::String(_) | Bson::Symbol(_) => Bson::Boolean(true),
             other => Bson::Boolean(super::truthy(other)),
         },
-        "$toDouble" | "$toDecimal" => {
+        "$toDecimal" => to_decimal(v)?,
+        "$toDouble" => {
             let f = match v {
                 Bson::Boolean(b) => f64::from(u8::from(*b)),
                 Bson::DateTime(d) => d.timestamp_millis() as f64,
@@ -282,11 +320,7 @@ pub(super) fn convert(name: &str, v: &Option<Bson>) -> R {
                     .ok_or_else(|| conv_err(other, "double"))?
                     .as_f64(),
             };
-            if name == "$toDouble" {
-                Bson::Double(f)
-            } else {
-                crate::num::f64_to_decimal(f)
-            }
+            Bson::Double(f)
         }
         "$toInt" | "$toLong" => {
             let i: i64 = match v {
@@ -368,6 +402,40 @@ mod tests {
             assert_eq!(days_from_civil(y, m, d), days);
         }
         assert_eq!(civil_from_days(0), (1970, 1, 1));
+    }
+
+    #[test]
+    fn to_decimal_keeps_fifteen_digits_of_a_double() {
+        let d = |v: Bson| match to_decimal(&v) {
+            Ok(Bson::Decimal128(d)) => d.to_string(),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(d(Bson::Double(2.5)), "2.50000000000000");
+        assert_eq!(d(Bson::Double(0.1)), "0.100000000000000");
+        assert_eq!(d(Bson::Double(1e20)), "1.00000000000000E+20");
+        assert_eq!(d(Bson::Boolean(true)), "1");
+        assert_eq!(d(Bson::Int64(10000)), "10000");
+        assert_eq!(d(Bson::String("-5.50".into())), "-5.50");
+    }
+
+    #[test]
+    fn doubles_format_like_printf_g() {
+        let cases = [
+            (1e20, "1e+20"),
+            (0.1, "0.1"),
+            (2.5, "2.5"),
+            (1e-7, "1e-07"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (1.23456789, "1.23457"),
+            (0.0001, "0.0001"),
+            (-99999.95, "-99999.9"),
+            (999999.5, "1e+06"),
+            (1.5e300, "1.5e+300"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(crate::num::format_g(f), want, "{f}");
+        }
     }
 
     #[test]

@@ -5,9 +5,12 @@
 //! operator means adding its name to [`ops::arity`] and a match arm in
 //! [`ops::eval_op`].
 
+mod accum_ops;
+pub(crate) use accum_ops::validate_n;
 mod arrays;
 mod convert;
 mod date;
+mod lists;
 mod named;
 mod ops;
 pub(crate) mod quantile;
@@ -41,7 +44,8 @@ enum E {
     Switch(Vec<(E, E)>, Option<Box<E>>),
     Let(Vec<(String, E)>, Box<E>),
     Map(Box<E>, String, Box<E>),
-    Filter(Box<E>, String, Box<E>),
+    /// `$filter`: input, variable, condition and optional limit.
+    Filter(Box<E>, String, Box<E>, Option<Box<E>>),
     Named(&'static str, Vec<(String, E)>),
     Reduce(Box<E>, Box<E>, Box<E>),
     /// `$rand`: a new random double in [0, 1) at each evaluation.
@@ -249,23 +253,6 @@ fn args_of(arg: &Bson) -> Result<Vec<E>, QueryError> {
     }
 }
 
-fn obj_arg<'a>(op: &str, arg: &'a Bson) -> Result<&'a Document, QueryError> {
-    match arg {
-        Bson::Document(d) => Ok(d),
-        _ => Err(QueryError::bad(format!(
-            "{op} requires an object as an argument"
-        ))),
-    }
-}
-
-fn var_name(op: &str, d: &Document) -> Result<String, QueryError> {
-    match d.get("as") {
-        None => Ok("this".into()),
-        Some(Bson::String(s)) if !s.is_empty() && !s.starts_with('$') => Ok(s.clone()),
-        Some(_) => Err(QueryError::bad(format!("{op}: invalid 'as' variable name"))),
-    }
-}
-
 fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
     match name {
         "$literal" | "$const" => return Ok(E::Lit(arg.clone())),
@@ -283,7 +270,15 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
         }
         "$cond" => return parse_cond(arg),
         "$reduce" => {
-            let d = obj_arg(name, arg)?;
+            let Bson::Document(d) = arg else {
+                return Err(QueryError::loc(
+                    40075,
+                    format!(
+                        "$reduce requires an object as an argument, found: {}",
+                        crate::compare::type_name(arg)
+                    ),
+                ));
+            };
             for k in d.keys() {
                 if !matches!(k.as_str(), "input" | "initialValue" | "in") {
                     return Err(QueryError::loc(
@@ -317,37 +312,8 @@ fn parse_op(name: &str, arg: &Bson) -> Result<E, QueryError> {
                 )),
             }
         }
-        "$let" => {
-            let d = obj_arg(name, arg)?;
-            let Some(Bson::Document(vars)) = d.get("vars") else {
-                return Err(QueryError::loc(16876, "Missing 'vars' parameter to $let"));
-            };
-            let body = d
-                .get("in")
-                .ok_or_else(|| QueryError::loc(16877, "Missing 'in' parameter to $let"))?;
-            let vars = vars
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), parse(v)?)))
-                .collect::<Result<_, QueryError>>()?;
-            return Ok(E::Let(vars, Box::new(parse(body)?)));
-        }
-        "$map" | "$filter" => {
-            let d = obj_arg(name, arg)?;
-            let input = d
-                .get("input")
-                .ok_or_else(|| QueryError::bad(format!("Missing 'input' parameter to {name}")))?;
-            let body_key = if name == "$map" { "in" } else { "cond" };
-            let body = d.get(body_key).ok_or_else(|| {
-                QueryError::bad(format!("Missing '{body_key}' parameter to {name}"))
-            })?;
-            let var = var_name(name, d)?;
-            let (input, body) = (Box::new(parse(input)?), Box::new(parse(body)?));
-            return Ok(if name == "$map" {
-                E::Map(input, var, body)
-            } else {
-                E::Filter(input, var, body)
-            });
-        }
+        "$let" => return lists::parse_let(arg),
+        "$map" | "$filter" => return lists::parse_map_filter(name, arg),
         _ => {}
     }
     if let Some(n) = parse_named(name, arg)? {
@@ -384,6 +350,29 @@ fn named_codes(name: &str) -> (i32, i32, i32) {
         _ if date::PART_OPS.contains(&name) => (40536, 40535, 40539),
         _ => (9, 9, 9),
     }
+}
+
+/// The "found an unknown argument" error of the operators that word it so.
+fn unknown_argument(name: &str, k: &str) -> Option<QueryError> {
+    let code = match name {
+        "$convert" => 9,
+        "$regexMatch" | "$regexFind" | "$regexFindAll" => 31024,
+        "$trim" | "$ltrim" | "$rtrim" => 50694,
+        "$replaceOne" | "$replaceAll" => 51750,
+        "$zip" => 34464,
+        "$sortArray" => 2942501,
+        "$firstN" | "$lastN" | "$minN" | "$maxN" => {
+            return Some(QueryError::loc(
+                5787901,
+                format!("Unknown argument for 'n' operator: {k}"),
+            ))
+        }
+        _ => return None,
+    };
+    Some(named_error(
+        code,
+        format!("{name} found an unknown argument: {k}"),
+    ))
 }
 
 fn named_error(code: i32, msg: String) -> QueryError {
@@ -427,15 +416,22 @@ fn parse_named(name: &str, arg: &Bson) -> Result<Option<E>, QueryError> {
     let mut args = Vec::new();
     for (k, v) in d {
         if !allowed.contains(&k.as_str()) {
-            return Err(named_error(
-                c_unknown,
-                format!("Unrecognized argument to {name}: {k}"),
-            ));
+            return Err(unknown_argument(name, k).unwrap_or_else(|| {
+                named_error(c_unknown, format!("Unrecognized argument to {name}: {k}"))
+            }));
         }
         args.push((k.clone(), parse(v)?));
     }
     for r in required {
         if !d.contains_key(r) {
+            if matches!(name, "$firstN" | "$lastN" | "$minN" | "$maxN") {
+                let (k, code) = if d.contains_key("n") {
+                    ("input", 5787907)
+                } else {
+                    ("n", 5787906)
+                };
+                return Err(QueryError::loc(code, format!("Missing value for '{k}'")));
+            }
             return Err(named_error(
                 c_missing,
                 format!("Missing '{r}' parameter to {name}"),
@@ -635,6 +631,12 @@ fn parse_switch(arg: &Bson) -> Result<E, QueryError> {
                             "$switch expected each branch to be an object",
                         ));
                     };
+                    if let Some(k) = b.keys().find(|k| !matches!(k.as_str(), "case" | "then")) {
+                        return Err(QueryError::loc(
+                            40063,
+                            format!("$switch found an unknown argument to a branch: {k}"),
+                        ));
+                    }
                     let case = b.get("case").ok_or_else(|| {
                         QueryError::loc(
                             40064,
@@ -673,7 +675,11 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
         E::Lit(v) => Ok(Some(v.clone())),
         E::Rand => Ok(Some(Bson::Double(fastrand::f64()))),
         E::Quantile { input, ps, median } => Ok(Some(quantile_of(eval(input, ctx)?, ps, *median))),
-        E::Field(parts) => Ok(crate::path::get_agg_path(ctx.root, parts)),
+        E::Field(parts) => match ctx.vars.iter().rev().find(|(k, _)| k == "CURRENT") {
+            // `$let` rebound `$$CURRENT`: field paths read from it.
+            Some((_, current)) => Ok(var_path(current.clone(), parts)),
+            None => Ok(crate::path::get_agg_path(ctx.root, parts)),
+        },
         E::Var(name, parts) => eval_var(name, parts, ctx),
         E::Doc(fields) => {
             let mut out = Document::new();
@@ -751,39 +757,9 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
             ctx.vars.truncate(depth);
             r
         }
-        E::Map(input, var, body) | E::Filter(input, var, body) => {
-            let items = match eval(input, ctx)? {
-                None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
-                Some(Bson::Array(items)) => items,
-                Some(other) => {
-                    return Err(QueryError::loc(
-                        16883,
-                        format!(
-                            "input to $map/$filter must be an array not {}",
-                            crate::compare::type_name(&other)
-                        ),
-                    ))
-                }
-            };
-            let is_map = matches!(e, E::Map(..));
-            let mut out = Vec::new();
-            let mut bytes = 0;
-            for item in items {
-                if is_map {
-                    bytes += crate::pipeline::mem::approx_size(&item);
-                    check_array_memory("$map", bytes)?;
-                }
-                ctx.vars.push((var.clone(), item.clone()));
-                let r = eval(body, ctx);
-                ctx.vars.pop();
-                let r = r?;
-                if is_map {
-                    out.push(r.unwrap_or(Bson::Null));
-                } else if opt_truthy(&r) {
-                    out.push(item);
-                }
-            }
-            Ok(Some(Bson::Array(out)))
+        E::Map(input, var, body) => lists::eval_map(input, var, body, ctx),
+        E::Filter(input, var, cond, limit) => {
+            lists::eval_filter(input, var, cond, limit.as_deref(), ctx)
         }
         E::Named(name, args) => {
             let mut vals = Vec::with_capacity(args.len());
@@ -836,7 +812,9 @@ fn eval(e: &E, ctx: &mut Ctx<'_>) -> Result<Option<Bson>, QueryError> {
 }
 
 fn eval_var(name: &str, parts: &[String], ctx: &Ctx<'_>) -> Result<Option<Bson>, QueryError> {
+    let rebound = || ctx.vars.iter().rev().find(|(k, _)| k == "CURRENT");
     let base = match name {
+        "CURRENT" if rebound().is_some() => rebound().map(|(_, v)| v.clone()).unwrap_or(Bson::Null),
         "ROOT" | "CURRENT" => {
             if parts.is_empty() {
                 return Ok(Some(Bson::Document(ctx.root.clone())));
@@ -858,14 +836,19 @@ fn eval_var(name: &str, parts: &[String], ctx: &Ctx<'_>) -> Result<Option<Bson>,
             }
         },
     };
+    Ok(var_path(base, parts))
+}
+
+/// The value at `parts` inside a variable's value (the value itself if no parts).
+fn var_path(base: Bson, parts: &[String]) -> Option<Bson> {
     if parts.is_empty() {
-        return Ok(Some(base));
+        return Some(base);
     }
     let mut wrapper = Document::new();
     wrapper.insert("v", base);
     let mut full = vec!["v".to_string()];
     full.extend(parts.iter().cloned());
-    Ok(crate::path::get_agg_path(&wrapper, &full))
+    crate::path::get_agg_path(&wrapper, &full)
 }
 
 /// An operator's result: a value, missing (`None`), or an error.

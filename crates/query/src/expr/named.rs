@@ -6,7 +6,7 @@
 
 use bson::{Bson, Document};
 
-use super::{int_of, is_nullish, tname, Named, R};
+use super::{is_nullish, tname, Named, R};
 use crate::compare::{compare_values, type_name};
 use crate::error::QueryError;
 use crate::num::Num;
@@ -82,42 +82,83 @@ pub(super) fn eval_named(name: &str, a: &Named) -> R {
     }
 }
 
+/// BSON type aliases `$convert` accepts as `to` but cannot convert to.
+const UNCONVERTIBLE: &[(&str, i64)] = &[
+    ("object", 3),
+    ("array", 4),
+    ("binData", 5),
+    ("undefined", 6),
+    ("null", 10),
+    ("regex", 11),
+    ("dbPointer", 12),
+    ("javascript", 13),
+    ("symbol", 14),
+    ("javascriptWithScope", 15),
+    ("timestamp", 17),
+    ("minKey", -1),
+    ("maxKey", 127),
+];
+
+/// The conversion operator for `$convert`'s `to`; `None` when `to` is nullish.
+fn convert_target(to: Option<Bson>) -> Result<Option<&'static str>, QueryError> {
+    const CONVERTIBLE: &[(&str, i64, &str)] = &[
+        ("double", 1, "$toDouble"),
+        ("string", 2, "$toString"),
+        ("objectId", 7, "$toObjectId"),
+        ("bool", 8, "$toBool"),
+        ("date", 9, "$toDate"),
+        ("int", 16, "$toInt"),
+        ("long", 18, "$toLong"),
+        ("decimal", 19, "$toDecimal"),
+    ];
+    let unsupported = |name: &str| {
+        QueryError::FailedToParse(format!("$convert with unsupported 'to' type: {name}"))
+    };
+    match to {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
+        Some(Bson::String(s)) => {
+            if let Some((_, _, op)) = CONVERTIBLE.iter().find(|(n, _, _)| *n == s) {
+                return Ok(Some(op));
+            }
+            if UNCONVERTIBLE.iter().any(|(n, _)| *n == s) {
+                return Err(unsupported(&s));
+            }
+            Err(QueryError::BadValue(format!("Unknown type name: {s}")))
+        }
+        Some(v) => {
+            let Some(n) = Num::from_bson(&v) else {
+                return Err(QueryError::FailedToParse(format!(
+                    "$convert's 'to' argument must be a string or number, but is {}",
+                    type_name(&v)
+                )));
+            };
+            let Some(code) = n.as_exact_i64() else {
+                return Err(QueryError::FailedToParse(
+                    "In $convert, numeric 'to' argument is not an integer".into(),
+                ));
+            };
+            if let Some((_, _, op)) = CONVERTIBLE.iter().find(|(_, c, _)| *c == code) {
+                return Ok(Some(op));
+            }
+            if let Some((name, _)) = UNCONVERTIBLE.iter().find(|(_, c)| *c == code) {
+                return Err(unsupported(name));
+            }
+            Err(QueryError::FailedToParse(format!(
+                "In $convert, numeric value for 'to' does not correspond to a BSON type: {code}"
+            )))
+        }
+    }
+}
+
 fn convert(a: &Named) -> R {
+    // The target type is checked first: an invalid `to` fails even on a null input.
+    let op = convert_target(a.get("to"))?;
     let input = a.get("input");
     if is_nullish(&input) {
         return Ok(a.get_present("onNull").or(Some(Bson::Null)));
     }
-    let to = match a.get("to") {
-        Some(Bson::String(s)) => s,
-        Some(v) => match Num::from_bson(&v).and_then(Num::as_exact_i64) {
-            Some(1) => "double".into(),
-            Some(2) => "string".into(),
-            Some(7) => "objectId".into(),
-            Some(8) => "bool".into(),
-            Some(9) => "date".into(),
-            Some(16) => "int".into(),
-            Some(18) => "long".into(),
-            Some(19) => "decimal".into(),
-            _ if matches!(v, Bson::Null) => return Ok(Some(Bson::Null)),
-            _ => {
-                return Err(QueryError::FailedToParse(format!(
-                    "In $convert, numeric 'to' argument is not an integer or is not a valid type code: {}",
-                    crate::error::render(&v)
-                )))
-            }
-        },
-        None => return Ok(Some(Bson::Null)),
-    };
-    let op = match to.as_str() {
-        "double" => "$toDouble",
-        "string" => "$toString",
-        "objectId" => "$toObjectId",
-        "bool" => "$toBool",
-        "date" => "$toDate",
-        "int" => "$toInt",
-        "long" => "$toLong",
-        "decimal" => "$toDecimal",
-        other => return Err(QueryError::BadValue(format!("Unknown type name: {other}"))),
+    let Some(op) = op else {
+        return Ok(Some(Bson::Null));
     };
     match super::convert::convert(op, &input) {
         Err(QueryError::ConversionFailure(m)) => match a.get_present("onError") {
@@ -488,15 +529,7 @@ fn sort_array(a: &Named) -> R {
 }
 
 fn n_op(name: &str, a: &Named) -> R {
-    let n = match int_of(&a.get("n")) {
-        Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
-        _ => {
-            return Err(QueryError::loc(
-                5787908,
-                format!("{name} requires 'n' to be a positive integer"),
-            ))
-        }
-    };
+    let n = super::accum_ops::validate_n(&a.get("n"))?;
     let items = match a.get("input") {
         Some(Bson::Array(i)) => i,
         other => {

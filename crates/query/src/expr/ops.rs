@@ -93,6 +93,14 @@ const OPS: &[(&str, usize, usize)] = &[
     ("$setIsSubset", 2, 2),
     ("$tsSecond", 1, 1),
     ("$tsIncrement", 1, 1),
+    ("$sum", 0, usize::MAX),
+    ("$avg", 0, usize::MAX),
+    ("$min", 0, usize::MAX),
+    ("$max", 0, usize::MAX),
+    ("$stdDevPop", 0, usize::MAX),
+    ("$stdDevSamp", 0, usize::MAX),
+    ("$binarySize", 1, 1),
+    ("$bsonSize", 1, 1),
 ];
 
 /// Looks up an operator: its static name and (min, max) argument count.
@@ -132,10 +140,11 @@ pub(super) fn eval_op(name: &str, args: Vec<Option<Bson>>) -> R {
         "$concat" => concat(&args),
         "$toUpper" | "$toLower" => {
             let s = string_like(name, a0)?;
+            // MongoDB changes the case of ASCII letters only.
             Ok(Some(Bson::String(if name == "$toUpper" {
-                s.to_uppercase()
+                s.to_ascii_uppercase()
             } else {
-                s.to_lowercase()
+                s.to_ascii_lowercase()
             })))
         }
         "$substr" | "$substrBytes" | "$substrCP" => substr(name, &args),
@@ -154,11 +163,16 @@ pub(super) fn eval_op(name: &str, args: Vec<Option<Bson>>) -> R {
             )),
         },
         "$strcasecmp" => {
-            let x = string_like(name, a0)?.to_lowercase();
-            let y = string_like(name, a1)?.to_lowercase();
-            Ok(Some(Bson::Int32(x.cmp(&y) as i32)))
+            let x = string_like(name, a0)?.to_ascii_uppercase();
+            let y = string_like(name, a1)?.to_ascii_uppercase();
+            Ok(Some(Bson::Int32(x.as_bytes().cmp(y.as_bytes()) as i32)))
         }
         "$split" => split(a0, a1),
+        "$binarySize" => super::accum_ops::binary_size(a0),
+        "$bsonSize" => super::accum_ops::bson_size(a0),
+        _ if super::accum_ops::ACCUMULATOR_OPS.contains(&name) => {
+            super::accum_ops::eval_accumulator(name, args)
+        }
         _ => super::convert::eval_more(name, &args),
     }
 }
@@ -569,8 +583,17 @@ fn binary_math(name: &str, a: &Option<Bson>, b: &Option<Bson>) -> R {
         ));
     }
     if let (Some(bi), Some(ei)) = (int_of(x), int_of(y)) {
+        let both32 = matches!(x, Num::I32(_)) && matches!(y, Num::I32(_));
+        // A negative exponent keeps an integer result only for a base of 1 or -1.
+        if ei < 0 && (bi == 1 || bi == -1) {
+            let r = if bi == 1 || ei % 2 == 0 { 1 } else { -1 };
+            return Ok(Some(if both32 {
+                Bson::Int32(r)
+            } else {
+                Bson::Int64(i64::from(r))
+            }));
+        }
         if ei >= 0 {
-            let both32 = matches!(x, Num::I32(_)) && matches!(y, Num::I32(_));
             if let Some(r) = u32::try_from(ei).ok().and_then(|e| bi.checked_pow(e)) {
                 return Ok(Some(match i32::try_from(r) {
                     Ok(v) if both32 => Bson::Int32(v),

@@ -163,11 +163,27 @@ impl AccSpec {
             AccKind::Percentile => &["input", "method", "p"],
             _ => &["input", "n"],
         };
+        let n_kind = matches!(
+            kind,
+            AccKind::FirstN | AccKind::LastN | AccKind::MinN | AccKind::MaxN
+        );
         if let Some(k) = d.keys().find(|k| !allowed.contains(&k.as_str())) {
             return Err(QueryError::loc(
                 5787901,
-                format!("Unknown argument for {name}: {k}"),
+                if n_kind {
+                    format!("Unknown argument for 'n' operator: {k}")
+                } else {
+                    format!("Unknown argument for {name}: {k}")
+                },
             ));
+        }
+        if n_kind {
+            // MongoDB wants 'n' (5787906) before 'input' (5787907).
+            for (k, code) in [("n", 5787906), ("input", 5787907)] {
+                if !d.contains_key(k) {
+                    return Err(QueryError::loc(code, format!("Missing value for '{k}'")));
+                }
+            }
         }
         match kind {
             AccKind::Top | AccKind::Bottom | AccKind::TopN | AccKind::BottomN => {
@@ -217,17 +233,7 @@ impl AccSpec {
 
     fn n_value(&self, doc: &Document) -> Result<Option<usize>, QueryError> {
         let Some(e) = &self.n else { return Ok(None) };
-        let v = e.eval(doc)?;
-        match Num::from_bson(&v).and_then(Num::as_exact_i64) {
-            Some(n) if n > 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-            _ => Err(QueryError::loc(
-                5787908,
-                format!(
-                    "'n' must be a positive integer, found {}",
-                    crate::error::render(&v)
-                ),
-            )),
-        }
+        crate::expr::validate_n(&e.eval_optional(doc)?).map(Some)
     }
 
     /// Adds one input document; `n_doc` is what `n` is evaluated against

@@ -366,13 +366,16 @@ impl Fill {
                 ("output", Bson::Document(o)) => {
                     for (field, spec) in o {
                         let Bson::Document(s) = spec else {
-                            return Err(fail("$fill output specifications must be objects"));
+                            return Err(QueryError::loc(
+                                6050200,
+                                "Each fill output specification must be an object with exactly one field",
+                            ));
                         };
                         let m = match (s.get("method"), s.get("value")) {
                             (Some(Bson::String(m)), None) if m == "locf" => FillMethod::Locf,
                             (Some(Bson::String(m)), None) if m == "linear" => FillMethod::Linear,
                             (None, Some(v)) => FillMethod::Value(Expr::parse(v)?),
-                            (Some(_), Some(_)) => return Err(QueryError::loc(6050204, "Exactly one of 'value' or 'method' must be specified in $fill output")),
+                            (Some(_), Some(_)) => return Err(QueryError::loc(6050201, "Each fill output specification must have exactly one of 'method' or 'value' fields, not both")),
                             _ => return Err(QueryError::loc(6050202, "Method must be either locf or linear")),
                         };
                         if matches!(m, FillMethod::Linear | FillMethod::Locf)
@@ -405,14 +408,23 @@ impl Fill {
         if f.partition_by.is_some() && !f.partition_fields.is_empty() {
             return Err(QueryError::loc(
                 6050204,
-                "Only one of 'partitionBy' and 'partitionByFields' can be specified in $fill",
+                "Maximum one of 'partitionBy' and 'partitionByFields can be specified in '$fill'",
             ));
         }
         Ok(f)
     }
 
     /// Fills null or missing values.
-    pub fn run(&self, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+    pub fn run(&self, mut docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        // Only `value` outputs: MongoDB runs just an `$addFields`, keeping the order.
+        if self
+            .output
+            .iter()
+            .all(|(_, m)| matches!(m, FillMethod::Value(_)))
+        {
+            self.fill_values(&mut docs)?;
+            return Ok(docs);
+        }
         let parts = partition(docs, |d| match &self.partition_by {
             Some(e) => e.eval(d),
             None => Ok(fields_key(&self.partition_fields, d)),
@@ -430,24 +442,20 @@ impl Fill {
                         .filter(|v| !matches!(v, Bson::Null | Bson::Undefined))
                 };
                 match method {
-                    FillMethod::Value(e) => {
-                        for d in docs.iter_mut() {
-                            if get(d).is_none() {
-                                let v = e.eval(d)?;
-                                crate::path::set_doc_path(d, &parts, v);
-                            }
-                        }
-                    }
+                    // Applied after the window outputs, as MongoDB's `$addFields`.
+                    FillMethod::Value(_) => {}
+                    // As `$setWindowFields` with `$locf`, the field is always written:
+                    // null before the first value.
                     FillMethod::Locf => {
                         let mut last: Option<Bson> = None;
                         for d in docs.iter_mut() {
                             match get(d) {
                                 Some(v) => last = Some(v),
-                                None => {
-                                    if let Some(v) = &last {
-                                        crate::path::set_doc_path(d, &parts, v.clone());
-                                    }
-                                }
+                                None => crate::path::set_doc_path(
+                                    d,
+                                    &parts,
+                                    last.clone().unwrap_or(Bson::Null),
+                                ),
                             }
                         }
                     }
@@ -464,17 +472,38 @@ impl Fill {
                             .collect();
                         let ys: Vec<Option<Bson>> = docs.iter().map(get).collect();
                         let filled = linear_fill(&xs, &ys)?;
+                        // `$linearFill` writes null where it cannot interpolate.
                         for (d, v) in docs.iter_mut().zip(filled) {
-                            if let Some(v) = v {
-                                crate::path::set_doc_path(d, &parts, v);
+                            if get(d).is_none() {
+                                crate::path::set_doc_path(d, &parts, v.unwrap_or(Bson::Null));
                             }
                         }
                     }
                 }
             }
+            self.fill_values(&mut docs)?;
             out.extend(docs);
         }
         Ok(out)
+    }
+
+    /// The `value` outputs: `{$ifNull: ["$field", value]}`.
+    fn fill_values(&self, docs: &mut [Document]) -> Result<(), QueryError> {
+        for (field, method) in &self.output {
+            let FillMethod::Value(e) = method else {
+                continue;
+            };
+            let parts: Vec<&str> = field.split('.').collect();
+            for d in docs.iter_mut() {
+                let present = crate::path::get_path(d, field)
+                    .is_some_and(|v| !matches!(v, Bson::Null | Bson::Undefined));
+                if !present {
+                    let v = e.eval(d)?;
+                    crate::path::set_doc_path(d, &parts, v);
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -125,6 +125,7 @@ impl Lookup {
                         return Err(fail("$lookup argument 'let' must be an object"));
                     };
                     for (name, e) in vars {
+                        crate::let_vars::check_name(name)?;
                         l.lets.push((name.clone(), Expr::parse(e)?));
                     }
                 }
@@ -140,13 +141,25 @@ impl Lookup {
             }
         }
         l.as_field = as_field.ok_or_else(|| fail("must specify 'as' field for a $lookup"))?;
-        if l.local.is_some() != l.foreign.is_some() {
-            return Err(fail(
-                "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified",
-            ));
+        super::lookup_spec::check_as_path(&l.as_field)?;
+        if let Some((Some(db), coll)) = &l.from {
+            super::lookup_spec::check_foreign_db(db, coll)?;
         }
-        if l.local.is_none() && l.pipeline.is_none() {
-            return Err(fail("$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified"));
+        if l.pipeline.is_some() {
+            if l.local.is_some() != l.foreign.is_some() {
+                return Err(fail(
+                    "$lookup requires both or neither of 'localField' and 'foreignField' to be specified",
+                ));
+            }
+        } else {
+            if l.local.is_none() || l.foreign.is_none() {
+                return Err(fail("$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified"));
+            }
+            if !l.lets.is_empty() || d.contains_key("let") {
+                return Err(fail(
+                    "$lookup with a 'let' argument must also specify 'pipeline'",
+                ));
+            }
         }
         if l.from.is_none()
             && !l

@@ -17,6 +17,7 @@ mod granularity;
 mod graph_lookup;
 mod group;
 mod lookup;
+mod lookup_spec;
 pub mod mem;
 pub mod spill;
 
@@ -24,6 +25,9 @@ pub mod spill;
 pub type DocStream = Box<dyn Iterator<Item = Result<Document, QueryError>> + Send>;
 mod unwind;
 mod window;
+mod window_calc;
+mod window_ema;
+mod window_shift;
 
 use bson::{Bson, Document};
 
@@ -413,14 +417,24 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
         "$unwind" => Stage::Unwind(Unwind::parse(arg)?),
         "$replaceRoot" => {
             let Bson::Document(d) = arg else {
-                return Err(QueryError::loc(40228, "expected an object as specification for $replaceRoot stage"));
+                return Err(QueryError::loc(
+                    40229,
+                    format!(
+                        "expected an object as specification for $replaceRoot stage, got {}",
+                        crate::compare::type_name(arg)
+                    ),
+                ));
             };
-            let root = d
-                .get("newRoot")
-                .ok_or_else(|| QueryError::loc(40231, "no newRoot specified for the $replaceRoot stage"))?;
+            // As MongoDB's IDL parser: unknown fields first, then the required one.
             if let Some(k) = d.keys().find(|k| *k != "newRoot") {
                 return Err(QueryError::loc(40415, format!("BSON field '$replaceRoot.{k}' is an unknown field.")));
             }
+            let root = d.get("newRoot").ok_or_else(|| {
+                QueryError::loc(
+                    40414,
+                    "BSON field '$replaceRoot.newRoot' is missing but a required field",
+                )
+            })?;
             Stage::ReplaceRoot(Expr::parse(root)?)
         }
         "$replaceWith" => Stage::ReplaceRoot(Expr::parse(arg)?),

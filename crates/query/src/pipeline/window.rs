@@ -192,20 +192,11 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
         };
         func = Some(match k.as_str() {
             "$shift" => {
-                let o = obj()?;
-                let by = o
-                    .get("by")
-                    .and_then(Num::from_bson)
-                    .and_then(Num::as_exact_i64)
-                    .ok_or_else(|| fail("'$shift:by' field must be an integer"))?;
-                let output = Expr::parse(
-                    o.get("output")
-                        .ok_or_else(|| fail("$shift requires an 'output' expression"))?,
-                )?;
+                let (output, by, default) = super::window_shift::parse(d, v)?;
                 Func::Shift {
                     output,
                     by,
-                    default: o.get("default").cloned().unwrap_or(Bson::Null),
+                    default,
                 }
             }
             "$derivative" | "$integral" => {
@@ -222,16 +213,7 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
                 }
             }
             "$expMovingAvg" => {
-                let o = obj()?;
-                let input = Expr::parse(
-                    o.get("input")
-                        .ok_or_else(|| fail("$expMovingAvg requires an 'input' expression"))?,
-                )?;
-                let alpha = match (o.get("N").and_then(Num::from_bson), o.get("alpha").and_then(Num::from_bson)) {
-                    (Some(n), None) if n.as_exact_i64().is_some_and(|n| n > 0) => 2.0 / (n.as_f64() + 1.0),
-                    (None, Some(a)) if a.as_f64() > 0.0 && a.as_f64() < 1.0 => a.as_f64(),
-                    _ => return Err(fail("$expMovingAvg requires exactly one of 'N' (a positive integer) or 'alpha' (a number in (0, 1))")),
-                };
+                let (input, alpha) = super::window_ema::parse(d, v)?;
                 Func::ExpMovingAvg { input, alpha }
             }
             "$rank" | "$denseRank" | "$documentNumber" => {
@@ -253,6 +235,12 @@ fn parse_output(field: &str, spec: &Bson) -> Result<Output, QueryError> {
             },
             "$locf" => Func::Locf(Expr::parse(v)?),
             "$linearFill" => Func::LinearFill(Expr::parse(v)?),
+            name if !name.starts_with('$') => {
+                let first = d.keys().next().map(String::as_str).unwrap_or_default();
+                return Err(fail(format!(
+                    "Expected a $-prefixed window function, {first}"
+                )));
+            }
             name => {
                 let spec = AccSpec::parse(name, v).map_err(|e| match e {
                     QueryError::Coded(15952, _) => {
@@ -359,7 +347,23 @@ impl SetWindowFields {
                 ));
             }
             if needs_sort && s.sort.is_none() {
-                return Err(fail("this window function requires a sortBy"));
+                return Err(fail(match o.func {
+                    Func::ExpMovingAvg { .. } => "$expMovingAvg requires an explicit 'sortBy'",
+                    Func::Shift { .. } => "'$shift' requires a sortBy",
+                    Func::Derivative { .. } => "$derivative requires a sortBy",
+                    Func::Integral { .. } => "$integral requires a sortBy",
+                    _ => "this window function requires a sortBy",
+                }));
+            }
+            if matches!(o.func, Func::Derivative { .. } | Func::Integral { .. })
+                && s.sort.as_ref().is_some_and(|x| x.keys().len() != 1)
+            {
+                let name = if matches!(o.func, Func::Derivative { .. }) {
+                    "$derivative"
+                } else {
+                    "$integral"
+                };
+                return Err(fail(format!("{name} requires a non-compound sortBy")));
             }
             if matches!(o.window, Some(Window::Range(..)))
                 && s.sort.as_ref().is_some_and(|x| x.keys().len() != 1)
@@ -583,69 +587,28 @@ impl SetWindowFields {
                 }
             }
             Func::Derivative { input, unit } | Func::Integral { input, unit } => {
-                let per = match unit {
-                    Some(u) => u
-                        .millis()
-                        .ok_or_else(|| fail("unit must be week or smaller"))?
-                        as f64,
-                    None => 1.0,
+                let unit_ms = match unit {
+                    Some(u) => Some(
+                        u.millis()
+                            .ok_or_else(|| fail("unit must be week or smaller"))?,
+                    ),
+                    None => None,
                 };
-                let xs: Vec<Option<f64>> = keys.iter().map(|k| k.as_ref().and_then(axis)).collect();
-                let ys: Vec<Option<f64>> = docs
+                let ys = docs
                     .iter()
-                    .map(|d| {
-                        input
-                            .eval(d)
-                            .ok()
-                            .and_then(|v| Num::from_bson(&v))
-                            .map(Num::as_f64)
-                    })
-                    .collect();
-                let deriv = matches!(o.func, Func::Derivative { .. });
-                for i in 0..n {
-                    let (l, h) = Self::window_range(&o.window, i, n, keys, desc)?;
-                    if deriv {
-                        if h < l + 2 {
-                            out.push(Some(Bson::Null));
-                            continue;
-                        }
-                        let (a, b) = (l, h - 1);
-                        let v = match (xs[a], xs[b], ys[a], ys[b]) {
-                            (Some(x0), Some(x1), Some(y0), Some(y1)) if x1 != x0 => {
-                                Bson::Double((y1 - y0) / ((x1 - x0) / per))
-                            }
-                            _ => Bson::Null,
-                        };
-                        out.push(Some(v));
-                    } else {
-                        let mut total = 0.0;
-                        for j in l..h.saturating_sub(1) {
-                            if let (Some(x0), Some(x1), Some(y0), Some(y1)) =
-                                (xs[j], xs[j + 1], ys[j], ys[j + 1])
-                            {
-                                total += (x1 - x0) / per * (y0 + y1) / 2.0;
-                            }
-                        }
-                        out.push(Some(Bson::Double(total)));
-                    }
-                }
+                    .map(|d| input.eval_optional(d))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let ranges = (0..n)
+                    .map(|i| Self::window_range(&o.window, i, n, keys, desc))
+                    .collect::<Result<Vec<_>, _>>()?;
+                out = if matches!(o.func, Func::Derivative { .. }) {
+                    super::window_calc::derivative(keys, &ys, &ranges, unit_ms)?
+                } else {
+                    super::window_calc::integral(keys, &ys, &ranges, unit_ms)?
+                };
             }
             Func::ExpMovingAvg { input, alpha } => {
-                let mut prev: Option<f64> = None;
-                for d in docs {
-                    match input.eval(d)? {
-                        v if Num::from_bson(&v).is_some() => {
-                            let x = Num::from_bson(&v).map(Num::as_f64).unwrap_or(0.0);
-                            let next = match prev {
-                                None => x,
-                                Some(p) => alpha * x + (1.0 - alpha) * p,
-                            };
-                            prev = Some(next);
-                            out.push(Some(Bson::Double(next)));
-                        }
-                        _ => out.push(Some(Bson::Null)),
-                    }
-                }
+                super::window_ema::run(input, *alpha, docs, &mut out)?;
             }
             Func::Rank | Func::DenseRank | Func::DocumentNumber => {
                 let mut rank = 0i64;

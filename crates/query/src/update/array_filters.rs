@@ -13,46 +13,113 @@ use bson::{Bson, Document};
 /// document `{<id>: element}`).
 pub type ArrayFilters = Vec<(String, Filter)>;
 
-fn parse_error(msg: String) -> QueryError {
-    QueryError::FailedToParse(format!("Error parsing array filter :: caused by :: {msg}"))
+/// An error of one array filter, with MongoDB's context and the cause's code.
+fn in_filter(code: i32, msg: impl std::fmt::Display) -> QueryError {
+    QueryError::Coded(
+        code,
+        format!("Error parsing array filter :: caused by :: {msg}"),
+    )
 }
 
-/// Parses `arrayFilters` documents.
+/// Refuses the query features an array filter may not use (searching `$and`, `$or` and
+/// `$nor` clauses), as MongoDB's parser does.
+fn banned_feature(f: &Document) -> Option<QueryError> {
+    for (key, value) in f {
+        match key.as_str() {
+            "$expr" => return Some(in_filter(224, "$expr is not allowed in this context")),
+            "$where" => return Some(in_filter(2, "$where is not allowed in this context")),
+            "$text" => return Some(in_filter(2, "$text is not allowed in this context")),
+            "$and" | "$or" | "$nor" => {
+                let nested = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find_map(|c| match c {
+                        Bson::Document(d) => banned_feature(d),
+                        _ => None,
+                    });
+                if nested.is_some() {
+                    return nested;
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The top-level field names of a filter's conditions, in order (through `$and`, `$or`
+/// and `$nor`; operators without a path name none).
+fn top_level_names(f: &Document, out: &mut Vec<String>) {
+    for (key, value) in f {
+        match key.as_str() {
+            "$and" | "$or" | "$nor" => {
+                for c in value.as_array().into_iter().flatten() {
+                    if let Bson::Document(d) = c {
+                        top_level_names(d, out);
+                    }
+                }
+            }
+            k if k.starts_with('$') => {}
+            k => out.push(k.split('.').next().unwrap_or("").to_string()),
+        }
+    }
+}
+
+/// Parses `arrayFilters` documents: each is parsed as a query (without `$expr`, `$where`
+/// or `$text`), then named by the one top-level field all its conditions are on.
 pub fn parse(filters: &[Document]) -> Result<ArrayFilters, QueryError> {
     let mut out: ArrayFilters = Vec::new();
     for f in filters {
-        let mut id: Option<&str> = None;
-        for key in f.keys() {
-            let top = key.split('.').next().unwrap_or("");
-            match id {
-                Some(seen) if seen != top => {
-                    return Err(parse_error(format!(
-                        "Expected a single top-level field name, found '{seen}' and '{top}'"
-                    )))
-                }
-                _ => id = Some(top),
-            }
+        if let Some(e) = banned_feature(f) {
+            return Err(e);
         }
-        let Some(id) = id else {
-            return Err(parse_error(
+        let filter = Filter::parse(f).map_err(|e| in_filter(e.code(), e))?;
+        let mut names = Vec::new();
+        top_level_names(f, &mut names);
+        let Some(id) = names.first().cloned() else {
+            return Err(QueryError::FailedToParse(
                 "Cannot use an expression without a top-level field name in arrayFilters".into(),
             ));
         };
+        if let Some(other) = names.iter().find(|n| **n != id) {
+            return Err(in_filter(
+                9,
+                format!("Expected a single top-level field name, found '{id}' and '{other}'"),
+            ));
+        }
         let valid = id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
             && id.chars().all(|c| c.is_ascii_alphanumeric());
         if !valid {
-            return Err(parse_error(format!(
+            return Err(in_filter(2, format!(
                 "The top-level field name must be an alphanumeric string beginning with a lowercase letter, found '{id}'"
             )));
         }
-        if out.iter().any(|(n, _)| n == id) {
+        if out.iter().any(|(n, _)| *n == id) {
             return Err(QueryError::FailedToParse(format!(
                 "Found multiple array filters with the same top-level field name {id}"
             )));
         }
-        out.push((id.to_string(), Filter::parse(f)?));
+        out.push((id, filter));
     }
     Ok(out)
+}
+
+/// Checks that every `$[<id>]` of one update path has a filter (as each path is parsed,
+/// before its operator's argument).
+pub fn check_path(path: &[String], filters: &ArrayFilters) -> Result<(), QueryError> {
+    for part in path {
+        let Some(id) = array_update_identifier(part).filter(|id| !id.is_empty()) else {
+            continue;
+        };
+        if !filters.iter().any(|(n, _)| n == id) {
+            return Err(QueryError::bad(format!(
+                "No array filter found for identifier '{id}' in path '{}'",
+                path.join(".")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that every `$[<id>]` of `ops` has a filter and every filter is used.
@@ -80,6 +147,45 @@ pub fn check(ops: &[FieldOp], filters: &ArrayFilters, spec: &Document) -> Result
             filters[i].0,
             render(&Bson::Document(spec.clone()))
         )));
+    }
+    Ok(())
+}
+
+/// Refuses array updates that, expanded against a document, update one element (or one
+/// inside another) twice, as MongoDB does when it merges them: "Update created a conflict
+/// at '<path>'", the path concrete up to where the two updates part and as written after
+/// it where they agree. `expanded` holds each array update's path and its concrete paths.
+pub fn check_expanded(expanded: &[(&[String], &[Vec<String>])]) -> Result<(), QueryError> {
+    for (j, (raw_b, concrete_b)) in expanded.iter().enumerate() {
+        for (raw_a, concrete_a) in &expanded[..j] {
+            if raw_a.first() != raw_b.first() {
+                continue;
+            }
+            let n = raw_a.len().min(raw_b.len());
+            let Some(d) = (0..n).find(|&d| raw_a[d] != raw_b[d]) else {
+                continue;
+            };
+            let reached: std::collections::HashSet<&[String]> =
+                concrete_b.iter().map(|q| &q[..n]).collect();
+            for p in concrete_a.iter() {
+                if !reached.contains(&p[..n]) {
+                    continue;
+                }
+                let at: Vec<&str> = (0..n)
+                    .map(|i| {
+                        if i > d && raw_a[i] == raw_b[i] {
+                            raw_a[i].as_str()
+                        } else {
+                            p[i].as_str()
+                        }
+                    })
+                    .collect();
+                return Err(QueryError::ConflictingUpdateOperators(format!(
+                    "Update created a conflict at '{}'",
+                    at.join(".")
+                )));
+            }
+        }
     }
     Ok(())
 }

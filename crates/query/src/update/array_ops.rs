@@ -28,19 +28,9 @@ pub struct PushSpec {
     sort: Option<PushSort>,
 }
 
-fn int_arg(v: &Bson, what: &str) -> Result<i64, QueryError> {
-    Num::from_bson(v)
-        .and_then(Num::as_exact_i64)
-        .ok_or_else(|| {
-            QueryError::bad(format!(
-                "The value for {what} must be an integer value but was given type: {}",
-                type_name(v)
-            ))
-        })
-}
-
 impl PushSpec {
-    /// Parses the value of one `$push` field.
+    /// Parses the value of one `$push` field: unknown clauses first, then `$each`,
+    /// `$slice`, `$sort` and `$position`, as MongoDB checks them.
     pub fn parse(v: &Bson) -> Result<PushSpec, QueryError> {
         let d = match v {
             Bson::Document(d) if d.contains_key("$each") => d,
@@ -53,41 +43,89 @@ impl PushSpec {
                 })
             }
         };
-        let mut spec = PushSpec {
-            each: Vec::new(),
-            position: None,
-            slice: None,
-            sort: None,
-        };
-        for (k, val) in d {
-            match k.as_str() {
-                "$each" => match val {
-                    Bson::Array(items) => spec.each = items.clone(),
-                    other => {
-                        return Err(QueryError::bad(format!(
-                        "The argument to $each in $push must be an array but it was of type: {}",
-                        type_name(other)
-                    )))
-                    }
-                },
-                "$slice" => spec.slice = Some(int_arg(val, "$slice")?),
-                "$position" => spec.position = Some(int_arg(val, "$position")?),
-                "$sort" => spec.sort = Some(parse_push_sort(val)?),
-                other => {
-                    return Err(QueryError::bad(format!(
-                        "Unrecognized clause in $push: {other}"
-                    )))
-                }
-            }
+        if let Some(k) = d
+            .keys()
+            .find(|k| !matches!(k.as_str(), "$each" | "$slice" | "$sort" | "$position"))
+        {
+            return Err(QueryError::bad(format!(
+                "Unrecognized clause in $push: {k}"
+            )));
         }
-        Ok(spec)
+        let each = match d.get("$each") {
+            Some(Bson::Array(items)) => items.clone(),
+            other => {
+                return Err(QueryError::bad(format!(
+                    "The argument to $each in $push must be an array but it was of type: {}",
+                    other.map(type_name).unwrap_or("missing")
+                )))
+            }
+        };
+        let slice = d
+            .get("$slice")
+            .map(|v| {
+                int_value(v).ok_or_else(|| {
+                    QueryError::bad(format!(
+                        "The value for $slice must be an integer value but was given type: {}",
+                        type_name(v)
+                    ))
+                })
+            })
+            .transpose()?;
+        let sort = d.get("$sort").map(parse_push_sort).transpose()?;
+        let position = d
+            .get("$position")
+            .map(|v| {
+                int_value(v).ok_or_else(|| {
+                    QueryError::bad(format!(
+                        "The value for $position must be an integer value, not of type: {}",
+                        type_name(v)
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok(PushSpec {
+            each,
+            position,
+            slice,
+            sort,
+        })
     }
 }
 
-fn parse_push_sort(v: &Bson) -> Result<PushSort, QueryError> {
-    let invalid = || {
-        QueryError::bad("The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields")
+/// An integral number (a whole double included).
+fn int_value(v: &Bson) -> Option<i64> {
+    Num::from_bson(v).and_then(Num::as_exact_i64)
+}
+
+/// Parses a `$pop` argument: true to remove the first element (`-1`), false the last (`1`).
+pub fn parse_pop(path: &str, v: &Bson) -> Result<bool, QueryError> {
+    let Some(n) = Num::from_bson(v) else {
+        return Err(QueryError::FailedToParse(format!(
+            "Expected a number in: {path}: {}",
+            render(v)
+        )));
     };
+    let Some(n) = n.as_exact_i64() else {
+        return Err(QueryError::FailedToParse(format!(
+            "Expected an integer: {path}: {}",
+            render(v)
+        )));
+    };
+    match n {
+        1 => Ok(false),
+        -1 => Ok(true),
+        n => Err(QueryError::FailedToParse(format!(
+            "$pop expects 1 or -1, found: {n}"
+        ))),
+    }
+}
+
+fn is_unit(v: &Bson) -> bool {
+    matches!(Num::from_bson(v).map(|n| n.as_f64()), Some(x) if x == 1.0 || x == -1.0)
+}
+
+fn parse_push_sort(v: &Bson) -> Result<PushSort, QueryError> {
+    let not_unit = || QueryError::bad("The $sort element value must be either 1 or -1");
     match v {
         Bson::Document(d) => {
             if d.is_empty() {
@@ -95,15 +133,29 @@ fn parse_push_sort(v: &Bson) -> Result<PushSort, QueryError> {
                     "The $sort pattern is empty when it should be a set of fields.",
                 ));
             }
-            SortSpec::parse(d)
-                .map(PushSort::Fields)
-                .map_err(|_| invalid())
+            for (field, dir) in d {
+                if !is_unit(dir) {
+                    return Err(not_unit());
+                }
+                if field.is_empty() {
+                    return Err(QueryError::bad("The $sort field cannot be empty"));
+                }
+                if field.split('.').any(str::is_empty) {
+                    return Err(QueryError::bad(format!(
+                        "The $sort field is a dotted field but has an empty part: {field}"
+                    )));
+                }
+            }
+            SortSpec::parse(d).map(PushSort::Fields).map_err(|_| not_unit())
         }
-        other => match Num::from_bson(other).map(|n| n.as_f64()) {
-            Some(1.0) => Ok(PushSort::Whole(true)),
-            Some(-1.0) => Ok(PushSort::Whole(false)),
-            _ => Err(invalid()),
-        },
+        other if Num::from_bson(other).is_some() => {
+            match Num::from_bson(other).map(|n| n.as_f64()) {
+                Some(1.0) => Ok(PushSort::Whole(true)),
+                Some(-1.0) => Ok(PushSort::Whole(false)),
+                _ => Err(not_unit()),
+            }
+        }
+        _ => Err(QueryError::bad("The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields")),
     }
 }
 

@@ -6,7 +6,10 @@
 
 mod array_filters;
 mod array_ops;
+mod bit;
 pub mod paths;
+mod rename;
+pub mod upsert;
 
 use bson::{Bson, Document};
 
@@ -17,6 +20,7 @@ use crate::num::Num;
 use crate::pipeline::Pipeline;
 pub use array_filters::ArrayFilters;
 pub use array_ops::{PullCond, PushSpec};
+pub use bit::BitSpec;
 
 /// A parsed update.
 #[derive(Debug, Clone)]
@@ -29,6 +33,10 @@ pub enum Update {
     /// An aggregation-pipeline update.
     Pipeline(Pipeline),
 }
+
+/// An operator resolved against a document: with `$` replaced, and the concrete paths its
+/// array-update components (`$[]`, `$[<id>]`) stand for.
+type Planned<'a> = (std::borrow::Cow<'a, FieldOp>, Option<Vec<Vec<String>>>);
 
 /// One operator applied to one path.
 #[derive(Debug, Clone)]
@@ -70,6 +78,8 @@ pub enum Op {
     PullAll(Vec<Bson>),
     /// `$pop` (true = remove first).
     Pop(bool),
+    /// `$bit`
+    Bit(BitSpec),
 }
 
 const MODIFIERS: &[&str] = &[
@@ -87,6 +97,7 @@ const MODIFIERS: &[&str] = &[
     "$pull",
     "$pullAll",
     "$pop",
+    "$bit",
 ];
 
 impl Update {
@@ -115,6 +126,8 @@ impl Update {
             }
             return Ok(Update::Replacement(spec.clone()));
         }
+        // MongoDB parses the array filters before the update.
+        let filters = array_filters::parse(filters)?;
         let mut ops = Vec::new();
         for (name, arg) in spec {
             if !MODIFIERS.contains(&name.as_str()) {
@@ -130,16 +143,18 @@ impl Update {
                 )));
             };
             for (path, value) in fields {
+                let path_parts = paths::parse_update_path(path)?;
+                array_filters::check_path(&path_parts, &filters)?;
+                let op = parse_op(name, &path_parts, value)?;
                 ops.push(FieldOp {
-                    path: paths::parse_update_path(path)?,
-                    op: parse_op(name, path, value)?,
+                    path: path_parts,
+                    op,
                 });
             }
         }
         check_conflicts(&ops)?;
-        let filters = array_filters::parse(filters)?;
         array_filters::check(&ops, &filters, spec)?;
-        ops.sort_by(|a, b| a.path.cmp(&b.path));
+        ops.sort_by(|a, b| cmp_paths(&a.path, &b.path));
         Ok(Update::Operators(ops, filters))
     }
 
@@ -164,26 +179,48 @@ impl Update {
         let mut new = match self {
             Update::Replacement(r) => replacement(doc, r)?,
             Update::Operators(ops, filters) => {
-                let mut new = doc.clone();
+                // Every path is resolved against the document as it was.
+                let mut planned: Vec<Planned<'_>> = Vec::with_capacity(ops.len());
                 for op in ops {
-                    let resolved;
                     let op = if op.path.iter().any(|p| p == "$") {
-                        resolved = resolve_positional(doc, op, query)?;
-                        &resolved
+                        std::borrow::Cow::Owned(resolve_positional(doc, op, query)?)
                     } else {
-                        op
+                        std::borrow::Cow::Borrowed(op)
                     };
-                    if !array_filters::is_array_update(&op.path) {
-                        apply_op(&mut new, op, is_upsert_insert)?;
+                    let concrete = array_filters::is_array_update(&op.path)
+                        .then(|| array_filters::expand(doc, &op.path, filters))
+                        .transpose()?;
+                    planned.push((op, concrete));
+                }
+                let expanded: Vec<(&[String], &[Vec<String>])> = planned
+                    .iter()
+                    .filter_map(|(op, c)| c.as_deref().map(|c| (op.path.as_slice(), c)))
+                    .collect();
+                array_filters::check_expanded(&expanded)?;
+                let mut new = doc.clone();
+                let top_level: Vec<Vec<String>> = planned
+                    .iter()
+                    .filter_map(|(op, _)| match &op.op {
+                        Op::Unset => None,
+                        Op::Rename(to) => Some(to.clone()),
+                        _ => Some(op.path.clone()),
+                    })
+                    .collect();
+                for (op, concrete) in planned {
+                    let Some(paths) = concrete else {
+                        apply_op(&mut new, &op, is_upsert_insert)?;
                         continue;
-                    }
-                    for path in array_filters::expand(doc, &op.path, filters)? {
+                    };
+                    for path in paths {
                         let concrete = FieldOp {
                             path,
                             op: op.op.clone(),
                         };
                         apply_op(&mut new, &concrete, is_upsert_insert)?;
                     }
+                }
+                if !is_upsert_insert {
+                    check_dollar_fields(doc, &new, &top_level)?;
                 }
                 new
             }
@@ -211,6 +248,28 @@ impl Update {
         *doc = new;
         Ok(changed)
     }
+}
+
+/// Refuses an update (not an upsert's insert) that writes a top-level field whose name
+/// starts with `$`, as MongoDB's storage validation does; below the top level such names
+/// are allowed, and so is changing inside an existing top-level one.
+fn check_dollar_fields(
+    old: &Document,
+    new: &Document,
+    written: &[Vec<String>],
+) -> Result<(), QueryError> {
+    for path in written {
+        let Some(first) = path.first().filter(|f| f.starts_with('$')) else {
+            continue;
+        };
+        let changed = old.get(first.as_str()) != new.get(first.as_str());
+        if changed && (path.len() == 1 || !old.contains_key(first.as_str())) {
+            return Err(QueryError::DollarPrefixedFieldName(format!(
+                "The dollar ($) prefixed field '{first}' in '{first}' is not valid for storage."
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Replaces the `$` component of `op`'s path by the index of the first element of that
@@ -319,6 +378,25 @@ fn replacement(old: &Document, repl: &Document) -> Result<Document, QueryError> 
     Ok(new)
 }
 
+/// MongoDB's order of update paths (which is the order new fields are created in):
+/// component by component, numbers (without leading zeros) by value, else as strings.
+fn cmp_paths(a: &[String], b: &[String]) -> std::cmp::Ordering {
+    fn numeric(s: &str) -> bool {
+        s.as_bytes().first().is_some_and(u8::is_ascii_digit) && !(s.starts_with('0') && s.len() > 1)
+    }
+    for (x, y) in a.iter().zip(b) {
+        let o = if numeric(x) && numeric(y) {
+            x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+        } else {
+            x.cmp(y)
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
 fn check_conflicts(ops: &[FieldOp]) -> Result<(), QueryError> {
     let mut all: Vec<&[String]> = Vec::new();
     for op in ops {
@@ -330,6 +408,17 @@ fn check_conflicts(ops: &[FieldOp]) -> Result<(), QueryError> {
     for (i, a) in all.iter().enumerate() {
         for b in &all[..i] {
             let n = a.len().min(b.len());
+            // Under one field, array updates (`$[]`, `$[<id>]`) and other components
+            // (field names, indexes, `$`) cannot be mixed.
+            let d = (0..n).find(|&d| a[d] != b[d]).unwrap_or(n);
+            let is_id = |c: &str| paths::array_update_identifier(c).is_some();
+            if d < n && is_id(&a[d]) != is_id(&b[d]) {
+                return Err(QueryError::ConflictingUpdateOperators(format!(
+                    "Updating the path '{}' would create a conflict at '{}'",
+                    a.join("."),
+                    a[..d].join(".")
+                )));
+            }
             if a[..n] == b[..n] {
                 return Err(QueryError::ConflictingUpdateOperators(format!(
                     "Updating the path '{}' would create a conflict at '{}'",
@@ -356,7 +445,9 @@ fn number_arg(op: &str, path: &str, v: &Bson) -> Result<Num, QueryError> {
     })
 }
 
-fn parse_op(name: &str, path: &str, v: &Bson) -> Result<Op, QueryError> {
+fn parse_op(name: &str, parts: &[String], v: &Bson) -> Result<Op, QueryError> {
+    let joined = parts.join(".");
+    let path = joined.as_str();
     Ok(match name {
         "$set" => Op::Set(v.clone()),
         "$setOnInsert" => Op::SetOnInsert(v.clone()),
@@ -372,12 +463,9 @@ fn parse_op(name: &str, path: &str, v: &Bson) -> Result<Op, QueryError> {
                     render(v)
                 )));
             };
-            if to == path {
-                return Err(QueryError::bad(format!(
-                    "The source and target field for $rename must differ: {path}: \"{to}\""
-                )));
-            }
-            Op::Rename(paths::parse_update_path(to)?)
+            let to_parts = paths::parse_update_path(to)?;
+            rename::check(parts, &to_parts, to)?;
+            Op::Rename(to_parts)
         }
         "$currentDate" => match v {
             Bson::Boolean(_) => Op::CurrentDate(false),
@@ -409,14 +497,8 @@ fn parse_op(name: &str, path: &str, v: &Bson) -> Result<Op, QueryError> {
                 )))
             }
         },
-        _ => {
-            let n = Num::from_bson(v).map(|n| n.as_f64());
-            match n {
-                Some(1.0) => Op::Pop(false),
-                Some(-1.0) => Op::Pop(true),
-                _ => return Err(QueryError::bad(format!("$pop expects 1 or -1, found: {}", render(v)))),
-            }
-        }
+        "$bit" => Op::Bit(BitSpec::parse(v)?),
+        _ => Op::Pop(array_ops::parse_pop(path, v)?),
     })
 }
 
@@ -481,20 +563,8 @@ fn apply_op(doc: &mut Document, fop: &FieldOp, is_insert: bool) -> Result<(), Qu
                 _ => paths::set(doc, path, v.clone()),
             }
         }
-        Op::Rename(to) => {
-            if paths::crosses_array(doc, path) || paths::crosses_array(doc, to) {
-                return Err(QueryError::bad(format!(
-                    "The source field cannot be an array element, '{}' in doc with {} has an array field",
-                    path.join("."),
-                    render_id(doc)
-                )));
-            }
-            let Some(v) = paths::get(doc, path).cloned() else {
-                return Ok(());
-            };
-            paths::unset(doc, path);
-            paths::set(doc, to, v)
-        }
+        Op::Rename(to) => rename::apply(doc, path, to),
+        Op::Bit(spec) => spec.apply(doc, path),
         Op::CurrentDate(ts) => {
             let now = bson::DateTime::now();
             let v = if *ts {

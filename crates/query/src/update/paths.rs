@@ -7,7 +7,9 @@ use bson::{Bson, Document};
 use crate::error::{render, QueryError};
 use crate::path::array_index;
 
-/// Validates an update path and splits it into components.
+/// Validates an update path and splits it into components. `$`-prefixed field names are
+/// allowed here (MongoDB 5.0+): a top-level one is refused when an update (not an upsert's
+/// insert) writes it.
 pub fn parse_update_path(path: &str) -> Result<Vec<String>, QueryError> {
     if path.is_empty() {
         return Err(QueryError::EmptyFieldName(
@@ -34,11 +36,16 @@ pub fn parse_update_path(path: &str) -> Result<Vec<String>, QueryError> {
         if array_update_identifier(p).is_some() {
             continue; // `$[]` / `$[id]`: expanded against the document at apply time
         }
-        if p.starts_with('$') {
-            return Err(QueryError::DollarPrefixedFieldName(format!(
-                "The dollar ($) prefixed field '{p}' in '{path}' is not valid for storage."
-            )));
-        }
+    }
+    if parts.iter().filter(|p| *p == "$").count() > 1 {
+        return Err(QueryError::BadValue(format!(
+            "Too many positional (i.e. '$') elements found in path '{path}'"
+        )));
+    }
+    if parts[0] == "$" {
+        return Err(QueryError::BadValue(format!(
+            "Cannot have positional (i.e. '$') element in the first position in path '{path}'"
+        )));
     }
     Ok(parts)
 }
@@ -214,6 +221,13 @@ mod tests {
         assert!(parse_update_path("a.$").is_ok());
         assert!(parse_update_path("a.$[]").is_ok());
         assert!(parse_update_path("a.$[x].b").is_ok());
-        assert_eq!(parse_update_path("$x").unwrap_err().code(), 52);
+        // `$`-prefixed names are checked when the update is applied (allowed below the top
+        // level, and at the top level of an upsert's insert).
+        assert!(parse_update_path("a.$x").is_ok());
+        assert_eq!(
+            parse_update_path("a.$.b.$").unwrap_err().to_string(),
+            "Too many positional (i.e. '$') elements found in path 'a.$.b.$'"
+        );
+        assert_eq!(parse_update_path("$").unwrap_err().code(), 2);
     }
 }

@@ -382,7 +382,10 @@ async fn bucket_facet_sample_densify_fill_redact() {
 #[tokio::test]
 async fn set_window_fields_functions() {
     let (_s, db) = setup().await;
+    // `_id: 6` has no `v`: $derivative and $integral fail on a missing input (5624903,
+    // 5423900), so it counts as 0 here.
     let pipeline = vec![
+        doc! {"$set": {"v": {"$ifNull": ["$v", 0]}}},
         doc! {"$setWindowFields": {"partitionBy": "$m", "sortBy": {"t": 1}, "output": {
             "run": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}},
             "rank": {"$rank": {}},
@@ -406,34 +409,28 @@ async fn set_window_fields_functions() {
                area: f64| {
         doc! {"_id": id, "run": run, "rank": rank, "prev": prev, "last2h": last2h, "rate": rate, "ema": ema, "area": area, "n": 3}
     };
+    // A slope is the rise over the run in milliseconds, times the unit's milliseconds.
+    let h = HOUR as f64;
+    let slope = |rise: f64, run: f64| Bson::Double(rise / run * h);
     golden(
         &db,
         pipeline,
         vec![
             row(1, 10, 1, 0, 10, Bson::Null, Bson::Double(10.0), 0.0),
-            row(
-                2,
-                30,
-                2,
-                1,
-                30,
-                Bson::Double(10.0),
-                Bson::Double(15.0),
-                15.0,
-            ),
+            row(2, 30, 2, 1, 30, slope(10.0, h), Bson::Double(15.0), 15.0),
             row(
                 3,
                 70,
                 3,
                 2,
                 60,
-                Bson::Double(10.0),
+                slope(20.0, 2.0 * h),
                 Bson::Double(27.5),
                 75.0,
             ),
             row(4, 5, 1, 0, 5, Bson::Null, Bson::Double(5.0), 0.0),
-            row(5, 20, 3, 6, 20, Bson::Null, Bson::Double(10.0), 0.0),
-            row(6, 5, 2, 4, 5, Bson::Null, Bson::Null, 0.0),
+            row(5, 20, 3, 6, 20, slope(15.0, h), Bson::Double(8.75), 8.75),
+            row(6, 5, 2, 4, 5, slope(-5.0, h / 2.0), Bson::Double(2.5), 1.25),
         ],
     )
     .await;

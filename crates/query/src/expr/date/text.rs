@@ -12,6 +12,21 @@ use crate::compare::type_name;
 use crate::error::QueryError;
 use crate::expr::Named;
 
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
 /// Formats a UTC instant with a MongoDB format string.
 pub(crate) fn format_date(ms: i64, fmt: &str, zone: Zone) -> Result<String, QueryError> {
     let d = zone.local(ms)?;
@@ -45,6 +60,15 @@ pub(crate) fn format_date(ms: i64, fmt: &str, zone: Zone) -> Result<String, Quer
                 out.push_str(&format!("{y:04}"));
             }
             'm' => out.push_str(&format!("{:02}", d.month())),
+            // Month names (new in 7.0), in English title case.
+            'b' | 'B' => {
+                let name = MONTHS.get(d.month0() as usize).copied().unwrap_or_default();
+                out.push_str(if spec == 'b' {
+                    name.get(..3).unwrap_or(name)
+                } else {
+                    name
+                });
+            }
             'd' => out.push_str(&format!("{:02}", d.day())),
             'H' => out.push_str(&format!("{:02}", d.hour())),
             'M' => out.push_str(&format!("{:02}", d.minute())),
@@ -316,16 +340,20 @@ pub(super) fn date_to_parts(a: &Named) -> R {
 /// `$dateFromParts`.
 pub(super) fn date_from_parts(a: &Named) -> R {
     let iso = a.has("isoWeekYear");
-    if iso && a.has("year") {
-        return Err(QueryError::loc(
-            40489,
-            "$dateFromParts does not allow mixing natural dates with ISO dates",
-        ));
-    }
     if !iso && !a.has("year") {
         return Err(QueryError::loc(
             40516,
             "$dateFromParts requires either 'year' or 'isoWeekYear' to be present",
+        ));
+    }
+    let natural = ["year", "month", "day"].iter().any(|k| a.has(k));
+    let iso_part = ["isoWeekYear", "isoWeek", "isoDayOfWeek"]
+        .iter()
+        .any(|k| a.has(k));
+    if (a.has("year") && iso_part) || (iso && natural) {
+        return Err(QueryError::loc(
+            40489,
+            "$dateFromParts does not allow mixing natural dates with ISO dates",
         ));
     }
     let keys: &[(&str, i64)] = if iso {
