@@ -9,6 +9,7 @@ use bson::{Bson, Document};
 use super::{is_nullish, tname, Named, R};
 use crate::compare::{compare_values, type_name};
 use crate::error::QueryError;
+use crate::filter::types::ALIASES;
 use crate::num::Num;
 
 /// Object-form operators: allowed and required argument names.
@@ -82,23 +83,6 @@ pub(super) fn eval_named(name: &str, a: &Named) -> R {
     }
 }
 
-/// BSON type aliases `$convert` accepts as `to` but cannot convert to.
-const UNCONVERTIBLE: &[(&str, i64)] = &[
-    ("object", 3),
-    ("array", 4),
-    ("binData", 5),
-    ("undefined", 6),
-    ("null", 10),
-    ("regex", 11),
-    ("dbPointer", 12),
-    ("javascript", 13),
-    ("symbol", 14),
-    ("javascriptWithScope", 15),
-    ("timestamp", 17),
-    ("minKey", -1),
-    ("maxKey", 127),
-];
-
 /// The conversion operator for `$convert`'s `to`; `None` when `to` is nullish.
 fn convert_target(to: Option<Bson>) -> Result<Option<&'static str>, QueryError> {
     const CONVERTIBLE: &[(&str, i64, &str)] = &[
@@ -120,7 +104,8 @@ fn convert_target(to: Option<Bson>) -> Result<Option<&'static str>, QueryError> 
             if let Some((_, _, op)) = CONVERTIBLE.iter().find(|(n, _, _)| *n == s) {
                 return Ok(Some(op));
             }
-            if UNCONVERTIBLE.iter().any(|(n, _)| *n == s) {
+            // Another BSON type: known, but not one $convert converts to.
+            if ALIASES.iter().any(|(n, _)| *n == s) {
                 return Err(unsupported(&s));
             }
             Err(QueryError::BadValue(format!("Unknown type name: {s}")))
@@ -140,7 +125,7 @@ fn convert_target(to: Option<Bson>) -> Result<Option<&'static str>, QueryError> 
             if let Some((_, _, op)) = CONVERTIBLE.iter().find(|(_, c, _)| *c == code) {
                 return Ok(Some(op));
             }
-            if let Some((name, _)) = UNCONVERTIBLE.iter().find(|(_, c)| *c == code) {
+            if let Some((name, _)) = ALIASES.iter().find(|(_, c)| *c == code) {
                 return Err(unsupported(name));
             }
             Err(QueryError::FailedToParse(format!(

@@ -14,7 +14,8 @@ pub enum TypeSel {
     Number,
 }
 
-const ALIASES: &[(&str, i64)] = &[
+/// MongoDB's BSON type aliases and their numeric codes.
+pub const ALIASES: &[(&str, i64)] = &[
     ("double", 1),
     ("string", 2),
     ("object", 3),
