@@ -460,6 +460,49 @@ impl TypedColumn {
             .is_none_or(|p| p.get(i).copied().unwrap_or(false))
     }
 
+    /// The typed form of BSON values (an open bucket's column): `Some` when every value
+    /// present is of one of the numeric kinds a stored column keeps typed, and at least
+    /// one is present; `None` otherwise, as a stored column of mixed types has no typed
+    /// form.
+    pub fn from_values(values: &[Option<Bson>]) -> Option<TypedColumn> {
+        fn gather<T: Copy + Default>(
+            values: &[Option<Bson>],
+            get: impl Fn(&Bson) -> Option<T>,
+        ) -> Option<Vec<T>> {
+            values
+                .iter()
+                .map(|v| v.as_ref().map_or(Some(T::default()), &get))
+                .collect()
+        }
+        let typed = match values.iter().flatten().next()? {
+            Bson::DateTime(_) => NumericValues::Dates(gather(values, |v| match v {
+                Bson::DateTime(d) => Some(d.timestamp_millis()),
+                _ => None,
+            })?),
+            Bson::Double(_) => NumericValues::Doubles(gather(values, |v| match v {
+                Bson::Double(d) => Some(*d),
+                _ => None,
+            })?),
+            Bson::Int32(_) => NumericValues::Int32s(gather(values, |v| match v {
+                Bson::Int32(n) => Some(*n),
+                _ => None,
+            })?),
+            Bson::Int64(_) => NumericValues::Int64s(gather(values, |v| match v {
+                Bson::Int64(n) => Some(*n),
+                _ => None,
+            })?),
+            _ => return None,
+        };
+        let present = values
+            .iter()
+            .any(Option::is_none)
+            .then(|| values.iter().map(Option::is_some).collect());
+        Some(TypedColumn {
+            values: typed,
+            present,
+        })
+    }
+
     /// The value of measurement `i` as BSON (no heap allocation for numbers).
     pub fn get(&self, i: usize) -> Option<Bson> {
         if !self.has(i) {
@@ -704,6 +747,30 @@ fn decode_general(src: &[u8], n: usize) -> Result<Vec<Bson>, TsError> {
 pub(crate) mod tests {
     use super::*;
     use bson::{doc, Binary, Timestamp};
+
+    #[test]
+    fn values_of_one_numeric_type_have_the_typed_form_a_stored_column_decodes_to() {
+        let cases = [
+            vec![Some(Bson::Double(1.5)), None, Some(Bson::Double(-2.0))],
+            vec![Some(Bson::Int32(3)), Some(Bson::Int32(4))],
+            vec![None, Some(Bson::Int64(1 << 40))],
+            vec![Some(Bson::DateTime(DateTime::from_millis(5))), None],
+        ];
+        for values in cases {
+            let typed = TypedColumn::from_values(&values).expect("typed");
+            let read: Vec<Option<Bson>> = (0..values.len()).map(|i| typed.get(i)).collect();
+            assert_eq!(read, values);
+            let stored = decode_typed_column(&encode_column(&values), values.len()).unwrap();
+            assert_eq!(stored.as_ref().map(|t| &t.values), Some(&typed.values));
+        }
+        for untyped in [
+            vec![Some(Bson::Int32(1)), Some(Bson::Double(2.0))],
+            vec![Some(Bson::String("a".into()))],
+            vec![None, None],
+        ] {
+            assert_eq!(TypedColumn::from_values(&untyped), None, "{untyped:?}");
+        }
+    }
 
     fn roundtrip(values: Vec<Option<Bson>>) {
         let enc = encode_column(&values);

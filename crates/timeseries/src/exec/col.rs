@@ -12,17 +12,24 @@ pub enum Col {
 }
 
 impl Col {
-    /// The column `field` of `view` (all missing when the bucket lacks it).
+    /// The column `field` of `view` (all missing when the bucket lacks it). A column of
+    /// one numeric type is typed whether stored or in memory (an open bucket's values
+    /// are converted once, not read as BSON row by row).
     pub fn load(view: &BucketView, field: &str) -> Result<Col, TsError> {
         if let BucketView::Stored(b) = view {
             if let Some(t) = b.typed_column(field)? {
                 return Ok(Col::Typed(t));
             }
         }
-        Ok(Col::Values(
-            view.column(field)?
-                .unwrap_or_else(|| vec![None; view.count()]),
-        ))
+        let values = view
+            .column(field)?
+            .unwrap_or_else(|| vec![None; view.count()]);
+        if !matches!(view, BucketView::Stored(_)) {
+            if let Some(t) = TypedColumn::from_values(&values) {
+                return Ok(Col::Typed(t));
+            }
+        }
+        Ok(Col::Values(values))
     }
 
     /// The value of measurement `i`.
