@@ -21,6 +21,7 @@ pub mod meta;
 pub mod options;
 pub mod stats;
 pub mod store;
+mod threads;
 
 pub use bucket::{
     decode_compressed, decode_compressed_owned, unpack_measurements, Bucket, DecodedBucket,

@@ -18,6 +18,7 @@ use super::columnar::{ColumnarProject, ColumnarRun};
 use super::top_groups::{Cutoff, Kept};
 use super::vgroup::{GroupRun, VectorGroup};
 use crate::store::{BucketView, StoreError};
+use crate::threads::workers;
 use bson::Document;
 use hourglass_query::interrupt;
 use hourglass_query::pipeline::mem::MemLimits;
@@ -27,20 +28,6 @@ use std::sync::mpsc::{sync_channel, Receiver};
 /// Buckets one thread feeds before the scan is split: below this a query takes well
 /// under a millisecond, and the tests' small collections keep the one-run path.
 pub(super) const SERIAL_BUCKETS: u64 = 64;
-
-/// Most threads one query uses (the machine's cores, at most this).
-const MAX_WORKERS: usize = 8;
-
-/// Threads a split scan uses: the machine's cores, at most [`MAX_WORKERS`]. Asked once
-/// (on Linux the answer reads the cgroup's CPU quota from files).
-fn workers() -> usize {
-    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *WORKERS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_WORKERS)
-    })
-}
 
 /// Buckets handed to a worker at once: one bucket's work (tens of microseconds) is of the
 /// order of waking a thread, so buckets travel in chunks.
@@ -132,19 +119,11 @@ where
             let _ = to_workers.send(chunk);
         }
         drop(to_workers);
-        let mut outputs = Vec::with_capacity(workers);
-        for h in handles {
-            match h.join() {
-                Ok(Ok(out)) => outputs.push(out),
-                Ok(Err(e)) => {
-                    failed.get_or_insert(e);
-                }
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
+        let joined = crate::threads::join_all(handles);
+        // An error reading the scan is the query's, before any worker's.
         match failed {
             Some(e) => Err(e),
-            None => Ok(outputs),
+            None => joined,
         }
     })
 }

@@ -144,7 +144,7 @@ impl TimeseriesStore {
 const SERIAL_SERIES: usize = 64;
 
 /// `newest_of` of every series, in order; past [`SERIAL_SERIES`] the series are split in
-/// contiguous parts across the machine's cores (at most 8), each thread under the
+/// contiguous parts across the machine's cores (at most 8), each part under the
 /// operation's interrupt. The first error is the result.
 fn split_series<T, R>(
     series: &[T],
@@ -154,50 +154,32 @@ where
     T: Sync,
     R: Send,
 {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if threads < 2 || series.len() <= SERIAL_SERIES {
-        return series
-            .iter()
+    let run = |part: &[T]| -> Result<Vec<R>, StoreError> {
+        part.iter()
             .map(|x| {
                 interrupt::check()?;
                 newest_of(x)
             })
-            .collect();
+            .collect()
+    };
+    let threads = crate::threads::workers();
+    if threads < 2 || series.len() <= SERIAL_SERIES {
+        return run(series);
     }
     let operation = interrupt::current();
-    let part = series.len().div_ceil(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = series
-            .chunks(part)
-            .map(|chunk| {
+            .chunks(series.len().div_ceil(threads))
+            .map(|part| {
                 let operation = operation.clone();
                 s.spawn(move || {
                     let _entered = operation.map(interrupt::enter);
-                    chunk
-                        .iter()
-                        .map(|x| {
-                            interrupt::check()?;
-                            newest_of(x)
-                        })
-                        .collect::<Result<Vec<R>, StoreError>>()
+                    run(part)
                 })
             })
             .collect();
-        let mut out = Vec::with_capacity(series.len());
-        let mut failed = None;
-        for h in handles {
-            match h.join() {
-                Ok(Ok(part)) => out.extend(part),
-                Ok(Err(e)) => {
-                    failed.get_or_insert(e);
-                }
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        let parts = crate::threads::join_all(handles)?;
+        Ok(parts.into_iter().flatten().collect())
     })
 }
 
