@@ -75,11 +75,15 @@ impl PackedRows {
     /// The rows, in the order written.
     pub fn into_rows(self) -> impl Iterator<Item = RawRow> + Send {
         let block = Arc::new(self.bytes);
-        let starts = std::iter::once(0).chain(self.ends.clone());
-        starts.zip(self.ends).map(move |(start, end)| RawRow {
-            block: block.clone(),
-            start,
-            end,
+        let mut start = 0;
+        self.ends.into_iter().map(move |end| {
+            let row = RawRow {
+                block: block.clone(),
+                start,
+                end,
+            };
+            start = end;
+            row
         })
     }
 }
