@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::plan::{Access, IndexRef, Plan};
 use hourglass_query::filter::raw::RawFilter;
 use hourglass_query::raw_pick::{picked_document, FieldTree};
-use hourglass_storage::Snapshot;
+use hourglass_storage::{SharedValue, Snapshot};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,6 +32,9 @@ impl ScanStats {
         self.docs_examined.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+/// The stored bytes of documents, in a plan's order.
+pub type StoredStream = Box<dyn Iterator<Item = Result<SharedValue>> + Send>;
 
 /// What a read may leave out of the stored documents it scans.
 #[derive(Debug, Clone, Default)]
@@ -84,20 +87,37 @@ impl Collection {
         stats: Arc<ScanStats>,
         narrow: Narrowing,
     ) -> DocStream {
+        Box::new(
+            self.stored_in(snap, plan, stats)
+                .filter_map(move |r| match r {
+                    Ok(bytes) => decode_if(&bytes, &narrow),
+                    Err(e) => Some(Err(e)),
+                }),
+        )
+    }
+
+    /// The stored bytes of the documents `plan` reads, from a fresh snapshot, for a
+    /// reader that works on bytes (the caller applies the filter).
+    pub fn execute_stored(&self, plan: &Plan, stats: Arc<ScanStats>) -> StoredStream {
+        self.stored_in(&self.engine().snapshot(), plan, stats)
+    }
+
+    /// The stored bytes of the documents `plan` reads as of `snap`.
+    fn stored_in(&self, snap: &Snapshot, plan: &Plan, stats: Arc<ScanStats>) -> StoredStream {
         match &plan.access {
             Access::CollScan { reverse } => Box::new(
                 snap.range_shared(self.tree(), b"", None, *reverse)
-                    .filter_map(move |r| {
+                    .map(move |r| {
                         stats.doc();
-                        match r {
-                            Ok((_, v)) => decode_if(&v, &narrow),
-                            Err(e) => Some(Err(e.into())),
-                        }
+                        r.map(|(_, v)| v).map_err(Into::into)
                     }),
             ),
             Access::IdPoint(id) => {
                 stats.key();
-                let found = self.get_in(snap, id).transpose();
+                let found = snap
+                    .get_shared(self.tree(), &crate::keystring::id_key(id))
+                    .map_err(Into::into)
+                    .transpose();
                 if found.is_some() {
                     stats.doc();
                 }
@@ -116,16 +136,12 @@ impl Collection {
                         let snap2 = snap.clone();
                         Box::new(ranges.clone().into_iter().flat_map(move |(s, e)| {
                             let stats = stats.clone();
-                            let narrow = narrow.clone();
                             snap2
                                 .range_shared(&tree, &s, e.as_deref(), reverse)
-                                .filter_map(move |r| {
+                                .map(move |r| {
                                     stats.key();
                                     stats.doc();
-                                    match r {
-                                        Ok((_, v)) => decode_if(&v, &narrow),
-                                        Err(e) => Some(Err(e.into())),
-                                    }
+                                    r.map(|(_, v)| v).map_err(Into::into)
                                 })
                         }))
                     }
@@ -154,7 +170,7 @@ impl Collection {
                             match snap.get_shared(&coll_tree, &id_key) {
                                 Ok(Some(bytes)) => {
                                     stats.doc();
-                                    decode_if(&bytes, &narrow)
+                                    Some(Ok(bytes))
                                 }
                                 Ok(None) => None,
                                 Err(e) => Some(Err(e.into())),

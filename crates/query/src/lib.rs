@@ -26,6 +26,7 @@ pub mod pipeline;
 pub mod projection;
 pub mod raw_check;
 pub mod raw_pick;
+pub mod raw_slots;
 pub mod sort;
 pub mod update;
 

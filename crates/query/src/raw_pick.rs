@@ -73,7 +73,7 @@ impl FieldTree {
 
 /// The offset after the value of type `kind` at `at`, from its length alone; `None`
 /// when it would pass `end` or the type is unknown.
-fn value_end(b: &[u8], kind: u8, at: usize, end: usize) -> Option<usize> {
+pub(crate) fn value_end(b: &[u8], kind: u8, at: usize, end: usize) -> Option<usize> {
     let sized = |extra: usize, min: usize| {
         let n = usize::try_from(i32_at(b, at, end).ok()?).ok()?;
         (n >= min).then_some(())?;
@@ -97,7 +97,7 @@ fn value_end(b: &[u8], kind: u8, at: usize, end: usize) -> Option<usize> {
 
 /// The value of the element at `b[start..end]` (type `kind`, value from `at`), checked
 /// as decoding checks it.
-fn value(b: &[u8], kind: u8, start: usize, at: usize, end: usize) -> Option<Bson> {
+pub(crate) fn value(b: &[u8], kind: u8, start: usize, at: usize, end: usize) -> Option<Bson> {
     let v = &b[at..end];
     let eight = || <[u8; 8]>::try_from(v).ok();
     Some(match kind {

@@ -187,9 +187,10 @@ pub fn aggregate(req: &Request) -> CmdResult {
             // an index that gives the order takes the $sort's place.
             Target::Regular(Some(c)) => {
                 let hint = super::planned::parse_hint(req.body.get("hint"))?;
-                let read = super::aggregate_source::open(c, rest, filter, hint.as_ref())?;
+                let group = Some((&opts.limits, opts.spill_dir));
+                let read = super::aggregate_source::open(c, rest, filter, hint.as_ref(), group)?;
                 *req.plan_summary.lock() = Some(read.summary());
-                if read.absorbed.is_some() {
+                if !read.absorbed.is_empty() {
                     pipeline = Pipeline::parse(&read.remaining(rest))?;
                 }
                 let docs = Box::new(read.source.map(super::target::interruptible));
@@ -231,7 +232,7 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
             Some(m) => Filter::parse(m)?,
             None => Filter::match_all(),
         };
-        let read = super::aggregate_source::open(&c, stages, filter, hint.as_ref())?;
+        let read = super::aggregate_source::open(&c, stages, filter, hint.as_ref(), None)?;
         let remaining = read.remaining(stages);
         if let super::aggregate_source::Access::Distinct(group) = read.access {
             let input = (read.source, read.stats.as_ref());

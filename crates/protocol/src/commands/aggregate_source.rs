@@ -13,10 +13,13 @@ use bson::{doc, Bson, Document};
 use hourglass_catalog::distinct_scan::eligible;
 use hourglass_catalog::index::{Index, KeyKind};
 use hourglass_catalog::plan::{Hint, IndexRef, Plan};
-use hourglass_catalog::scan::ScanStats;
+use hourglass_catalog::scan::{ScanStats, StoredStream};
 use hourglass_catalog::Collection;
 use hourglass_query::filter::Filter;
+use hourglass_query::pipeline::raw_group::RawGroup;
+use hourglass_query::pipeline::MemLimits;
 use hourglass_query::sort::SortSpec;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A `$sort` + `$group` answered by reading one document per group.
@@ -35,9 +38,9 @@ pub enum Access {
 /// An aggregate's input in progress.
 pub struct AggregateRead {
     pub access: Access,
-    /// The stage the read performs (a `$sort` the order of the read already gives), which
-    /// the pipeline leaves out.
-    pub absorbed: Option<usize>,
+    /// The stages the read performs (a `$sort` the order of the read already gives, or
+    /// the `$match` and `$group` run on bytes), which the pipeline leaves out.
+    pub absorbed: Vec<usize>,
     pub stats: Arc<ScanStats>,
     pub source: DocSource,
 }
@@ -48,7 +51,7 @@ impl AggregateRead {
         stages
             .iter()
             .enumerate()
-            .filter(|(i, _)| Some(*i) != self.absorbed)
+            .filter(|(i, _)| !self.absorbed.contains(i))
             .map(|(_, s)| s.clone())
             .collect()
     }
@@ -80,11 +83,14 @@ fn leading_sort(stages: &[Document]) -> Result<Option<(usize, SortSpec)>, Comman
 }
 
 /// Starts reading the input of `stages` from `c`; `filter` is the leading `$match`'s.
+/// With `group` (the memory limits and spill directory of an execution, not given to
+/// explain) a `$group` after the `$match` may run on the documents' bytes.
 pub fn open(
     c: &Arc<Collection>,
     stages: &[Document],
     filter: Filter,
     hint: Option<&Hint>,
+    group: Option<(&MemLimits, Option<&Path>)>,
 ) -> Result<AggregateRead, CommandError> {
     let sort = leading_sort(stages)?;
     if let (Some((0, s)), None) = (&sort, hint) {
@@ -93,7 +99,7 @@ pub fn open(
             let docs = c.distinct_scan(group.index.clone(), group.last, stats.clone());
             return Ok(AggregateRead {
                 access: Access::Distinct(group),
-                absorbed: Some(0),
+                absorbed: vec![0],
                 stats,
                 source: Box::new(docs.map(|r| r.map_err(CommandError::from))),
             });
@@ -111,13 +117,76 @@ pub fn open(
         after: &after,
         ..Default::default()
     };
+    let raw_group = group
+        .zip(after.first().and_then(|s| s.get_document("$group").ok()))
+        .filter(|_| !hourglass_query::collation::active())
+        .and_then(|((limits, spill_dir), spec)| {
+            Some(BytesGroup {
+                raw: RawGroup::parse(spec)?,
+                filter: filter.clone(),
+                limits: *limits,
+                spill_dir: spill_dir.map(Path::to_path_buf),
+            })
+        });
     let read = regular_read(c, filter, match_spec, &opts)?;
+    let Some(bytes_group) = raw_group else {
+        return Ok(AggregateRead {
+            absorbed: sort
+                .filter(|_| read.plan.provides_sort)
+                .map(|(at, _)| at)
+                .into_iter()
+                .collect(),
+            access: Access::Planned(read.plan),
+            stats: read.stats,
+            source: read.source,
+        });
+    };
+    let group_at = usize::from(match_spec.is_some());
+    let stored = c.execute_stored(&read.plan, read.stats.clone());
+    let documents = read.source;
     Ok(AggregateRead {
-        absorbed: sort.filter(|_| read.plan.provides_sort).map(|(at, _)| at),
+        absorbed: (0..=group_at).collect(),
         access: Access::Planned(read.plan),
         stats: read.stats,
-        source: read.source,
+        // Run when the cursor is first read.
+        source: Box::new(
+            std::iter::once((bytes_group, stored, documents))
+                .flat_map(|(g, stored, documents)| g.run(stored, documents)),
+        ),
     })
+}
+
+/// A `$group` run over the stored bytes of the documents a plan reads.
+struct BytesGroup {
+    raw: RawGroup,
+    filter: Filter,
+    limits: MemLimits,
+    spill_dir: Option<PathBuf>,
+}
+
+impl BytesGroup {
+    /// The groups of `stored`; when that run gives up (past the memory limit), the
+    /// document path's `$group` over `documents` (the same plan's documents, filtered).
+    fn run(
+        self,
+        stored: StoredStream,
+        documents: DocSource,
+    ) -> Vec<Result<Document, CommandError>> {
+        let stored = stored.map(|r| r.map_err(CommandError::from));
+        let groups = match self.raw.run(stored, &self.filter, &self.limits) {
+            Ok(Some(groups)) => Ok(groups),
+            Ok(None) => {
+                self.raw
+                    .group()
+                    .run_stream(documents, &self.limits, self.spill_dir.as_deref())
+            }
+            Err(e) => Err(e),
+        };
+        match groups {
+            Ok(groups) => groups.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        }
+    }
 }
 
 /// The DISTINCT_SCAN for `sort` followed by `group`: the group's `_id` is the sort's first

@@ -243,6 +243,24 @@ impl AccSpec {
             acc.n = self.n_value(n_doc)?;
         }
         let v = self.expr.eval_optional(doc)?;
+        self.add_input(acc, v, doc)
+    }
+
+    /// Whether the input is the expression's value alone: no `n`, no sort reading the
+    /// whole document, no quantiles ([`AccSpec::add_value`] applies).
+    pub(crate) fn takes_values(&self) -> bool {
+        self.n.is_none()
+            && self.sort.is_none()
+            && !matches!(self.kind, AccKind::Median | AccKind::Percentile)
+    }
+
+    /// Adds the value `v` of the input expression for one document, for accumulators
+    /// that read nothing else ([`AccSpec::takes_values`]).
+    pub(crate) fn add_value(&self, acc: &mut Acc, v: Option<Bson>) -> Result<(), QueryError> {
+        self.add_input(acc, v, &Document::new())
+    }
+
+    fn add_input(&self, acc: &mut Acc, v: Option<Bson>, doc: &Document) -> Result<(), QueryError> {
         let before = acc.bytes;
         match (&mut acc.state, self.kind) {
             (State::Sum(total), _) => {

@@ -107,16 +107,16 @@ impl KeyIndex {
     }
 }
 
-struct Groups<'s> {
+pub(super) struct Groups<'s> {
     accs: &'s [(String, AccSpec)],
     index: KeyIndex,
     groups: Vec<(Bson, Document, Vec<Acc>)>,
     /// Approximate bytes held.
-    used: u64,
+    pub(super) used: u64,
 }
 
 impl<'s> Groups<'s> {
-    fn new(accs: &'s [(String, AccSpec)]) -> Groups<'s> {
+    pub(super) fn new(accs: &'s [(String, AccSpec)]) -> Groups<'s> {
         Groups {
             accs,
             index: KeyIndex::new(),
@@ -126,7 +126,7 @@ impl<'s> Groups<'s> {
     }
 
     /// The slot of the group of `k`, created when `create`.
-    fn slot(&mut self, k: &Bson, create: bool) -> Option<usize> {
+    pub(super) fn slot(&mut self, k: &Bson, create: bool) -> Option<usize> {
         if let Some(i) = self.index.get(k) {
             return Some(i);
         }
@@ -149,7 +149,7 @@ impl<'s> Groups<'s> {
     }
 
     /// Adds `doc` to the group in `slot`.
-    fn add(&mut self, slot: usize, doc: &Document) -> Result<(), QueryError> {
+    pub(super) fn add(&mut self, slot: usize, doc: &Document) -> Result<(), QueryError> {
         let Some((_, n_doc, states)) = self.groups.get_mut(slot) else {
             return Ok(());
         };
@@ -161,7 +161,33 @@ impl<'s> Groups<'s> {
         Ok(())
     }
 
-    fn finish(self) -> Vec<(Bson, Vec<Bson>)> {
+    pub(super) fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Adds `v`, the input of accumulator `acc` for one document, to the group in
+    /// `slot` (accumulators that read their input alone: [`AccSpec::takes_values`]).
+    pub(super) fn add_value(
+        &mut self,
+        slot: usize,
+        acc: usize,
+        v: Option<Bson>,
+    ) -> Result<(), QueryError> {
+        let (Some((_, _, states)), Some((_, spec))) =
+            (self.groups.get_mut(slot), self.accs.get(acc))
+        else {
+            return Ok(());
+        };
+        let Some(state) = states.get_mut(acc) else {
+            return Ok(());
+        };
+        let before = state.bytes;
+        spec.add_value(state, v)?;
+        self.used = (self.used + state.bytes).saturating_sub(before);
+        Ok(())
+    }
+
+    pub(super) fn finish(self) -> Vec<(Bson, Vec<Bson>)> {
         let accs = self.accs;
         self.groups
             .into_iter()
@@ -291,18 +317,31 @@ impl Group {
     ) -> Result<Vec<Document>, E> {
         let key = |d: &Document| self.id.eval(d);
         let groups = group_stream(input, key, &self.accs, limits, spill_dir, "$group")?;
-        Ok(groups
-            .into_iter()
-            .map(|(key, vals)| {
-                let mut out = Document::new();
-                out.insert("_id", key);
-                for ((name, _), v) in self.accs.iter().zip(vals) {
-                    out.insert(name.clone(), v);
-                }
-                out
-            })
-            .collect())
+        Ok(output(&self.accs, groups))
     }
+
+    pub(super) fn id(&self) -> &Expr {
+        &self.id
+    }
+
+    pub(super) fn accumulators(&self) -> &[(String, AccSpec)] {
+        &self.accs
+    }
+}
+
+/// The output documents of groups: `_id`, then each accumulator's value.
+pub(super) fn output(accs: &[(String, AccSpec)], groups: Vec<(Bson, Vec<Bson>)>) -> Vec<Document> {
+    groups
+        .into_iter()
+        .map(|(key, vals)| {
+            let mut out = Document::new();
+            out.insert("_id", key);
+            for ((name, _), v) in accs.iter().zip(vals) {
+                out.insert(name.clone(), v);
+            }
+            out
+        })
+        .collect()
 }
 
 #[cfg(test)]

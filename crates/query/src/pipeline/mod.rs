@@ -19,7 +19,9 @@ mod group;
 mod lookup;
 mod lookup_spec;
 pub mod mem;
+pub mod raw_group;
 pub mod spill;
+pub mod time_bins;
 
 /// Documents a pipeline gives as they are read.
 pub type DocStream = Box<dyn Iterator<Item = Result<Document, QueryError>> + Send>;

@@ -18,11 +18,12 @@
 //! of the keys one run saw is at most the k-th best of all keys.
 
 use super::count_arg;
-use super::vgroup::{in_utc, VectorGroup};
+use super::vgroup::VectorGroup;
 use crate::options::TimeseriesOptions;
 use crate::store::{BucketView, ScanOrder};
 use bson::{Bson, Document};
 use hourglass_query::num::Num;
+use hourglass_query::pipeline::time_bins::in_utc;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -14,12 +14,10 @@ use hourglass_catalog::keystring;
 use hourglass_query::compare::compare_values;
 use hourglass_query::expr::Expr;
 use hourglass_query::num::Num;
+use hourglass_query::pipeline::time_bins::{bin_start, fixed_date_trunc};
 use hourglass_query::QueryError;
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
-
-/// `$dateTrunc` reference point for bins (2000-01-01T00:00:00Z).
-const REFERENCE_MS: i64 = 946_684_800_000;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Acc {
@@ -66,29 +64,6 @@ fn is_meta_path(path: &str, mf: Option<&str>) -> bool {
     mf.is_some_and(|mf| crate::meta::is_meta_path(path, mf))
 }
 
-/// Width in ms of a fixed-width `$dateTrunc` unit.
-fn unit_ms(unit: &str) -> Option<i64> {
-    Some(match unit {
-        "millisecond" => 1,
-        "second" => 1000,
-        "minute" => 60_000,
-        "hour" => 3_600_000,
-        "day" => 86_400_000,
-        _ => return None,
-    })
-}
-
-/// Whether a `$dateTrunc` spec truncates in UTC (no timezone, or UTC named): no
-/// daylight-saving shifts, so its bins are fixed widths and its result never decreases
-/// as the date grows.
-pub(super) fn in_utc(date_trunc: &Document) -> bool {
-    match date_trunc.get("timezone") {
-        None => true,
-        Some(Bson::String(z)) => z == "UTC" || z == "GMT" || z == "Z",
-        _ => false,
-    }
-}
-
 /// Walks an `_id` expression: field references, and the `$dateTrunc`s over the time
 /// field. Returns false when the key can't be computed from raw keys.
 fn key_inputs(
@@ -114,26 +89,10 @@ fn key_inputs(
             true
         }
         Bson::Document(d) => {
-            if let Some(Bson::Document(t)) = d.get("$dateTrunc") {
-                let date_is_time = t.get_str("date").ok() == Some(&format!("${}", o.time_field));
-                let utc = in_utc(t);
-                let bin = t.get_str("unit").ok().and_then(unit_ms);
-                let size = match t.get("binSize") {
-                    None => Some(1),
-                    Some(Bson::Int32(n)) if *n > 0 => Some(i64::from(*n)),
-                    Some(Bson::Int64(n)) if *n > 0 => Some(*n),
-                    _ => None,
-                };
-                if d.len() == 1
-                    && date_is_time
-                    && utc
-                    && t.keys()
-                        .all(|k| matches!(k.as_str(), "date" | "unit" | "binSize" | "timezone"))
-                {
-                    if let (Some(b), Some(n)) = (bin, size) {
-                        bins.push(b.saturating_mul(n));
-                        return true;
-                    }
+            if let Some((path, width)) = fixed_date_trunc(d) {
+                if path == o.time_field {
+                    bins.push(width);
+                    return true;
                 }
             }
             if d.contains_key("$literal") {
@@ -458,13 +417,7 @@ impl GroupRun<'_> {
                 continue;
             }
             let bin_ms = match (g.time_bin, &time) {
-                (Some(width), Some(t)) => t.date_ms(i).map(|ms| {
-                    if width == 1 {
-                        ms
-                    } else {
-                        REFERENCE_MS + (ms - REFERENCE_MS).div_euclid(width) * width
-                    }
-                }),
+                (Some(width), Some(t)) => t.date_ms(i).and_then(|ms| bin_start(ms, width)),
                 _ => None,
             };
             let slot = if key_cols.is_empty() {
