@@ -41,23 +41,23 @@ pub type StoredStream = Box<dyn Iterator<Item = Result<SharedValue>> + Send>;
 pub struct Narrowing {
     /// Documents this rules out from their bytes are not built.
     pub pre: Option<RawFilter>,
-    /// Only these parts are built (`None`: all of them); they include the paths of
-    /// `pre`, which then need no separate check.
+    /// Only these parts are built (`None`: all of them), of the documents `pre` lets
+    /// through; they include the paths of `pre`, so the caller's filter can run on them.
     pub fields: Option<Arc<FieldTree>>,
 }
 
-/// The document in `bytes` as `narrow` allows: with fields named, only they are built
-/// (they include the filter's, which the caller applies); else `None` when the raw
-/// filter rules it out, and the whole document.
+/// The document in `bytes` as `narrow` allows: `None` when the raw filter rules it out;
+/// else with fields named only they are built (they include the filter's, which the
+/// caller applies), or the whole document.
 fn decode_if(bytes: &[u8], narrow: &Narrowing) -> Option<Result<bson::Document>> {
-    if let Some(fields) = &narrow.fields {
-        // Damaged bytes: the full decoding says what is wrong.
-        return Some(picked_document(bytes, fields).map_or_else(|| decode(bytes), Ok));
-    }
     if let (Some(pre), Ok(raw)) = (&narrow.pre, bson::RawDocument::from_bytes(bytes)) {
         if !pre.matches(raw) {
             return None;
         }
+    }
+    if let Some(fields) = &narrow.fields {
+        // Damaged bytes: the full decoding says what is wrong.
+        return Some(picked_document(bytes, fields).map_or_else(|| decode(bytes), Ok));
     }
     Some(decode(bytes))
 }

@@ -168,6 +168,32 @@ pub fn aggregate(req: &Request) -> CmdResult {
             "command": req.body.clone(),
         });
     }
+    // A pipeline that only filters a regular collection returns its documents as stored.
+    let only_match = match rest {
+        [] => true,
+        [m] => m.len() == 1 && m.contains_key("$match"),
+        _ => false,
+    };
+    if let (Target::Regular(_), None, None, false, true, true) = (
+        &target,
+        &coll_stats,
+        &stage_input,
+        index_stats,
+        only_match,
+        req.raw_batch.is_some(),
+    ) {
+        let hint = super::planned::parse_hint(req.body.get("hint"))?;
+        let read = super::planned::ReadOpts {
+            hint: hint.as_ref(),
+            ..Default::default()
+        };
+        let spec = rest.first().and_then(|s| s.get_document("$match").ok());
+        if let Some(rows) = target.raw_rows(req, spec, &read)? {
+            let batch = cursor_batch_size(req, cursor_opts.as_ref())?;
+            let ns = format!("{}.{coll}", req.db);
+            return super::cursor_reply::row_cursor_reply(req, ns, rows, batch, false);
+        }
+    }
     let ctx = super::pipeline_context::CatalogContext::new(req);
     let opts = ctx.run_options()?;
     let all = |docs: Vec<Document>| -> hourglass_query::pipeline::DocStream {

@@ -175,11 +175,12 @@ pub fn find(req: &Request) -> CmdResult {
         super::geo_index::require(req, &coll, path)?;
     }
     let target = Target::resolve(req, &coll);
-    // A time-series find that returns measurements as they are sends the bytes written
-    // from the columns (no document is built per measurement).
+    // A find that returns documents as they are sends their bytes: a regular
+    // collection's as stored, a time-series collection's written from the columns (no
+    // document is built per document).
     let raw = match (&near, sort.as_ref().filter(|s| !s.is_empty()), &projection) {
         (None, None, None) if req.raw_batch.is_some() => {
-            target.raw_measurements(req, req.opt_document("filter")?, &opts)?
+            target.raw_rows(req, req.opt_document("filter")?, &opts)?
         }
         _ => None,
     };

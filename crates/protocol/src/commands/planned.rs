@@ -2,7 +2,7 @@
 //! executing its plan (filter applied to every fetched document), and the explain shapes
 //! of a plan (`COLLSCAN`, `IDHACK`, `FETCH` over `IXSCAN`).
 
-use crate::cursor::DocSource;
+use crate::cursor::{DocSource, Row, RowSource};
 use crate::error::CommandError;
 use bson::{doc, Bson, Document};
 use hourglass_catalog::plan::{bounds_document, plan, Access, Hint, Plan, Query};
@@ -116,6 +116,39 @@ pub fn regular_read(
         stats,
         source,
     })
+}
+
+/// Plans and starts reading the documents of `c` that match `filter`, as their stored
+/// bytes, for a read that returns them unchanged (no sort, projection or later stage):
+/// nothing is decoded but the paths the filter reads (all of a document when it reads
+/// the whole document). The plan is returned for the plan summary.
+pub fn regular_stored_rows(
+    c: &Arc<Collection>,
+    filter: Filter,
+    spec: Option<&Document>,
+    opts: &ReadOpts<'_>,
+) -> Result<(Plan, RowSource), CommandError> {
+    let plan = plan_read(c, &filter, spec, opts)?;
+    let stored = c.execute_stored(&plan, Arc::new(ScanStats::default()));
+    let pre = RawFilter::new(&filter);
+    let rows = stored.filter_map(move |r| {
+        let matched = r.map_err(CommandError::from).and_then(|bytes| {
+            crate::operations::check_interrupt()?;
+            let raw = bson::RawDocument::from_bytes(&bytes)
+                .map_err(|e| CommandError::new(22, format!("stored document: {e}")))?;
+            let keep = match &pre {
+                _ if filter.is_match_all() => true,
+                Some(pre) => pre.matches(raw),
+                None => filter.matches(
+                    &Document::try_from(raw)
+                        .map_err(|e| CommandError::new(22, format!("stored document: {e}")))?,
+                ),
+            };
+            Ok(keep.then(|| Row::Raw(raw.to_raw_document_buf().into())))
+        });
+        matched.transpose()
+    });
+    Ok((plan, Box::new(rows)))
 }
 
 /// What a scan of a regular collection may leave out: documents the filter rules out

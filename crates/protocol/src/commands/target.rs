@@ -136,26 +136,39 @@ impl Target {
         ))
     }
 
-    /// The measurements of a time-series collection matching `spec` as BSON written from
-    /// the columns, for a `find` without sort or projection to send as they are; `None`
-    /// for other targets.
-    pub fn raw_measurements(
+    /// The documents matching `spec` as BSON to send as they are, for a read without sort,
+    /// projection or later stage: a regular collection's stored documents, or a
+    /// time-series collection's measurements written from the columns; `None` for
+    /// other targets.
+    pub fn raw_rows(
         &self,
         req: &Request,
         spec: Option<&Document>,
         opts: &ReadOpts<'_>,
     ) -> Result<Option<RowSource>, CommandError> {
-        let Target::TimeSeries { buckets, options } = self else {
-            return Ok(None);
-        };
-        if let Some(hint) = opts.hint {
-            super::indexes_ts::check_hint(buckets, options, true, hint)?;
+        match self {
+            Target::Regular(None) => Ok(Some(Box::new(std::iter::empty()))),
+            Target::Regular(Some(c)) => {
+                let filter = match spec {
+                    Some(f) => Filter::parse(f)?,
+                    None => Filter::match_all(),
+                };
+                let (plan, rows) = super::planned::regular_stored_rows(c, filter, spec, opts)?;
+                *req.plan_summary.lock() = Some(super::planned::plan_summary(&plan));
+                Ok(Some(rows))
+            }
+            Target::TimeSeries { buckets, options } => {
+                if let Some(hint) = opts.hint {
+                    super::indexes_ts::check_hint(buckets, options, true, hint)?;
+                }
+                let rows = measurements(req, buckets, options, spec, opts, true)?;
+                Ok(Some(Box::new(ts_rows(rows).map(|r| {
+                    crate::operations::check_interrupt()?;
+                    r
+                }))))
+            }
+            Target::Buckets { .. } => Ok(None),
         }
-        let rows = measurements(req, buckets, options, spec, opts, true)?;
-        Ok(Some(Box::new(ts_rows(rows).map(|r| {
-            crate::operations::check_interrupt()?;
-            r
-        }))))
     }
 }
 

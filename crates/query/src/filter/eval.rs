@@ -25,6 +25,25 @@ pub(crate) fn node_matches(node: &Node, doc: &Document) -> bool {
     }
 }
 
+/// [`node_matches`] for a document known by the values its paths reach: `value(path)` is
+/// the one value (or none) `path` reaches, no array being on the way. The node reads
+/// named paths only (no `$expr`, `$jsonSchema`: those answer false).
+pub(crate) fn node_matches_values<'v>(
+    node: &Node,
+    value: &dyn Fn(&str) -> Option<&'v Bson>,
+) -> bool {
+    match node {
+        Node::And(children) => children.iter().all(|c| node_matches_values(c, value)),
+        Node::Or(children) => children.iter().any(|c| node_matches_values(c, value)),
+        Node::Nor(children) => !children.iter().any(|c| node_matches_values(c, value)),
+        Node::Field { path, preds } => {
+            let values = [value(path)];
+            preds.iter().all(|p| pred_matches(p, &values))
+        }
+        Node::Expr(_) | Node::Schema(_) => false,
+    }
+}
+
 /// Evaluates one predicate against the values reached by a path.
 pub(crate) fn pred_matches(pred: &Pred, values: &[Option<&Bson>]) -> bool {
     match pred {

@@ -95,13 +95,14 @@ fn set_path(d: &mut Document, path: &str, v: Bson) {
     }
 }
 
-/// How rows are filtered before grouping: on a document of the filter's paths (their
-/// slots), or on the whole document when the filter reads all of it.
+/// How rows are filtered before grouping: on the values of the filter's paths, or on the
+/// whole document when the filter reads all of it (or a value does not convert).
 enum Matcher<'f> {
     All,
+    /// The filter's `fields()[i]` is at slot `at[i]`.
     Paths {
-        slots: Vec<usize>,
-        filter: &'f Filter,
+        at: Vec<usize>,
+        filter: RawFilter,
     },
     Whole(&'f Filter),
 }
@@ -174,8 +175,8 @@ impl RawGroup {
         let matcher = match RawFilter::new(filter) {
             _ if filter.is_match_all() => Matcher::All,
             Some(r) => Matcher::Paths {
-                slots: r.fields().iter().map(|f| slot_of(&mut paths, f)).collect(),
-                filter,
+                at: r.fields().iter().map(|f| slot_of(&mut paths, f)).collect(),
+                filter: r,
             },
             None => Matcher::Whole(filter),
         };
@@ -184,7 +185,8 @@ impl RawGroup {
         let mut groups = Groups::new(accs);
         let mut by_raw: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
         let mut raw_bytes = 0_u64;
-        let (mut found, mut raw) = (Vec::new(), Vec::with_capacity(64));
+        let (mut found, mut raw, mut values) = (Vec::new(), Vec::with_capacity(64), Vec::new());
+        let self_filter = filter;
         for item in docs {
             crate::interrupt::check()?;
             let item = item?;
@@ -193,23 +195,25 @@ impl RawGroup {
             let mut found_all = false;
             match &matcher {
                 Matcher::All => {}
-                Matcher::Paths {
-                    slots: read,
-                    filter,
-                } => {
+                Matcher::Paths { at, filter } => {
                     found_all = slots.find(b, &mut found) && !found.contains(&Found::ThroughArray);
-                    let read = match found_all {
-                        true => document_of(b, &paths, &found, read),
-                        false => decode(b),
+                    let verdict = match found_all {
+                        true => filter.matches_values(b, &found, at, &mut values),
+                        false => None,
                     };
-                    let Some(d) = read else {
-                        return Ok(None);
-                    };
-                    if !filter.matches(&d) {
-                        continue;
-                    }
-                    if !found_all {
-                        whole = Some(d);
+                    match verdict {
+                        Some(true) => {}
+                        Some(false) => continue,
+                        None => {
+                            found_all = false;
+                            let Some(d) = decode(b) else {
+                                return Ok(None);
+                            };
+                            if !self_filter.matches(&d) {
+                                continue;
+                            }
+                            whole = Some(d);
+                        }
                     }
                 }
                 Matcher::Whole(f) => {
@@ -319,19 +323,6 @@ impl RawGroup {
         }
         Some(d)
     }
-}
-
-/// The values of the paths at `slots` in a row, as a document (the filter's input).
-fn document_of(b: &[u8], paths: &[String], found: &[Found], slots: &[usize]) -> Option<Document> {
-    let mut d = Document::new();
-    for &s in slots {
-        if let (Some(path), Some(f)) = (paths.get(s), found.get(s)) {
-            if *f != Found::Missing {
-                set_path(&mut d, path, to_bson(b, *f)?);
-            }
-        }
-    }
-    Some(d)
 }
 
 /// The slot of `path` in `paths`, added when new.
