@@ -4,12 +4,15 @@
 //! its read part (writes are not performed). On a time-series collection the command is
 //! explained as the pipeline it runs over the buckets (`aggregate_ts`).
 
+use super::explain_counters::{count_access, with_common};
+use super::explain_write::{self, WriteShape};
 use super::planned::{parse_hint, plan_stages, regular_read, ReadOpts};
 use super::query_planner::query_planner;
 use super::target::Target;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{doc, Bson, Document};
+use hourglass_catalog::plan::Access;
 use hourglass_query::filter::Filter;
 use hourglass_query::sort::SortSpec;
 use std::time::Instant;
@@ -33,8 +36,10 @@ pub(super) struct ReadShape<'a> {
     /// A find's `min` and `max` (non-empty).
     min: Option<&'a Document>,
     max: Option<&'a Document>,
-    /// Stage wrapping the read (`COUNT`, `UPDATE`, `DELETE`), if any.
+    /// Stage wrapping the read (`COUNT`, `UPDATE`, `DELETE`, `BATCHED_DELETE`), if any.
     wrapper: Option<&'static str>,
+    /// What a write does with the documents it reads.
+    write: Option<WriteShape<'a>>,
 }
 
 fn opt_doc<'a>(d: &'a Document, k: &str) -> Result<Option<&'a Document>, CommandError> {
@@ -82,6 +87,7 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
         min: None,
         max: None,
         wrapper: None,
+        write: None,
     };
     match name {
         "find" => {
@@ -111,26 +117,32 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
             let st = first_statement(inner, "updates")?;
             s.filter = opt_doc(st, "q")?;
             s.hint = st.get("hint");
-            s.wrapper = Some("UPDATE");
+            s.write = Some(WriteShape::update_statement(st));
         }
         "delete" => {
             let st = first_statement(inner, "deletes")?;
             s.filter = opt_doc(st, "q")?;
             s.hint = st.get("hint");
-            s.wrapper = Some("DELETE");
+            s.write = Some(WriteShape::delete_statement(st));
         }
         "findAndModify" | "findandmodify" => {
             s.filter = opt_doc(inner, "query")?;
             s.sort = opt_doc(inner, "sort")?;
-            s.limit = Some(1);
-            let remove = matches!(inner.get("remove"), Some(Bson::Boolean(true)));
-            s.wrapper = Some(if remove { "DELETE" } else { "UPDATE" });
+            s.write = Some(WriteShape::find_and_modify(inner));
         }
         other => {
             return Err(CommandError::new(
                 59,
                 format!("Explain failed due to unknown command: {other}"),
             ))
+        }
+    }
+    if let Some(w) = &s.write {
+        s.wrapper = Some(w.stage);
+        // mongod reads a write's documents with a limit of one only when one document is
+        // chosen by a sort (a top-k sort); otherwise the write stage itself stops.
+        if w.single && s.sort.is_some_and(|d| !d.is_empty()) {
+            s.limit = Some(1);
         }
     }
     Ok(s)
@@ -158,19 +170,24 @@ fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Docu
     if let Some(w) = wrapper {
         input = doc! {"stage": w, "inputStage": input};
     }
+    // findAndModify projects the document its write stage returns.
+    if let Some(f) = shape.write.as_ref().and_then(|w| w.fields) {
+        input = doc! {"stage": "PROJECTION_DEFAULT", "transformBy": f.clone(), "inputStage": input};
+    }
     input
 }
 
 /// Runs `source` as a find with `skip` and `limit` would: the documents returned (at most
 /// `limit`) and the documents read, stopping at the limit when `early` (the order read is
 /// the final one).
+/// Also tells whether the read ran to its end.
 fn run_counting(
     source: crate::cursor::DocSource,
     skip: usize,
     limit: Option<i64>,
     early: bool,
-) -> Result<(u64, u64), CommandError> {
-    let (mut n, mut matched) = (0u64, 0u64);
+) -> Result<(u64, u64, bool), CommandError> {
+    let (mut n, mut matched, mut eof) = (0u64, 0u64, true);
     for d in source {
         d?;
         matched += 1;
@@ -178,10 +195,11 @@ fn run_counting(
             n += 1;
         }
         if early && limit.is_some_and(|l| n >= l as u64) {
+            eof = false;
             break;
         }
     }
-    Ok((limit.map_or(n, |l| n.min(l as u64)), matched))
+    Ok((limit.map_or(n, |l| n.min(l as u64)), matched, eof))
 }
 
 pub fn explain(req: &Request) -> CmdResult {
@@ -247,6 +265,14 @@ pub fn explain(req: &Request) -> CmdResult {
         shape.hint,
         (shape.min, shape.max),
     )?;
+    if let Some(p) = shape.projection {
+        for k in ["queryHash", "planCacheKey"] {
+            if let Ok(h) = planner.get_str(k) {
+                let h = super::query_shape_hash::with_projection(h, p);
+                planner.insert(k, h);
+            }
+        }
+    }
     // `$near` orders by distance; a sort then reorders.
     let near = matches!(shape.filter.map(Filter::parse), Some(Ok(f)) if f.near().is_some());
     let sorted = !near && plan.as_ref().is_some_and(|p| p.provides_sort);
@@ -298,7 +324,7 @@ pub fn explain(req: &Request) -> CmdResult {
                     Some(log.clone()),
                 )?;
                 // Nearest first is the final order unless a sort reorders.
-                let (n, _) = run_counting(source, skip, shape.limit, sort.is_none())?;
+                let (n, _, _) = run_counting(source, skip, shape.limit, sort.is_none())?;
                 let (stage, keys, docs) = super::near_find::explain_rings(&log, head, n);
                 let mut stages = wrap_stages(stage, &shape, sorted);
                 stages.insert("nReturned", n as i64);
@@ -306,13 +332,53 @@ pub fn explain(req: &Request) -> CmdResult {
             }
             (Target::Regular(Some(c)), None) => {
                 let read = regular_read(&c, filter, shape.filter, &opts)?;
-                // Without a sort to satisfy, a limit stops the scan early.
-                let early = sort.is_none() || read.plan.provides_sort;
-                let (n, matched) = run_counting(read.source, skip, shape.limit, early)?;
-                let access = plan_stages(&read.plan, shape.filter, Some((&read.stats, matched)));
-                let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
-                stages.insert("nReturned", n as i64);
-                (n, read.stats.keys(), read.stats.docs(), stages)
+                let ranges = match &read.plan.access {
+                    Access::IndexScan { ranges, .. } => ranges.len(),
+                    _ => 0,
+                };
+                if let Some(w) = &shape.write {
+                    let counts = explain_write::run(read.source, w, shape.filter)?;
+                    let millis = started.elapsed().as_millis() as i64;
+                    let access = plan_stages(
+                        &read.plan,
+                        shape.filter,
+                        Some((&read.stats, counts.matched)),
+                    );
+                    let (access, works) = count_access(access, counts.input_eof, ranges, millis);
+                    let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
+                    if w.fields.is_some() {
+                        // The projection returns what the write stage returns, working once
+                        // per work of it.
+                        let input = stages
+                            .get_document("inputStage")
+                            .cloned()
+                            .unwrap_or_default();
+                        let input = write_stage(input, w, &counts, works, millis);
+                        let works = input.get_i64("works").unwrap_or_default();
+                        stages.insert("inputStage", input);
+                        stages.insert("nReturned", counts.returned as i64);
+                        stages = with_common(stages, works, true, millis);
+                    } else {
+                        stages = write_stage(stages, w, &counts, works, millis);
+                    }
+                    (
+                        counts.returned,
+                        read.stats.keys(),
+                        read.stats.docs(),
+                        stages,
+                    )
+                } else {
+                    // Without a sort to satisfy, a limit stops the scan early.
+                    let early = sort.is_none() || read.plan.provides_sort;
+                    let (n, matched, eof) = run_counting(read.source, skip, shape.limit, early)?;
+                    let millis = started.elapsed().as_millis() as i64;
+                    let access =
+                        plan_stages(&read.plan, shape.filter, Some((&read.stats, matched)));
+                    let (access, _) = count_access(access, eof, ranges, millis);
+                    let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
+                    stages.insert("nReturned", n as i64);
+                    (n, read.stats.keys(), read.stats.docs(), stages)
+                }
             }
             (_, _) => (0, 0, 0, doc! {"stage": "EOF", "nReturned": 0_i64}),
         };
@@ -331,6 +397,27 @@ pub fn explain(req: &Request) -> CmdResult {
     }
     finish(req, &mut reply, inner, &db);
     Ok(reply)
+}
+
+/// The write stage at the root of `stages` (built by `wrap_stages`) with its counters:
+/// it works once per work of its input, plus once to stop after its one document or to
+/// upsert (the input's works stand for those of any SORT between them), and always ends.
+fn write_stage(
+    mut stages: Document,
+    w: &WriteShape<'_>,
+    counts: &explain_write::WriteCounts,
+    input_works: i64,
+    millis: i64,
+) -> Document {
+    stages.insert("nReturned", counts.returned as i64);
+    let extra = !counts.input_eof || counts.would_upsert > 0;
+    let mut out = with_common(stages, input_works + extra as i64, true, millis);
+    let input = out.remove("inputStage");
+    out.extend(explain_write::stage_counters(w, counts));
+    if let Some(input) = input {
+        out.insert("inputStage", input);
+    }
+    out
 }
 
 /// Explains the aggregate `body` (run in `db`) and reports it as the explain of `inner`.

@@ -5,7 +5,7 @@
 use crate::cursor::{DocSource, Row, RowSource};
 use crate::error::CommandError;
 use bson::{doc, Bson, Document};
-use hourglass_catalog::plan::{bounds_document, plan, Access, Hint, Plan, Query};
+use hourglass_catalog::plan::{bounds_document, plan, Access, FieldBounds, Hint, Plan, Query};
 use hourglass_catalog::plan_min_max::min_max_plan;
 use hourglass_catalog::scan::Narrowing;
 use hourglass_catalog::scan::ScanStats;
@@ -210,6 +210,104 @@ pub fn parsed_query(spec: Option<&Document>) -> Document {
     }
 }
 
+/// An index scan's `multiKeyPaths`: for each field of the key pattern, the prefixes of its
+/// path that hold an array in some document. Hourglass records only whether an index is
+/// multikey, not where, so the paths are given when that settles them: none for an index
+/// that is not multikey, the field itself for a multikey index on one undotted field.
+/// Otherwise they are left out, as mongod leaves them out for an index that does not
+/// track its multikey paths.
+fn multikey_paths(index: &hourglass_catalog::plan::IndexRef) -> Option<Document> {
+    let pattern = index.key_pattern();
+    if !index.is_multikey() {
+        return Some(
+            pattern
+                .keys()
+                .map(|k| (k.clone(), Bson::Array(Vec::new())))
+                .collect(),
+        );
+    }
+    match pattern.keys().collect::<Vec<_>>().as_slice() {
+        [only] if !only.contains('.') => {
+            Some(doc! {(*only).clone(): [Bson::String((*only).clone())]})
+        }
+        _ => None,
+    }
+}
+
+/// A value whose index point matches exactly the documents an equality to it matches:
+/// not null (which also matches missing fields), an array, a document or a regex, and a
+/// string only in an index without a collation.
+fn exact_point(v: &Bson, collated: bool) -> bool {
+    match v {
+        Bson::Double(d) => !d.is_nan(),
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Boolean(_) | Bson::DateTime(_) => true,
+        Bson::ObjectId(_) => true,
+        Bson::String(_) => !collated,
+        _ => false,
+    }
+}
+
+/// Whether the bounds of an index scan answer the whole filter, so the FETCH above it
+/// keeps no filter (as mongod shows it): every field of the filter is an equality or
+/// `$in` of exact point values on an ascending or descending field of an index that is
+/// not multikey, the scan's bounds on it are exactly those points, and every other field
+/// of the index is unbounded. (Hourglass still applies the filter to what it fetches.)
+fn exact_bounds(
+    index: &hourglass_catalog::plan::IndexRef,
+    bounds: &[FieldBounds],
+    spec: Option<&Document>,
+) -> bool {
+    use hourglass_query::compare::compare_values;
+    let Some(spec) = spec.filter(|s| !s.is_empty()) else {
+        return false;
+    };
+    let collated = match index {
+        hourglass_catalog::plan::IndexRef::Id => false,
+        hourglass_catalog::plan::IndexRef::Secondary(i) => i.spec.collation.is_some(),
+    };
+    let pattern = index.key_pattern();
+    if index.is_multikey()
+        || bounds.len() != pattern.len()
+        || pattern
+            .values()
+            .any(|v| !matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)))
+        || spec.keys().any(|k| !pattern.contains_key(k))
+    {
+        return false;
+    }
+    for ((field, _), b) in pattern.iter().zip(bounds) {
+        let values: Vec<Bson> = match spec.get(field) {
+            None => {
+                if matches!(b, FieldBounds::All) {
+                    continue;
+                }
+                return false;
+            }
+            Some(Bson::Document(d)) if d.len() == 1 => match d.iter().next() {
+                Some((op, v)) if op == "$eq" => vec![v.clone()],
+                Some((op, Bson::Array(items))) if op == "$in" && !items.is_empty() => items.clone(),
+                _ => return false,
+            },
+            Some(Bson::Document(_)) => return false,
+            Some(v) => vec![v.clone()],
+        };
+        if values.iter().any(|v| !exact_point(v, collated)) {
+            return false;
+        }
+        let FieldBounds::Points(points) = b else {
+            return false;
+        };
+        let covered = |a: &[Bson], b: &[Bson]| {
+            a.iter()
+                .all(|x| b.iter().any(|y| compare_values(x, y).is_eq()))
+        };
+        if !covered(&values, points) || !covered(points, &values) {
+            return false;
+        }
+    }
+    true
+}
+
 /// The stages of `plan` (with counters when `stats` is given: executionStages).
 pub fn plan_stages(
     plan: &Plan,
@@ -256,15 +354,20 @@ pub fn plan_stages(
                 "keyPattern": index.key_pattern(),
                 "indexName": index.name(),
                 "isMultiKey": index.is_multikey(),
+            };
+            if let Some(paths) = multikey_paths(index) {
+                ix.insert("multiKeyPaths", paths);
+            }
+            ix.extend(doc! {
                 "isUnique": unique,
                 "isSparse": sparse,
                 "isPartial": partial,
                 "indexVersion": 2,
                 "direction": if *reverse { "backward" } else { "forward" },
                 "indexBounds": bounds_document(index, bounds, *reverse),
-            };
+            });
             let mut fetch = doc! {"stage": "FETCH"};
-            if !filter.is_empty() {
+            if !filter.is_empty() && !exact_bounds(index, bounds, spec) {
                 fetch.insert("filter", filter);
             }
             if let Some((s, n)) = stats {

@@ -2,6 +2,7 @@
 //! shared by `explain` and by `aggregate`'s explain of a regular collection.
 
 use super::planned::{parse_hint, parsed_query, plan_stages, plan_with_alternatives, ReadOpts};
+use super::query_shape_hash::{plan_cache_key, query_hash};
 use super::target::Target;
 use super::Request;
 use crate::error::CommandError;
@@ -25,6 +26,13 @@ pub fn query_planner(
         None => Filter::match_all(),
     };
     let hint = parse_hint(hint)?;
+    let sort_doc = sort.map(|s| {
+        s.keys()
+            .iter()
+            .map(|(k, asc)| (k.clone(), Bson::Int32(if *asc { 1 } else { -1 })))
+            .collect::<Document>()
+    });
+    let sort_spec = sort_doc.as_ref();
     let opts = ReadOpts {
         sort,
         hint: hint.as_ref(),
@@ -33,8 +41,10 @@ pub fn query_planner(
         max,
     };
     let mut rejected = Vec::new();
+    let mut indexes = Vec::new();
     let (winning, plan) = match Target::resolve(req, coll) {
         Target::Regular(Some(c)) => {
+            indexes = c.indexes().iter().map(|i| i.spec.key.clone()).collect();
             let (plan, others) = plan_with_alternatives(&c, &filter, spec, &opts)?;
             rejected = others.iter().map(|p| plan_stages(p, spec, None)).collect();
             (plan_stages(&plan, spec, None), Some(plan))
@@ -55,6 +65,8 @@ pub fn query_planner(
             "namespace": format!("{}.{coll}", req.db),
             "indexFilterSet": false,
             "parsedQuery": parsed_query(spec),
+            "queryHash": query_hash(spec, sort_spec, None),
+            "planCacheKey": plan_cache_key(spec, sort_spec, None, &indexes),
             "maxIndexedOrSolutionsReached": false,
             "maxIndexedAndSolutionsReached": false,
             "maxScansToExplodeReached": false,
