@@ -25,6 +25,12 @@ impl ScanStats {
     pub fn docs(&self) -> u64 {
         self.docs_examined.load(Ordering::Relaxed)
     }
+    /// Counts from zero again (a read that starts over).
+    pub fn reset(&self) {
+        self.keys_examined.store(0, Ordering::Relaxed);
+        self.docs_examined.store(0, Ordering::Relaxed);
+    }
+
     pub(crate) fn key(&self) {
         self.keys_examined.fetch_add(1, Ordering::Relaxed);
     }

@@ -143,7 +143,7 @@ pub fn open(
     };
     let group_at = usize::from(match_spec.is_some());
     let stored = c.execute_stored(&read.plan, read.stats.clone());
-    let documents = read.source;
+    let documents = (read.source, read.stats.clone());
     Ok(AggregateRead {
         absorbed: (0..=group_at).collect(),
         access: Access::Planned(read.plan),
@@ -166,16 +166,19 @@ struct BytesGroup {
 
 impl BytesGroup {
     /// The groups of `stored`; when that run gives up (past the memory limit), the
-    /// document path's `$group` over `documents` (the same plan's documents, filtered).
+    /// document path's `$group` over `documents` (the same plan's documents, filtered,
+    /// whose reading `stats` counts).
     fn run(
         self,
         stored: StoredStream,
-        documents: DocSource,
+        (documents, stats): (DocSource, Arc<ScanStats>),
     ) -> Vec<Result<Document, CommandError>> {
         let stored = stored.map(|r| r.map_err(CommandError::from));
         let groups = match self.raw.run(stored, &self.filter, &self.limits) {
             Ok(Some(groups)) => Ok(groups),
             Ok(None) => {
+                // The documents are read again: they are counted from zero.
+                stats.reset();
                 self.raw
                     .group()
                     .run_stream(documents, &self.limits, self.spill_dir.as_deref())
