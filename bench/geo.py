@@ -162,11 +162,12 @@ def main():
     ):
         plan = db.command("explain", {"aggregate": "fleet", "pipeline": pipeline, "cursor": {}},
                           verbosity="executionStats")
-        unpack = next(s["$_internalUnpackBucket"] for s in plan["stages"] if "$_internalUnpackBucket" in s)
+        stage = next(s for s in plan["stages"] if "$_internalUnpackBucket" in s)
+        unpack = stage["$_internalUnpackBucket"]
         st = unpack["executionStats"]
         print(f"{name} buckets: examined {st['bucketsExamined']}, pruned {st['bucketsPruned']}, "
               f"unpacked {st['bucketsUnpacked']}, passed over by distance "
-              f"{st['bucketsPassedOverByDistance']}; positions returned {unpack.get('nReturned', '-')}")
+              f"{st['bucketsPassedOverByDistance']}; positions returned {stage.get('nReturned', '-')}")
     if not a.regular:
         return
     reg_plan = db.fleet_r.find(in_poly).explain()["executionStats"]

@@ -290,12 +290,12 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
             planner.insert("winningPlan", sorted);
         }
     }
-    let stats = match execute {
+    let run = match execute {
         true => Some(execution_stats(
             req,
             coll,
             stages,
-            match_spec,
+            (used, match_spec),
             sort.as_ref(),
         )?),
         false => None,
@@ -312,17 +312,27 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
         reply.insert("queryPlanner", planner);
     } else {
         let mut cursor = doc! {"queryPlanner": planner};
-        if let Some(s) = &stats {
-            cursor.insert("executionStats", s.clone());
+        let mut out: Vec<Bson> = Vec::new();
+        match &run {
+            // At executionStats every stage carries its counts, as mongod 7.0 prints them.
+            Some(r) => {
+                cursor.insert("executionStats", r.stats.clone());
+                let cursor = doc! {"$cursor": cursor};
+                let cursor = super::explain_stages::with_counts(cursor, r.read, r.read_millis);
+                out.push(Bson::Document(cursor));
+                out.extend(r.stages.iter().cloned());
+            }
+            None => {
+                out.push(Bson::Document(doc! {"$cursor": cursor}));
+                out.extend(stages[used..].iter().cloned().map(Bson::Document));
+            }
         }
-        let mut out: Vec<Bson> = vec![Bson::Document(doc! {"$cursor": cursor})];
-        out.extend(stages[used..].iter().cloned().map(Bson::Document));
         reply.insert("stages", out);
     }
-    if let Some(s) = stats {
-        reply.insert("executionStats", s);
+    if let Some(r) = run {
+        reply.insert("executionStats", r.whole());
     }
-    reply.insert("command", req.body.clone());
+    super::explain_reply::finish_aggregate(req, &mut reply);
     Ok(reply)
 }
 
@@ -342,56 +352,105 @@ fn explain_distinct(
     let ns = format!("{}.{coll}", req.db);
     let mut planner = super::aggregate_source::distinct_query_planner(ns, &group.index, group.last);
     let mut cursor = Document::new();
-    let mut stats = None;
-    if execute {
+    cursor.insert("queryPlanner", std::mem::take(&mut planner));
+    let mut top = None;
+    let out: Vec<Bson> = if execute {
         let started = std::time::Instant::now();
         let docs = source.collect::<Result<Vec<Document>, _>>()?;
-        let read_n = docs.len() as u64;
-        let pipeline = Pipeline::parse(&remaining)?;
+        let read_n = docs.len();
+        let read_millis = super::explain_stages::millis_since(started);
         let ctx = super::pipeline_context::CatalogContext::new(req);
-        let returned = match pipeline.writes() {
-            true => 0,
-            false => pipeline.run_with(docs, &ctx.run_options()?)?.len(),
-        };
-        let s = doc! {
+        let opts = ctx.run_options()?;
+        let (counted, returned) =
+            super::explain_stages::run_counted(&remaining, docs, &opts, started)?;
+        let mut s = doc! {
             "executionSuccess": true,
-            "nReturned": returned as i64,
-            "executionTimeMillis": started.elapsed().as_millis() as i64,
+            "nReturned": read_n as i64,
+            "executionTimeMillis": read_millis,
             "totalKeysExamined": scan.keys() as i64,
             "totalDocsExamined": scan.docs() as i64,
-            "executionStages": super::aggregate_source::distinct_plan(&group.index, group.last, Some((scan, read_n))),
+            "executionStages": super::aggregate_source::distinct_plan(&group.index, group.last, Some((scan, read_n as u64))),
         };
-        stats = Some(s);
-    }
-    cursor.insert("queryPlanner", std::mem::take(&mut planner));
-    if let Some(s) = &stats {
         cursor.insert("executionStats", s.clone());
-    }
-    let mut out: Vec<Bson> = vec![Bson::Document(doc! {"$cursor": cursor})];
-    out.extend(remaining.into_iter().map(Bson::Document));
+        // The top-level summary counts the whole pipeline.
+        s.insert("nReturned", returned.unwrap_or(0) as i64);
+        s.insert(
+            "executionTimeMillis",
+            super::explain_stages::millis_since(started),
+        );
+        top = Some(s);
+        let cursor =
+            super::explain_stages::with_counts(doc! {"$cursor": cursor}, read_n, read_millis);
+        std::iter::once(Bson::Document(cursor))
+            .chain(counted)
+            .collect()
+    } else {
+        let cursor = Bson::Document(doc! {"$cursor": cursor});
+        std::iter::once(cursor)
+            .chain(remaining.into_iter().map(Bson::Document))
+            .collect()
+    };
     let mut reply = doc! {"explainVersion": "1", "stages": out};
-    if let Some(s) = stats {
+    if let Some(s) = top {
         reply.insert("executionStats", s);
     }
-    reply.insert("command", req.body.clone());
+    super::explain_reply::finish_aggregate(req, &mut reply);
     Ok(reply)
 }
 
-/// Runs the pipeline for its explain: the documents the plan fetched and the pipeline
-/// returned (not the output of a pipeline that writes: explain never writes).
+/// What running a pipeline over a regular collection for its explain gave.
+struct ExplainRun {
+    /// The `$cursor`'s `executionStats`: what the read returned.
+    stats: Document,
+    /// Documents the read handed to the stages after it, and its time.
+    read: usize,
+    read_millis: i64,
+    /// The stages after the read, with their counts.
+    stages: Vec<Bson>,
+    /// Documents the whole pipeline returned, and its time.
+    returned: usize,
+    millis: i64,
+}
+
+impl ExplainRun {
+    /// The top-level `executionStats`: the read's, with the whole pipeline's `nReturned`
+    /// and time (what a pipeline the plan answers whole, or mongosh's summary, shows).
+    fn whole(mut self) -> Document {
+        self.stats.insert("nReturned", self.returned as i64);
+        self.stats.insert("executionTimeMillis", self.millis);
+        self.stats
+    }
+}
+
+/// Runs the pipeline for its explain: the documents the plan fetched (with the access
+/// path's per-stage counters, as a find's explain has them) and what each later stage
+/// returned (not the output of a stage that writes: explain never writes). `used` is the
+/// number of leading stages the plan answers (`$match`, `$sort`).
 fn execution_stats(
     req: &Request,
     coll: &str,
     stages: &[Document],
-    match_spec: Option<&Document>,
+    (used, match_spec): (usize, Option<&Document>),
     sort: Option<&SortSpec>,
-) -> Result<Document, CommandError> {
+) -> Result<ExplainRun, CommandError> {
     let started = std::time::Instant::now();
     let Target::Regular(Some(c)) = Target::resolve(req, coll) else {
-        return Ok(doc! {
+        let stats = doc! {
             "executionSuccess": true, "nReturned": 0_i64, "executionTimeMillis": 0_i64,
             "totalKeysExamined": 0_i64, "totalDocsExamined": 0_i64,
             "executionStages": {"stage": "EOF", "nReturned": 0_i64},
+        };
+        let ctx = super::pipeline_context::CatalogContext::new(req);
+        let opts = ctx.run_options()?;
+        let (counted, _) =
+            super::explain_stages::run_counted(&stages[used..], Vec::new(), &opts, started)?;
+        return Ok(ExplainRun {
+            stats,
+            read: 0,
+            read_millis: 0,
+            stages: counted,
+            returned: 0,
+            millis: 0,
         });
     };
     let filter = match match_spec {
@@ -407,21 +466,36 @@ fn execution_stats(
         ..Default::default()
     };
     let read = super::planned::regular_read(&c, filter, match_spec, &opts)?;
+    // (A `$sort` the plan answers is not run again below: no count depends on the order.)
     let fetched = read.source.collect::<Result<Vec<Document>, _>>()?;
-    let matched = fetched.len() as u64;
-    let pipeline = Pipeline::parse(rest)?;
-    let ctx = super::pipeline_context::CatalogContext::new(req);
-    let returned = match pipeline.writes() {
-        true => 0,
-        false => pipeline.run_with(fetched, &ctx.run_options()?)?.len(),
+    let read_n = fetched.len();
+    let read_millis = super::explain_stages::millis_since(started);
+    let ranges = match &read.plan.access {
+        hourglass_catalog::plan::Access::IndexScan { ranges, .. } => ranges.len(),
+        _ => 0,
     };
-    Ok(doc! {
+    let access =
+        super::planned::plan_stages(&read.plan, match_spec, Some((&read.stats, read_n as u64)));
+    let (access, _) = super::explain_counters::count_access(access, true, ranges, read_millis);
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let run_opts = ctx.run_options()?;
+    let (counted, returned) =
+        super::explain_stages::run_counted(&stages[used..], fetched, &run_opts, started)?;
+    let stats = doc! {
         "executionSuccess": true,
-        "nReturned": returned as i64,
-        "executionTimeMillis": started.elapsed().as_millis() as i64,
+        "nReturned": read_n as i64,
+        "executionTimeMillis": read_millis,
         "totalKeysExamined": read.stats.keys() as i64,
         "totalDocsExamined": read.stats.docs() as i64,
-        "executionStages": super::planned::plan_stages(&read.plan, match_spec, Some((&read.stats, matched))),
+        "executionStages": access,
+    };
+    Ok(ExplainRun {
+        stats,
+        read: read_n,
+        read_millis,
+        stages: counted,
+        returned: returned.unwrap_or(0),
+        millis: super::explain_stages::millis_since(started),
     })
 }
 

@@ -4,6 +4,8 @@
 //! `explain` shows what was pushed down and, after running the scan, what it examined.
 
 use super::cursor_reply::{cursor_batch_size, row_cursor_reply};
+use super::explain_stages::{millis_since, run_counted, with_counts};
+use super::explain_ts;
 use super::target::ts_rows;
 use super::Request;
 use crate::error::{CmdResult, CommandError};
@@ -52,7 +54,7 @@ pub fn aggregate_view(
     if let Some(execute) = explain {
         let (run, counters) = match execute {
             true => {
-                let (run, counters) = run_for_explain(req, buckets, options, &plan, &rest)?;
+                let (run, counters) = run_for_explain(req, buckets, options, &plan, stages)?;
                 (Some(run), counters)
             }
             // queryPlanner: the bucket access path is chosen; nothing is read or run.
@@ -95,40 +97,95 @@ pub fn aggregate_view(
     )
 }
 
+/// The number of leading `$match` stages (merged into the plan's filter; the stages
+/// after them are shown after the unpacking).
+fn leading_matches(stages: &[Document]) -> usize {
+    stages
+        .iter()
+        .take_while(|s| s.len() == 1 && matches!(s.get("$match"), Some(Bson::Document(_))))
+        .count()
+}
+
 /// Runs the pipeline for its explain: the scan with what was pushed into it, then the
-/// stages after it (their output is counted, not returned), except a pipeline that
-/// writes: explain never writes.
+/// stages after it one by one, each counted (their output is not returned), except a
+/// stage that writes: explain never writes. Stages the scan ran itself (a vectorized
+/// `$group`, a columnar `$project`/`$sort`/`$limit`, ...) are counted by running the
+/// pipeline up to each of them.
 fn run_for_explain(
     req: &Request,
     buckets: &Arc<Collection>,
     options: &TimeseriesOptions,
     plan: &TsPlan,
-    rest: &Pipeline,
+    stages: &[Document],
 ) -> Result<(ExplainRun, Arc<hourglass_timeseries::ScanCounters>), CommandError> {
     let started = std::time::Instant::now();
     let ex = req.state.timeseries.execute(buckets, options, plan)?;
-    let input = ex.rows.documents().collect::<Result<Vec<Document>, _>>()?;
-    let unpacked = input.len();
-    let returned = if rest.writes() {
-        None
+    let counters = ex.counters.clone();
+    let rows = ex.rows.documents().collect::<Result<Vec<Document>, _>>()?;
+    let scan_millis = millis_since(started);
+    let ctx = super::pipeline_context::CatalogContext::new(req);
+    let opts = ctx.run_options()?;
+    let shown = leading_matches(stages).min(plan.consumed);
+    let mut counted = Vec::new();
+    let unpacked = if plan.consumed > shown {
+        let mut count = stages[..shown].to_vec();
+        count.push(doc! {"$group": {"_id": Bson::Null, "n": {"$sum": 1}}});
+        let out = prefix_output(req, buckets, options, &count, &opts)?;
+        out.first()
+            .and_then(|d| d.get("n"))
+            .and_then(super::args::as_i64)
+            .unwrap_or(0) as usize
     } else {
-        let ctx = super::pipeline_context::CatalogContext::new(req);
-        Some(rest.run_with(input, &ctx.run_options()?)?.len())
+        rows.len()
     };
+    for i in shown..plan.consumed {
+        let n = match i + 1 == plan.consumed {
+            true => rows.len(),
+            false => prefix_output(req, buckets, options, &stages[..=i], &opts)?.len(),
+        };
+        counted.push(Bson::Document(with_counts(
+            stages[i].clone(),
+            n,
+            scan_millis,
+        )));
+    }
+    let (rest, returned) = run_counted(&stages[plan.consumed..], rows, &opts, started)?;
+    counted.extend(rest);
     let run = ExplainRun {
         unpacked,
         returned,
-        millis: started.elapsed().as_millis() as i64,
+        stages: counted,
+        scan_millis,
+        millis: millis_since(started),
     };
-    Ok((run, ex.counters))
+    Ok((run, counters))
+}
+
+/// What the pipeline `stages` outputs, planned over the buckets as a read runs it.
+fn prefix_output(
+    req: &Request,
+    buckets: &Arc<Collection>,
+    options: &TimeseriesOptions,
+    stages: &[Document],
+    opts: &hourglass_query::pipeline::RunOptions<'_>,
+) -> Result<Vec<Document>, CommandError> {
+    let mut plan = TsPlan::new(stages, options)?;
+    plan.limits = opts.limits;
+    let ex = req.state.timeseries.execute(buckets, options, &plan)?;
+    let rows = ex.rows.documents().collect::<Result<Vec<Document>, _>>()?;
+    Ok(Pipeline::parse(&stages[plan.consumed..])?.run_with(rows, opts)?)
 }
 
 /// What running a pipeline for explain produced.
 struct ExplainRun {
-    /// Measurements the bucket scan (and the stages pushed into it) produced.
+    /// Measurements the unpacking (with the event filter) produced.
     unpacked: usize,
     /// Documents the whole pipeline returned (`None` when it was not run to the end).
     returned: Option<usize>,
+    /// The stages after the unpacking, with their counts.
+    stages: Vec<Bson>,
+    /// Time of the bucket scan, and of the whole pipeline.
+    scan_millis: i64,
     millis: i64,
 }
 
@@ -143,49 +200,37 @@ fn explain_reply(
     counters: &hourglass_timeseries::ScanCounters,
 ) -> Document {
     use hourglass_timeseries::ScanCounters as C;
-    let pushed = plan.explain(run.map(|_| counters));
-    let examined = C::get(&counters.buckets_examined) as i64;
+    let split = explain_ts::split(&plan.filter_spec, options);
+    let shown = leading_matches(stages).min(plan.consumed);
+    let mut unpack = explain_ts::unpack_spec(options, plan, &split, &stages[shown..]);
+    unpack.extend(plan.explain(run.map(|_| counters)));
+    let scan = run.map(|r| explain_ts::ScanRun {
+        millis: r.scan_millis,
+    });
+    // The buckets read, also when the aggregate names a view over the collection.
+    let namespace = buckets.namespace().to_string();
+    let cursor = explain_ts::cursor_stage(namespace, options, &split, counters, scan.as_ref());
+    let query_planner = cursor
+        .get_document("$cursor")
+        .and_then(|c| c.get_document("queryPlanner"))
+        .cloned()
+        .unwrap_or_default();
+    let mut unpack = doc! {"$_internalUnpackBucket": unpack};
+    let mut out_stages = vec![Bson::Document(cursor)];
+    match run {
+        Some(r) => {
+            unpack = with_counts(unpack, r.unpacked, r.scan_millis);
+            out_stages.push(Bson::Document(unpack));
+            out_stages.extend(r.stages.iter().cloned());
+        }
+        None => {
+            out_stages.push(Bson::Document(unpack));
+            out_stages.extend(stages[shown..].iter().cloned().map(Bson::Document));
+        }
+    }
+    let examined = (C::get(&counters.buckets_pruned) + C::get(&counters.buckets_returned))
+        .max(C::get(&counters.buckets_examined)) as i64;
     let index = C::get(&counters.used_meta_index) > 0;
-    let winning = if index {
-        let meta = options.meta_field.clone().unwrap_or_default();
-        doc! {"stage": "FETCH", "inputStage": {"stage": "IXSCAN", "indexName": format!("{meta}_1_{}_1", options.time_field), "keyPattern": {"meta": 1, format!("control.min.{}", options.time_field): 1, format!("control.max.{}", options.time_field): 1}}}
-    } else {
-        doc! {"stage": "COLLSCAN", "direction": "forward"}
-    };
-    let mut unpack = doc! {
-        "timeField": options.time_field.clone(),
-        "bucketMaxSpanSeconds": options.bucket_max_span_seconds,
-    };
-    if let Some(mf) = &options.meta_field {
-        unpack.insert("metaField", mf.clone());
-    }
-    unpack.extend(pushed);
-    if let Some(run) = run {
-        unpack.insert("nReturned", run.unpacked as i64);
-    }
-    let query_planner = doc! {
-        // The buckets read, also when the aggregate names a view over the collection.
-        "namespace": buckets.namespace().to_string(),
-        "winningPlan": winning,
-        "rejectedPlans": [],
-    };
-    let mut cursor = doc! {"queryPlanner": query_planner.clone()};
-    if run.is_some() {
-        cursor.insert(
-            "executionStats",
-            doc! {
-                "executionSuccess": true,
-                "nReturned": C::get(&counters.buckets_returned) as i64,
-                "totalKeysExamined": if index { examined } else { 0 },
-                "totalDocsExamined": examined,
-            },
-        );
-    }
-    let mut out_stages = vec![
-        Bson::Document(doc! {"$cursor": cursor}),
-        Bson::Document(doc! {"$_internalUnpackBucket": unpack}),
-    ];
-    out_stages.extend(stages[plan.consumed..].iter().cloned().map(Bson::Document));
     // Tools that read only the top-level sections (mongosh's and Compass's summaries)
     // find the bucket access path and the whole pipeline's counts there.
     let mut reply = doc! {
@@ -205,10 +250,6 @@ fn explain_reply(
             },
         );
     }
-    reply.insert("command", req.body.clone());
-    reply.insert(
-        "serverInfo",
-        doc! {"host": req.state.host.clone(), "version": super::diagnostics::COMPAT_VERSION},
-    );
+    super::explain_reply::finish_aggregate(req, &mut reply);
     reply
 }

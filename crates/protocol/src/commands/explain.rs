@@ -245,7 +245,7 @@ pub fn explain(req: &Request) -> CmdResult {
         if let Some(mut reply) =
             super::distinct_scan::explain_by_scan(req, &inner, &shape.coll, execute)?
         {
-            finish(req, &mut reply, inner, &db);
+            super::explain_reply::finish(req, &mut reply, inner, &db);
             return Ok(reply);
         }
     }
@@ -395,7 +395,7 @@ pub fn explain(req: &Request) -> CmdResult {
         }
         reply.insert("executionStats", stats);
     }
-    finish(req, &mut reply, inner, &db);
+    super::explain_reply::finish(req, &mut reply, inner, &db);
     Ok(reply)
 }
 
@@ -435,8 +435,36 @@ fn explain_aggregate(
     let mut sub = req.sub_request(body);
     sub.db = db.clone();
     let mut reply = super::aggregate::aggregate(&sub)?;
-    finish(req, &mut reply, inner, &db);
+    if verbosity == Verbosity::AllPlansExecution {
+        with_all_plans(&mut reply);
+    }
+    super::explain_reply::finish(req, &mut reply, inner, &db);
     Ok(reply)
+}
+
+/// At `allPlansExecution` the read's `executionStats` (the `$cursor` stage's, or the
+/// top-level one of a pipeline the plan answers whole) list the plans the planner ran
+/// against each other: none, as Hourglass runs only the plan it chose.
+fn with_all_plans(reply: &mut Document) {
+    let add = |stats: &mut Document| {
+        if !stats.contains_key("allPlansExecution") {
+            stats.insert("allPlansExecution", Vec::<Document>::new());
+        }
+    };
+    if let Ok(stages) = reply.get_array_mut("stages") {
+        let cursor = stages
+            .first_mut()
+            .and_then(|s| match s {
+                Bson::Document(d) => d.get_document_mut("$cursor").ok(),
+                _ => None,
+            })
+            .and_then(|c| c.get_document_mut("executionStats").ok());
+        if let Some(stats) = cursor {
+            add(stats);
+        }
+    } else if let Ok(stats) = reply.get_document_mut("executionStats") {
+        add(stats);
+    }
 }
 
 /// The pipeline a read command `name` runs as over a view: `find` as
@@ -469,46 +497,4 @@ pub(super) fn view_pipeline(name: &str, shape: &ReadShape<'_>, inner: &Document)
         _ => {}
     }
     stages
-}
-
-/// The tail of every explain reply, as mongod 7.0 ends it: the command explained (with
-/// its `$db`), `serverInfo` and `serverParameters`.
-fn finish(req: &Request, reply: &mut Document, mut inner: Document, db: &str) {
-    if !inner.contains_key("$db") {
-        inner.insert("$db", db);
-    }
-    reply.insert("command", inner);
-    reply.insert("serverInfo", server_info(req));
-    reply.insert("serverParameters", server_parameters(req));
-}
-
-/// The query memory limits mongod 7.0 reports in every explain (the two Hourglass
-/// applies from its parameters, MongoDB's defaults for the others).
-fn server_parameters(req: &Request) -> Document {
-    const DEFAULT: i64 = 100 * 1024 * 1024;
-    let number = |n: i64| match i32::try_from(n) {
-        Ok(i) => Bson::Int32(i),
-        Err(_) => Bson::Int64(n),
-    };
-    let param = |name: &str| number(req.state.params.get_i64(name, DEFAULT));
-    doc! {
-        "internalQueryFacetBufferSizeBytes": number(DEFAULT),
-        "internalQueryFacetMaxOutputDocSizeBytes": number(DEFAULT),
-        "internalLookupStageIntermediateDocumentMaxSizeBytes": number(DEFAULT),
-        "internalDocumentSourceGroupMaxMemoryBytes": param("internalDocumentSourceGroupMaxMemoryBytes"),
-        "internalQueryMaxBlockingSortMemoryUsageBytes": param("internalQueryMaxBlockingSortMemoryUsageBytes"),
-        "internalQueryProhibitBlockingMergeOnMongoS": 0,
-        "internalQueryMaxAddToSetBytes": number(DEFAULT),
-        "internalDocumentSourceSetWindowFieldsMaxMemoryBytes": number(DEFAULT),
-        "internalQueryFrameworkControl": "trySbeRestricted",
-    }
-}
-
-fn server_info(req: &Request) -> Document {
-    doc! {
-        "host": &req.state.host,
-        "port": req.state.cmdline.parsed.get_document("net").ok().and_then(|n| n.get("port").cloned()).unwrap_or(Bson::Int32(27017)),
-        "version": super::diagnostics::COMPAT_VERSION,
-        "gitVersion": "hourglass",
-    }
 }

@@ -208,7 +208,8 @@ impl TsPlan {
         })
     }
 
-    /// The plan for explain: what runs at bucket level and what per measurement.
+    /// Hourglass's details of the plan for explain: what runs at bucket level, what was
+    /// pushed into the scan and, with `counters`, what the scan did.
     pub fn explain(&self, counters: Option<&ScanCounters>) -> Document {
         let mut bucket_filter = doc! {
             "time": {
@@ -221,13 +222,10 @@ impl TsPlan {
         if !extent.is_empty() {
             bucket_filter.insert("extent", extent);
         }
+        // (The filter on measurements and the fields unpacked are the caller's to show,
+        // as mongod's `eventFilter` and `include`/`exclude`.)
         let mut d = doc! {
             "bucketFilter": bucket_filter,
-            "eventFilter": self.filter_spec.clone(),
-            "include": match &self.fields {
-                Some(f) => Bson::Array(f.iter().cloned().map(Bson::String).collect()),
-                None => Bson::String("all".into()),
-            },
             "vectorizedGroup": self.group.is_some(),
             "lastPoint": self.lastpoint.is_some(),
             "vectorizedFilter": self.group.as_ref().is_some_and(|(_, r, _)| r.is_some()),
