@@ -186,7 +186,6 @@ impl RawGroup {
         let mut by_raw: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
         let mut raw_bytes = 0_u64;
         let (mut found, mut raw, mut values) = (Vec::new(), Vec::with_capacity(64), Vec::new());
-        let self_filter = filter;
         for item in docs {
             crate::interrupt::check()?;
             let item = item?;
@@ -195,10 +194,10 @@ impl RawGroup {
             let mut found_all = false;
             match &matcher {
                 Matcher::All => {}
-                Matcher::Paths { at, filter } => {
+                Matcher::Paths { at, filter: pre } => {
                     found_all = slots.find(b, &mut found) && !found.contains(&Found::ThroughArray);
                     let verdict = match found_all {
-                        true => filter.matches_values(b, &found, at, &mut values),
+                        true => pre.matches_values(b, &found, at, &mut values),
                         false => None,
                     };
                     match verdict {
@@ -209,7 +208,7 @@ impl RawGroup {
                             let Some(d) = decode(b) else {
                                 return Ok(None);
                             };
-                            if !self_filter.matches(&d) {
+                            if !filter.matches(&d) {
                                 continue;
                             }
                             whole = Some(d);
