@@ -412,24 +412,12 @@ impl GroupRun<'_> {
         let mut raw = Vec::with_capacity(32);
         let mut last_raw: Option<(Vec<u8>, usize)> = None;
         let mut last_simple: Option<(Option<i64>, usize)> = None;
-        let mut last_bin: Option<(i64, i64)> = None;
         for i in 0..n {
             if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(false)) {
                 continue;
             }
             let bin_ms = match (g.time_bin, &time) {
-                (Some(width), Some(t)) => t.date_ms(i).and_then(|ms| {
-                    // A bucket's times are mostly in order: the last row's bin usually
-                    // holds this one, and a comparison is cheaper than a division.
-                    match last_bin {
-                        Some((start, end)) if start <= ms && ms < end => Some(start),
-                        _ => {
-                            let start = bin_start(ms, width)?;
-                            last_bin = start.checked_add(width).map(|end| (start, end));
-                            Some(start)
-                        }
-                    }
-                }),
+                (Some(width), Some(t)) => t.date_ms(i).and_then(|ms| bin_start(ms, width)),
                 _ => None,
             };
             let slot = if key_cols.is_empty() {
