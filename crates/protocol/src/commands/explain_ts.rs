@@ -12,6 +12,7 @@ use super::planned::parsed_query;
 use super::query_shape_hash::{plan_cache_key, query_hash};
 use bson::{doc, Bson, Document};
 use hourglass_query::pipeline::deps::pipeline_fields;
+use hourglass_timeseries::meta::is_meta_path;
 use hourglass_timeseries::ScanCounters as C;
 use hourglass_timeseries::{TimeseriesOptions, TsPlan};
 
@@ -65,12 +66,7 @@ fn on_meta(c: &Document, meta: Option<&str>) -> bool {
     let Some(meta) = meta else {
         return false;
     };
-    c.len() == 1
-        && c.keys().all(|k| {
-            k == meta
-                || k.strip_prefix(meta)
-                    .is_some_and(|rest| rest.starts_with('.'))
-        })
+    c.len() == 1 && c.keys().all(|k| is_meta_path(k, meta))
 }
 
 /// The filter split as mongod splits it for the unpacking: the predicates on the meta
