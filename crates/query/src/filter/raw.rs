@@ -18,6 +18,8 @@ pub struct RawFilter {
     fields: Vec<String>,
     tree: FieldTree,
     slots: PathSlots,
+    /// The slot of each of `fields` in `slots` (in order: `0..fields.len()`).
+    own_slots: Vec<usize>,
     filter: Filter,
 }
 
@@ -45,6 +47,7 @@ impl RawFilter {
         Some(RawFilter {
             tree: FieldTree::from_paths(fields.iter().map(String::as_str)),
             slots: PathSlots::new(&fields),
+            own_slots: (0..fields.len()).collect(),
             fields,
             filter: filter.clone(),
         })
@@ -64,10 +67,9 @@ impl RawFilter {
         let b = raw.as_bytes();
         let mut found = Vec::new();
         if self.slots.find(b, &mut found) && !found.contains(&Found::ThroughArray) {
-            let at: Vec<usize> = (0..self.fields.len()).collect();
             // Bytes that do not convert: the full decoding reports them.
             return self
-                .matches_values(b, &found, &at, &mut Vec::new())
+                .matches_values(b, &found, &self.own_slots, &mut Vec::new())
                 .unwrap_or(true);
         }
         match crate::raw_pick::picked_document(b, &self.tree) {
