@@ -641,6 +641,19 @@ mod tests {
                 doc! {"$group": {"_id": {"h": {"$dateTrunc": {"date": "$time", "unit": "minute", "binSize": 7}}, "host": "$tags.hostname"}, "a": {"$avg": "$usage_user"}, "s": {"$sum": "$n"}, "f": {"$first": "$n"}, "l": {"$last": "$usage_user"}, "mn": {"$min": "$n"}}},
             ],
         );
+        // Buckets whose time range lies in one bin are fed whole to one group, also when
+        // the time filter selects part of a bucket.
+        for unit in ["hour", "day"] {
+            check_same(
+                &store,
+                &c,
+                &o,
+                vec![
+                    doc! {"$match": {"time": {"$gte": t(10), "$lt": t(250)}}},
+                    doc! {"$group": {"_id": {"h": "$tags.hostname", "t": {"$dateTrunc": {"date": "$time", "unit": unit}}}, "a": {"$avg": "$usage_user"}, "mx": {"$max": "$usage_user"}, "s": {"$sum": "$n"}, "c": {"$count": {}}, "f": {"$first": "$n"}, "l": {"$last": "$time"}}},
+                ],
+            );
+        }
         check_same(
             &store,
             &c,

@@ -6,6 +6,7 @@
 //! (`$sum $avg $min $max $first $last $count`) follow the query layer's semantics.
 
 use super::col::{Col, Cols};
+use crate::column::{NumericValues, TypedColumn};
 use crate::options::TimeseriesOptions;
 use crate::store::BucketView;
 use crate::TsError;
@@ -378,10 +379,6 @@ impl GroupRun<'_> {
         let bucket = cols.view;
         let n = bucket.count();
         let load = |f: &str| cols.get(f).map_err(ts_error);
-        let time = match g.time_bin {
-            Some(_) => Some(load(&g.time_field)?),
-            None => None,
-        };
         let key_cols: Vec<Rc<Col>> = g
             .key_fields
             .iter()
@@ -409,11 +406,31 @@ impl GroupRun<'_> {
                 Arg::Field(f) => Ok(ArgValues::Column(load(f)?)),
             })
             .collect::<Result<_, QueryError>>()?;
+        if key_cols.is_empty() {
+            if let Some(bin_ms) = one_bin(g.time_bin, bucket) {
+                let Some(first) = (0..n).find(|&i| selected(mask, i)) else {
+                    return Ok(());
+                };
+                let slot = self.simple_slot(series, meta_id, bin_ms, (at, first))?;
+                if let Some((_, states)) = self.groups.get_mut(slot) {
+                    for ((_, acc, _), (state, arg)) in
+                        g.accs.iter().zip(states.iter_mut().zip(&args))
+                    {
+                        feed_rows(*acc, state, arg, n, mask);
+                    }
+                }
+                return Ok(());
+            }
+        }
+        let time = match g.time_bin {
+            Some(_) => Some(load(&g.time_field)?),
+            None => None,
+        };
         let mut raw = Vec::with_capacity(32);
         let mut last_raw: Option<(Vec<u8>, usize)> = None;
         let mut last_simple: Option<(Option<i64>, usize)> = None;
         for i in 0..n {
-            if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(false)) {
+            if !selected(mask, i) {
                 continue;
             }
             let bin_ms = match (g.time_bin, &time) {
@@ -425,14 +442,7 @@ impl GroupRun<'_> {
                 match last_simple {
                     Some((b, s)) if b == bin_ms => s,
                     _ => {
-                        let s = match self.simple.get(&(meta_id, bin_ms)) {
-                            Some(s) => *s,
-                            None => {
-                                let s = self.slot_for(series, bin_ms, &key_cols, (at, i))?;
-                                self.simple.insert((meta_id, bin_ms), s);
-                                s
-                            }
-                        };
+                        let s = self.simple_slot(series, meta_id, bin_ms, (at, i))?;
                         last_simple = Some((bin_ms, s));
                         s
                     }
@@ -476,17 +486,26 @@ impl GroupRun<'_> {
                 continue;
             };
             for ((_, acc, _), (state, arg)) in g.accs.iter().zip(states.iter_mut().zip(&args)) {
-                match arg {
-                    ArgValues::Const(c) => accumulate(*acc, state, c.as_ref()),
-                    ArgValues::Column(c) => match c.double(i) {
-                        // A double the state can take without a BSON value.
-                        Some(x) if accumulate_double(*acc, state, x) => {}
-                        _ => accumulate(*acc, state, c.get(i).as_ref()),
-                    },
-                }
+                feed_row(*acc, state, arg, i);
             }
         }
         Ok(())
+    }
+
+    /// The group of a key of series and time bin only, created on first sight.
+    fn simple_slot(
+        &mut self,
+        series: Option<u32>,
+        meta_id: u32,
+        bin_ms: Option<i64>,
+        position: (u64, usize),
+    ) -> Result<usize, QueryError> {
+        if let Some(s) = self.simple.get(&(meta_id, bin_ms)) {
+            return Ok(*s);
+        }
+        let s = self.slot_for(series, bin_ms, &[], position)?;
+        self.simple.insert((meta_id, bin_ms), s);
+        Ok(s)
     }
 
     /// The series of `bucket`, numbered in first-seen order; its meta document parsed
@@ -614,6 +633,59 @@ impl GroupRun<'_> {
 enum ArgValues {
     Const(Option<Bson>),
     Column(Rc<Col>),
+}
+
+/// Whether row `i` is selected by `mask` (all rows when `None`).
+fn selected(mask: Option<&[bool]>, i: usize) -> bool {
+    mask.is_none_or(|m| m.get(i).copied().unwrap_or(false))
+}
+
+/// The one time bin every measurement of `bucket` falls in, for a key of series and time
+/// bin only: `Some(None)` when the key reads no time; `None` when the bucket's time range
+/// spans several bins. Read from the bucket's control bounds, which hold every
+/// measurement's time (the minimum rounded down), so the time column is not decoded.
+fn one_bin(width: Option<i64>, bucket: &BucketView) -> Option<Option<i64>> {
+    let Some(width) = width else {
+        return Some(None);
+    };
+    let bin = bin_start(bucket.min_time_ms(), width)?;
+    (bin_start(bucket.max_time_ms()?, width)? == bin).then_some(Some(bin))
+}
+
+/// Accumulates row `i`'s argument into `state`.
+fn feed_row(acc: Acc, state: &mut State, arg: &ArgValues, i: usize) {
+    match arg {
+        ArgValues::Const(c) => accumulate(acc, state, c.as_ref()),
+        ArgValues::Column(c) => match c.double(i) {
+            // A double the state can take without a BSON value.
+            Some(x) if accumulate_double(acc, state, x) => {}
+            _ => accumulate(acc, state, c.get(i).as_ref()),
+        },
+    }
+}
+
+/// Accumulates the selected rows of a bucket (`n` rows) into one group's `state`, in
+/// row order as [`feed_row`] would: an average of a column of doubles is summed in one
+/// pass over the column.
+fn feed_rows(acc: Acc, state: &mut State, arg: &ArgValues, n: usize, mask: Option<&[bool]>) {
+    if let (Acc::Avg, State::Avg(sum, count, _), ArgValues::Column(c)) = (acc, &mut *state, arg) {
+        if let Col::Typed(TypedColumn {
+            values: NumericValues::Doubles(d),
+            present: None,
+        }) = &**c
+        {
+            for (i, x) in d.iter().enumerate().take(n) {
+                if selected(mask, i) {
+                    *sum += x;
+                    *count += 1;
+                }
+            }
+            return;
+        }
+    }
+    for i in (0..n).filter(|&i| selected(mask, i)) {
+        feed_row(acc, state, arg, i);
+    }
 }
 
 fn ts_error(e: TsError) -> QueryError {
