@@ -7,6 +7,7 @@
 mod col;
 mod columnar;
 mod gathered;
+mod group_state;
 mod lastpoint;
 mod near;
 mod packed;
