@@ -214,3 +214,53 @@ def test_fetch_keeps_no_filter_when_exact_index_bounds_answer_it(db):
     assert "filter" in fetch({"a": {"$exists": True}})
     # The answer is still filtered: exactly the matching documents come back.
     assert len(list(db.c.find({"a": {"$in": [1, 2]}, "x": 1}).hint("a_1_x_1"))) == 1
+
+
+def test_sort_skip_limit_and_projection_stages_count_what_each_passes_on(db):
+    db.c.insert_many([{"x": i, "s": "v%03d" % i} for i in range(100)])
+    out = explain(
+        db,
+        {
+            "find": "c",
+            "filter": {"x": {"$gte": 10}},
+            "sort": {"s": 1},
+            "skip": 2,
+            "limit": 5,
+            "projection": {"s": 1, "_id": 0},
+        },
+    )
+    root = out["executionStats"]["executionStages"]
+    assert root["stage"] == "PROJECTION_SIMPLE"
+    assert root["nReturned"] == 5
+    limit, skip, sort = stage(root, "LIMIT"), stage(root, "SKIP"), stage(root, "SORT")
+    # The sort keeps only what the skip and the limit can reach.
+    assert sort["limitAmount"] == 7
+    assert sort["memLimit"] == 100 * 1024 * 1024
+    assert sort["nReturned"] == 7
+    assert skip["nReturned"] == 5
+    assert limit["nReturned"] == 5
+    scan = stage(root, "COLLSCAN")
+    assert scan["nReturned"] == 90
+    for s in (root, limit, skip, sort):
+        assert s["advanced"] == s["nReturned"]
+        assert s["works"] >= scan["works"]
+        assert s["isEOF"] == 1
+    planned = out["queryPlanner"]["winningPlan"]
+    assert list(stage(planned, "SORT"))[:5] == [
+        "stage", "sortPattern", "memLimit", "limitAmount", "type"
+    ]
+
+
+def test_a_projection_with_a_computed_field_is_a_default_projection(db):
+    db.c.insert_many([{"x": i} for i in range(20)])
+    out = explain(db, {"find": "c", "skip": 3, "limit": 5, "projection": {"y": {"$add": ["$x", 1]}}})
+    root = out["executionStats"]["executionStages"]
+    assert root["stage"] == "PROJECTION_DEFAULT"
+    assert root["nReturned"] == 5
+    skip = stage(root, "SKIP")
+    # Without a sort the scan stops once the limit is reached: 3 skipped, 5 returned.
+    assert stage(root, "COLLSCAN")["nReturned"] == 8
+    assert skip["nReturned"] == 5
+    assert skip["isEOF"] == 0
+    dotted = explain(db, {"find": "c", "projection": {"a.b": 1}}, "queryPlanner")
+    assert dotted["queryPlanner"]["winningPlan"]["stage"] == "PROJECTION_DEFAULT"

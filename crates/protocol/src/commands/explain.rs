@@ -4,7 +4,7 @@
 //! its read part (writes are not performed). On a time-series collection the command is
 //! explained as the pipeline it runs over the buckets (`aggregate_ts`).
 
-use super::explain_counters::{count_access, with_common};
+use super::explain_counters::{count_access, count_wrappers, with_common};
 use super::explain_write::{self, WriteShape};
 use super::planned::{parse_hint, plan_stages, regular_read, ReadOpts};
 use super::query_planner::query_planner;
@@ -40,6 +40,9 @@ pub(super) struct ReadShape<'a> {
     wrapper: Option<&'static str>,
     /// What a write does with the documents it reads.
     write: Option<WriteShape<'a>>,
+    /// Bytes a blocking sort may hold (`internalQueryMaxBlockingSortMemoryUsageBytes`),
+    /// shown as the SORT stage's `memLimit`.
+    sort_mem: i64,
 }
 
 fn opt_doc<'a>(d: &'a Document, k: &str) -> Result<Option<&'a Document>, CommandError> {
@@ -88,6 +91,7 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
         max: None,
         wrapper: None,
         write: None,
+        sort_mem: hourglass_query::pipeline::mem::DEFAULT_LIMIT as i64,
     };
     match name {
         "find" => {
@@ -152,11 +156,15 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
 fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Document {
     let (sort, skip, limit, wrapper) = (shape.sort, shape.skip, shape.limit, shape.wrapper);
     if let Some(s) = sort.filter(|s| !s.is_empty() && !sorted) {
-        input =
-            doc! {"stage": "SORT", "sortPattern": s.clone(), "type": "simple", "inputStage": input};
+        let mut stage =
+            doc! {"stage": "SORT", "sortPattern": s.clone(), "memLimit": shape.sort_mem};
+        // A sort under a skip and a limit keeps only the first skip + limit documents.
         if let Some(l) = limit {
-            input.insert("limitAmount", l);
+            stage.insert("limitAmount", l.saturating_add(skip.unwrap_or(0).max(0)));
         }
+        stage.insert("type", "simple");
+        stage.insert("inputStage", input);
+        input = stage;
     }
     if let Some(k) = skip.filter(|k| *k > 0) {
         input = doc! {"stage": "SKIP", "skipAmount": k, "inputStage": input};
@@ -165,7 +173,7 @@ fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Docu
         input = doc! {"stage": "LIMIT", "limitAmount": l, "inputStage": input};
     }
     if let Some(p) = shape.projection {
-        input = doc! {"stage": "PROJECTION_SIMPLE", "transformBy": p.clone(), "inputStage": input};
+        input = doc! {"stage": projection_stage(p), "transformBy": p.clone(), "inputStage": input};
     }
     if let Some(w) = wrapper {
         input = doc! {"stage": w, "inputStage": input};
@@ -175,6 +183,25 @@ fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Docu
         input = doc! {"stage": "PROJECTION_DEFAULT", "transformBy": f.clone(), "inputStage": input};
     }
     input
+}
+
+/// mongod's name for a find's projection stage: `PROJECTION_SIMPLE` for an inclusion or
+/// exclusion of top-level fields only, `PROJECTION_DEFAULT` for any other (computed
+/// fields, dotted paths, `$slice`, `$elemMatch`, positional).
+fn projection_stage(p: &Document) -> &'static str {
+    let simple = p.iter().all(|(k, v)| {
+        !k.contains('.')
+            && !k.contains('$')
+            && matches!(
+                v,
+                Bson::Boolean(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)
+            )
+    });
+    if simple {
+        "PROJECTION_SIMPLE"
+    } else {
+        "PROJECTION_DEFAULT"
+    }
 }
 
 /// Runs `source` as a find with `skip` and `limit` would: the documents returned (at most
@@ -235,7 +262,10 @@ pub fn explain(req: &Request) -> CmdResult {
         body.remove("cursor");
         return explain_aggregate(req, db, body, inner, verbosity);
     }
-    let shape = shape_of(&name, &inner)?;
+    let mut shape = shape_of(&name, &inner)?;
+    shape.sort_mem = super::pipeline_context::mem_limits(req)?
+        .sort_bytes
+        .min(i64::MAX as u64) as i64;
     let on_view = super::views::is_view(req, &shape.coll)?;
     if on_view && !["find", "count", "distinct"].contains(&name.as_str()) {
         super::views::refuse_on_view(req, &shape.coll)?;
@@ -326,8 +356,8 @@ pub fn explain(req: &Request) -> CmdResult {
                 // Nearest first is the final order unless a sort reorders.
                 let (n, _, _) = run_counting(source, skip, shape.limit, sort.is_none())?;
                 let (stage, keys, docs) = super::near_find::explain_rings(&log, head, n);
-                let mut stages = wrap_stages(stage, &shape, sorted);
-                stages.insert("nReturned", n as i64);
+                let millis = started.elapsed().as_millis() as i64;
+                let stages = count_wrappers(wrap_stages(stage, &shape, sorted), millis).0;
                 (n, keys, docs, stages)
             }
             (Target::Regular(Some(c)), None) => {
@@ -375,8 +405,8 @@ pub fn explain(req: &Request) -> CmdResult {
                     let access =
                         plan_stages(&read.plan, shape.filter, Some((&read.stats, matched)));
                     let (access, _) = count_access(access, eof, ranges, millis);
-                    let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
-                    stages.insert("nReturned", n as i64);
+                    let stages = wrap_stages(near_over(access)?, &shape, sorted);
+                    let stages = count_wrappers(stages, millis).0;
                     (n, read.stats.keys(), read.stats.docs(), stages)
                 }
             }

@@ -114,6 +114,58 @@ pub(super) fn count_access(
     }
 }
 
+/// Adds the counters to the stages a find puts above its access path (`SORT`, `SKIP`,
+/// `LIMIT`, `PROJECTION_*`), whose own counters `count_access` set, from the count each
+/// stage passes on: a SORT returns at most its `limitAmount` after working once per work
+/// of its input, once per document it returns and once to find its end; a SKIP drops its
+/// `skipAmount`; a LIMIT works once more to stop at its `limitAmount`; a projection
+/// returns what it reads. Returns the stage, its works, `nReturned` and `isEOF`.
+pub(super) fn count_wrappers(stage: Document, millis: i64) -> (Document, i64, i64, bool) {
+    let name = stage.get_str("stage").unwrap_or_default().to_string();
+    let wraps = matches!(
+        name.as_str(),
+        "SORT" | "SKIP" | "LIMIT" | "PROJECTION_SIMPLE" | "PROJECTION_DEFAULT"
+    );
+    let mut stage = stage;
+    let child = match stage.remove("inputStage") {
+        Some(Bson::Document(child)) if wraps => child,
+        other => {
+            if let Some(input) = other {
+                stage.insert("inputStage", input);
+            }
+            let eof = !matches!(stage.get("isEOF"), Some(Bson::Int32(0)));
+            let (works, n) = (int(&stage, "works"), int(&stage, "nReturned"));
+            return (stage, works, n, eof);
+        }
+    };
+    let (child, input_works, input_n, input_eof) = count_wrappers(child, millis);
+    let (works, n, eof) = match name.as_str() {
+        "SORT" => {
+            let n = match stage.get("limitAmount") {
+                Some(_) => input_n.min(int(&stage, "limitAmount")),
+                None => input_n,
+            };
+            (input_works + n + 1, n, true)
+        }
+        "SKIP" => (
+            input_works,
+            (input_n - int(&stage, "skipAmount")).max(0),
+            input_eof,
+        ),
+        "LIMIT" => {
+            let limit = int(&stage, "limitAmount");
+            let n = input_n.min(limit);
+            let stopped = n >= limit;
+            (input_works + stopped as i64, n, input_eof || stopped)
+        }
+        _ => (input_works, input_n, input_eof),
+    };
+    stage.insert("nReturned", n);
+    let mut d = with_common(stage, works, eof, millis);
+    d.insert("inputStage", child);
+    (d, works, n, eof)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +192,27 @@ mod tests {
         assert_eq!(ix.get_i64("dupsDropped").unwrap(), 1);
         assert_eq!(ix.get_i64("seeks").unwrap(), 1);
         assert_eq!(d.get_i64("needTime").unwrap(), 2);
+    }
+
+    #[test]
+    fn stages_above_the_access_path_count_what_each_passes_on() {
+        let scan = doc! {"stage": "COLLSCAN", "nReturned": 90_i64, "docsExamined": 100_i64};
+        let (scan, _) = count_access(scan, true, 0, 0);
+        let sort = doc! {"stage": "SORT", "limitAmount": 7_i64, "inputStage": scan};
+        let skip = doc! {"stage": "SKIP", "skipAmount": 2_i64, "inputStage": sort};
+        let limit = doc! {"stage": "LIMIT", "limitAmount": 5_i64, "inputStage": skip};
+        let root = doc! {"stage": "PROJECTION_SIMPLE", "inputStage": limit};
+        let (d, works, n, eof) = count_wrappers(root, 0);
+        assert_eq!((n, eof), (5, true));
+        let limit = d.get_document("inputStage").unwrap();
+        let skip = limit.get_document("inputStage").unwrap();
+        let sort = skip.get_document("inputStage").unwrap();
+        assert_eq!(sort.get_i64("nReturned").unwrap(), 7);
+        // 101 works of the scan, 7 returns, one end.
+        assert_eq!(sort.get_i64("works").unwrap(), 109);
+        assert_eq!(skip.get_i64("nReturned").unwrap(), 5);
+        assert_eq!(limit.get_i64("works").unwrap(), 110);
+        assert_eq!(works, 110);
+        assert_eq!(d.get_i64("advanced").unwrap(), 5);
     }
 }
