@@ -264,3 +264,24 @@ def test_a_projection_with_a_computed_field_is_a_default_projection(db):
     assert skip["isEOF"] == 0
     dotted = explain(db, {"find": "c", "projection": {"a.b": 1}}, "queryPlanner")
     assert dotted["queryPlanner"]["winningPlan"]["stage"] == "PROJECTION_DEFAULT"
+
+
+def test_fetch_over_a_range_the_bounds_answer_keeps_no_filter(db):
+    db.c.insert_many([{"x": i, "s": "v%03d" % i} for i in range(50)])
+    db.c.create_index("x")
+    db.c.create_index("s")
+    for f in ({"x": {"$gte": 10}}, {"x": {"$gt": 10, "$lte": 20}}, {"s": {"$lt": "v010"}}):
+        plan = explain(db, {"find": "c", "filter": f}, "queryPlanner")["queryPlanner"]
+        fetch = plan["winningPlan"]
+        assert fetch["stage"] == "FETCH" and "filter" not in fetch, (f, fetch)
+    # A condition the bounds do not answer stays on the FETCH.
+    plan = explain(db, {"find": "c", "filter": {"x": {"$gte": 10, "$ne": 12}}}, "queryPlanner")
+    assert "filter" in plan["queryPlanner"]["winningPlan"]
+
+
+def test_a_string_range_ends_before_the_object_bracket(db):
+    db.c.insert_many([{"s": "v%03d" % i} for i in range(10)])
+    db.c.create_index("s")
+    plan = explain(db, {"find": "c", "filter": {"s": {"$gte": "v005"}}}, "queryPlanner")
+    ix = stage(plan["queryPlanner"]["winningPlan"], "IXSCAN")
+    assert ix["indexBounds"] == {"s": ['["v005", {})']}

@@ -671,10 +671,13 @@ pub fn bounds_document(index: &IndexRef, bounds: &[FieldBounds], reverse: bool) 
                     .as_ref()
                     .map(|(v, i)| (show(v), *i))
                     .unwrap_or((lo_default, true));
+                // A bracket that ends where the next type's begins (strings at `{}`,
+                // objects at `[]`, arrays at binary data) excludes that end.
+                let open_end = !matches!(rank, 15 | 20 | 25);
                 let (hi, hi_incl) = high
                     .as_ref()
                     .map(|(v, i)| (show(v), *i))
-                    .unwrap_or((hi_default, true));
+                    .unwrap_or((hi_default, open_end));
                 if desc {
                     vec![format!(
                         "{}{hi}, {lo}{}",

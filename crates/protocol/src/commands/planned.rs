@@ -247,11 +247,50 @@ fn exact_point(v: &Bson, collated: bool) -> bool {
     }
 }
 
+/// Whether `d` is a range: one or two of `$gt`, `$gte`, `$lt`, `$lte`, at most one
+/// lower and one upper.
+fn is_range(d: &Document) -> bool {
+    let lows = d
+        .keys()
+        .filter(|k| matches!(k.as_str(), "$gt" | "$gte"))
+        .count();
+    let highs = d
+        .keys()
+        .filter(|k| matches!(k.as_str(), "$lt" | "$lte"))
+        .count();
+    lows <= 1 && highs <= 1 && lows + highs == d.len() && !d.is_empty()
+}
+
+/// Whether a range's bounds are exactly the index scan's `bounds` on its field: each end
+/// of the range is that end of the scan (its value and inclusiveness), an open end is the
+/// end of the value's type bracket, and the values are of a type whose bracket the scan
+/// keeps exactly (numbers but NaN, dates, object ids, strings without a collation).
+fn range_is_exact(d: &Document, bounds: &FieldBounds, collated: bool) -> bool {
+    use hourglass_query::compare::compare_values;
+    let FieldBounds::Range { low, high, .. } = bounds else {
+        return false;
+    };
+    let end = |ops: [&str; 2]| -> Option<(Bson, bool)> {
+        d.iter()
+            .find(|(k, _)| ops.contains(&k.as_str()))
+            .map(|(k, v)| (v.clone(), k.ends_with('e')))
+    };
+    let exact_value = |v: &Bson| !matches!(v, Bson::Boolean(_)) && exact_point(v, collated);
+    let same = |want: Option<(Bson, bool)>, got: &Option<(Bson, bool)>| match (want, got) {
+        (None, None) => true,
+        (Some((w, wi)), Some((g, gi))) => {
+            exact_value(&w) && wi == *gi && compare_values(&w, g).is_eq()
+        }
+        _ => false,
+    };
+    same(end(["$gt", "$gte"]), low) && same(end(["$lt", "$lte"]), high)
+}
+
 /// Whether the bounds of an index scan answer the whole filter, so the FETCH above it
 /// keeps no filter (as mongod shows it): every field of the filter is an equality or
-/// `$in` of exact point values on an ascending or descending field of an index that is
-/// not multikey, the scan's bounds on it are exactly those points, and every other field
-/// of the index is unbounded. (Hourglass still applies the filter to what it fetches.)
+/// `$in` of exact point values, or a range of exact values, on an ascending or
+/// descending field of an index that is not multikey, the scan's bounds on it are exactly
+/// those points or that range, and every other field of the index is unbounded. (Hourglass still applies the filter to what it fetches.)
 fn exact_bounds(
     index: &hourglass_catalog::plan::IndexRef,
     bounds: &[FieldBounds],
@@ -279,6 +318,12 @@ fn exact_bounds(
         let values: Vec<Bson> = match spec.get(field) {
             None => {
                 if matches!(b, FieldBounds::All) {
+                    continue;
+                }
+                return false;
+            }
+            Some(Bson::Document(d)) if is_range(d) => {
+                if range_is_exact(d, b, collated) {
                     continue;
                 }
                 return false;
