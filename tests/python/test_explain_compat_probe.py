@@ -285,3 +285,31 @@ def test_a_string_range_ends_before_the_object_bracket(db):
     plan = explain(db, {"find": "c", "filter": {"s": {"$gte": "v005"}}}, "queryPlanner")
     ix = stage(plan["queryPlanner"]["winningPlan"], "IXSCAN")
     assert ix["indexBounds"] == {"s": ['["v005", {})']}
+
+
+def test_count_stage_skips_and_limits_itself_and_returns_nothing(db):
+    db.c.insert_many([{"a": i % 3} for i in range(20)])
+    out = explain(db, {"count": "c", "query": {"a": 1}, "skip": 1, "limit": 3})
+    assert out["queryPlanner"]["winningPlan"]["inputStage"]["stage"] == "COLLSCAN"
+    st = out["executionStats"]
+    root = st["executionStages"]
+    assert st["nReturned"] == 0
+    assert (root["stage"], root["nReturned"], root["nCounted"], root["nSkipped"]) == (
+        "COUNT", 0, 3, 1
+    )
+    assert root["inputStage"]["nReturned"] == 4
+    assert db.command("count", "c", query={"a": 1}, skip=1, limit=3)["n"] == 3
+
+
+def test_explain_on_a_missing_collection_runs_the_plans_stages_over_eof(db):
+    out = explain(db, {"update": "none", "updates": [{"q": {"a": 1}, "u": {"$set": {"x": 1}}, "upsert": True}]})
+    root = out["executionStats"]["executionStages"]
+    assert root["stage"] == "UPDATE"
+    assert (root["nMatched"], root["nWouldModify"], root["nWouldUpsert"]) == (0, 0, 1)
+    assert root["inputStage"]["stage"] == "EOF"
+    assert root["inputStage"]["isEOF"] == 1
+    out = explain(db, {"delete": "none", "deletes": [{"q": {"a": 1}, "limit": 0}]})
+    root = out["executionStats"]["executionStages"]
+    assert root["stage"] == out["queryPlanner"]["winningPlan"]["stage"]
+    assert root["nWouldDelete"] == 0
+    assert "none" not in db.list_collection_names()

@@ -166,10 +166,12 @@ fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Docu
         stage.insert("inputStage", input);
         input = stage;
     }
-    if let Some(k) = skip.filter(|k| *k > 0) {
+    // A COUNT stage skips and limits itself.
+    let counts = wrapper == Some("COUNT");
+    if let Some(k) = skip.filter(|k| *k > 0 && !counts) {
         input = doc! {"stage": "SKIP", "skipAmount": k, "inputStage": input};
     }
-    if let Some(l) = limit {
+    if let Some(l) = limit.filter(|_| !counts) {
         input = doc! {"stage": "LIMIT", "limitAmount": l, "inputStage": input};
     }
     if let Some(p) = shape.projection {
@@ -183,6 +185,20 @@ fn wrap_stages(mut input: Document, shape: &ReadShape<'_>, sorted: bool) -> Docu
         input = doc! {"stage": "PROJECTION_DEFAULT", "transformBy": f.clone(), "inputStage": input};
     }
     input
+}
+
+/// `stages` with, when it is a COUNT, the documents it counted (`n`) and skipped of the
+/// `matched` its input returned.
+fn counted(mut stages: Document, n: u64, matched: u64) -> Document {
+    if stages.get_str("stage") == Ok("COUNT") {
+        let input = stages.remove("inputStage");
+        stages.insert("nCounted", n as i64);
+        stages.insert("nSkipped", matched.saturating_sub(n) as i64);
+        if let Some(input) = input {
+            stages.insert("inputStage", input);
+        }
+    }
+    stages
 }
 
 /// mongod's name for a find's projection stage: `PROJECTION_SIMPLE` for an inclusion or
@@ -375,22 +391,8 @@ pub fn explain(req: &Request) -> CmdResult {
                         Some((&read.stats, counts.matched)),
                     );
                     let (access, works) = count_access(access, counts.input_eof, ranges, millis);
-                    let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
-                    if w.fields.is_some() {
-                        // The projection returns what the write stage returns, working once
-                        // per work of it.
-                        let input = stages
-                            .get_document("inputStage")
-                            .cloned()
-                            .unwrap_or_default();
-                        let input = write_stage(input, w, &counts, works, millis);
-                        let works = input.get_i64("works").unwrap_or_default();
-                        stages.insert("inputStage", input);
-                        stages.insert("nReturned", counts.returned as i64);
-                        stages = with_common(stages, works, true, millis);
-                    } else {
-                        stages = write_stage(stages, w, &counts, works, millis);
-                    }
+                    let stages = wrap_stages(near_over(access)?, &shape, sorted);
+                    let stages = write_stages(stages, w, &counts, works, millis);
                     (
                         counts.returned,
                         read.stats.keys(),
@@ -406,12 +408,28 @@ pub fn explain(req: &Request) -> CmdResult {
                         plan_stages(&read.plan, shape.filter, Some((&read.stats, matched)));
                     let (access, _) = count_access(access, eof, ranges, millis);
                     let stages = wrap_stages(near_over(access)?, &shape, sorted);
-                    let stages = count_wrappers(stages, millis).0;
+                    let stages = count_wrappers(counted(stages, n, matched), millis).0;
                     (n, read.stats.keys(), read.stats.docs(), stages)
                 }
             }
-            (_, _) => (0, 0, 0, doc! {"stage": "EOF", "nReturned": 0_i64}),
+            // No collection: the plan's stages over an EOF that works once.
+            (_, _) => {
+                let millis = started.elapsed().as_millis() as i64;
+                let eof = with_common(doc! {"stage": "EOF", "nReturned": 0_i64}, 1, true, millis);
+                let stages = wrap_stages(eof, &shape, sorted);
+                let stages = match &shape.write {
+                    Some(w) => {
+                        let counts = explain_write::run(Box::new(std::iter::empty()), w, None)?;
+                        write_stages(stages, w, &counts, 1, millis)
+                    }
+                    None => count_wrappers(counted(stages, 0, 0), millis).0,
+                };
+                let n = stages.get_i64("nReturned").unwrap_or_default() as u64;
+                (n, 0, 0, stages)
+            }
         };
+        // A COUNT stage returns no documents.
+        let n = if shape.wrapper == Some("COUNT") { 0 } else { n };
         let mut stats = doc! {
             "executionSuccess": true,
             "nReturned": n as i64,
@@ -427,6 +445,30 @@ pub fn explain(req: &Request) -> CmdResult {
     }
     super::explain_reply::finish(req, &mut reply, inner, &db);
     Ok(reply)
+}
+
+/// `stages` (built by `wrap_stages` for a write) with the write stage's counters and,
+/// for a findAndModify that projects, the projection's: it returns what the write stage
+/// returns, working once per work of it.
+fn write_stages(
+    mut stages: Document,
+    w: &WriteShape<'_>,
+    counts: &explain_write::WriteCounts,
+    input_works: i64,
+    millis: i64,
+) -> Document {
+    if w.fields.is_none() {
+        return write_stage(stages, w, counts, input_works, millis);
+    }
+    let input = stages
+        .get_document("inputStage")
+        .cloned()
+        .unwrap_or_default();
+    let input = write_stage(input, w, counts, input_works, millis);
+    let works = input.get_i64("works").unwrap_or_default();
+    stages.insert("inputStage", input);
+    stages.insert("nReturned", counts.returned as i64);
+    with_common(stages, works, true, millis)
 }
 
 /// The write stage at the root of `stages` (built by `wrap_stages`) with its counters:

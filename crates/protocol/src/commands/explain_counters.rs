@@ -115,8 +115,8 @@ pub(super) fn count_access(
 }
 
 /// Adds the counters to the stages a find puts above its access path (`SORT`, `SKIP`,
-/// `LIMIT`, `PROJECTION_*`), whose own counters `count_access` set, from the count each
-/// stage passes on: a SORT returns at most its `limitAmount` after working once per work
+/// `LIMIT`, `PROJECTION_*`, `COUNT`), whose own counters `count_access` set, from the
+/// count each stage passes on: a SORT returns at most its `limitAmount` after working once per work
 /// of its input, once per document it returns and once to find its end; a SKIP drops its
 /// `skipAmount`; a LIMIT works once more to stop at its `limitAmount`; a projection
 /// returns what it reads. Returns the stage, its works, `nReturned` and `isEOF`.
@@ -124,7 +124,7 @@ pub(super) fn count_wrappers(stage: Document, millis: i64) -> (Document, i64, i6
     let name = stage.get_str("stage").unwrap_or_default().to_string();
     let wraps = matches!(
         name.as_str(),
-        "SORT" | "SKIP" | "LIMIT" | "PROJECTION_SIMPLE" | "PROJECTION_DEFAULT"
+        "SORT" | "SKIP" | "LIMIT" | "PROJECTION_SIMPLE" | "PROJECTION_DEFAULT" | "COUNT"
     );
     let mut stage = stage;
     let child = match stage.remove("inputStage") {
@@ -157,6 +157,11 @@ pub(super) fn count_wrappers(stage: Document, millis: i64) -> (Document, i64, i6
             let n = input_n.min(limit);
             let stopped = n >= limit;
             (input_works + stopped as i64, n, input_eof || stopped)
+        }
+        // A COUNT returns nothing; it works once more to stop at its limit.
+        "COUNT" => {
+            let stopped = !input_eof;
+            (input_works + stopped as i64, 0, true)
         }
         _ => (input_works, input_n, input_eof),
     };
