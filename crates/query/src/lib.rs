@@ -12,6 +12,7 @@ pub mod bson_size;
 pub mod bson_write;
 pub mod collation;
 pub mod compare;
+pub mod decimal;
 pub mod error;
 pub mod expr;
 pub mod filter;

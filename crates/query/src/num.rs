@@ -4,6 +4,7 @@
 
 use std::cmp::Ordering;
 
+use crate::decimal::{self, Dec};
 use bson::{Bson, Decimal128};
 
 /// A numeric BSON value.
@@ -15,38 +16,51 @@ pub enum Num {
     I64(i64),
     /// Double.
     F64(f64),
-    /// Decimal128 approximated by a double.
-    Dec(f64),
+    /// Decimal128, computed in decimal (see `decimal`).
+    Dec(Dec),
+}
+
+/// How two numbers combine ([`Num::checked_arith`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Rem,
+}
+
+impl Arith {
+    fn ints(self, a: i64, b: i64) -> Option<i64> {
+        match self {
+            Arith::Add => a.checked_add(b),
+            Arith::Sub => a.checked_sub(b),
+            Arith::Mul => a.checked_mul(b),
+            Arith::Rem => a.checked_rem(b),
+        }
+    }
+
+    fn doubles(self, a: f64, b: f64) -> f64 {
+        match self {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a * b,
+            Arith::Rem => a % b,
+        }
+    }
+
+    fn decimals(self, a: Dec, b: Dec) -> Dec {
+        match self {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a * b,
+            Arith::Rem => a % b,
+        }
+    }
 }
 
 /// Converts a Decimal128 to its (approximate) double value.
 pub fn decimal_to_f64(d: &Decimal128) -> f64 {
-    let s = d.to_string();
-    s.parse::<f64>().unwrap_or_else(|_| {
-        let l = s.to_ascii_lowercase();
-        if l.contains("nan") {
-            f64::NAN
-        } else if l.starts_with('-') {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        }
-    })
-}
-
-/// Converts a double to a Decimal128 (via its shortest decimal string).
-pub fn f64_to_decimal(f: f64) -> Bson {
-    let s = if f.is_nan() {
-        "NaN".to_string()
-    } else if f.is_infinite() {
-        if f > 0.0 { "Infinity" } else { "-Infinity" }.to_string()
-    } else {
-        format!("{f:?}")
-    };
-    match s.parse::<Decimal128>() {
-        Ok(d) => Bson::Decimal128(d),
-        Err(_) => Bson::Double(f),
-    }
+    decimal::to_f64(decimal::from_bson(d))
 }
 
 fn cmp_i64_f64(i: i64, f: f64) -> Ordering {
@@ -83,7 +97,7 @@ impl Num {
             Bson::Int32(i) => Some(Num::I32(*i)),
             Bson::Int64(i) => Some(Num::I64(*i)),
             Bson::Double(f) => Some(Num::F64(*f)),
-            Bson::Decimal128(d) => Some(Num::Dec(decimal_to_f64(d))),
+            Bson::Decimal128(d) => Some(Num::Dec(decimal::from_bson(d))),
             _ => None,
         }
     }
@@ -94,7 +108,7 @@ impl Num {
             Num::I32(i) => Bson::Int32(i),
             Num::I64(i) => Bson::Int64(i),
             Num::F64(f) => Bson::Double(f),
-            Num::Dec(f) => f64_to_decimal(f),
+            Num::Dec(d) => decimal::to_bson(d),
         }
     }
 
@@ -103,7 +117,8 @@ impl Num {
         match self {
             Num::I32(i) => f64::from(i),
             Num::I64(i) => i as f64,
-            Num::F64(f) | Num::Dec(f) => f,
+            Num::F64(f) => f,
+            Num::Dec(d) => decimal::to_f64(d),
         }
     }
 
@@ -112,19 +127,23 @@ impl Num {
         match self {
             Num::I32(i) => Some(i64::from(i)),
             Num::I64(i) => Some(i),
-            Num::F64(f) | Num::Dec(f) => {
+            Num::F64(f) => {
                 if f.fract() == 0.0 && (-9.2e18..=9.2e18).contains(&f) {
                     Some(f as i64)
                 } else {
                     None
                 }
             }
+            Num::Dec(d) => decimal::to_exact_i64(d),
         }
     }
 
     /// True for zero of any type.
     pub fn is_zero(self) -> bool {
-        self.as_f64() == 0.0
+        match self {
+            Num::Dec(d) => d.is_zero(),
+            n => n.as_f64() == 0.0,
+        }
     }
 
     /// Exact numeric comparison; NaN is lowest.
@@ -135,11 +154,18 @@ impl Num {
             (I32(a), I64(b)) => i64::from(a).cmp(&b),
             (I64(a), I32(b)) => a.cmp(&i64::from(b)),
             (I64(a), I64(b)) => a.cmp(&b),
-            (I32(a), F64(b) | Dec(b)) => cmp_i64_f64(i64::from(a), b),
-            (I64(a), F64(b) | Dec(b)) => cmp_i64_f64(a, b),
-            (F64(a) | Dec(a), I32(b)) => cmp_i64_f64(i64::from(b), a).reverse(),
-            (F64(a) | Dec(a), I64(b)) => cmp_i64_f64(b, a).reverse(),
-            (F64(a) | Dec(a), F64(b) | Dec(b)) => cmp_f64(a, b),
+            (I32(a), F64(b)) => cmp_i64_f64(i64::from(a), b),
+            (I64(a), F64(b)) => cmp_i64_f64(a, b),
+            (F64(a), I32(b)) => cmp_i64_f64(i64::from(b), a).reverse(),
+            (F64(a), I64(b)) => cmp_i64_f64(b, a).reverse(),
+            (F64(a), F64(b)) => cmp_f64(a, b),
+            (Dec(a), Dec(b)) => decimal::compare(a, b),
+            (Dec(a), I32(b)) => decimal::compare(a, decimal::Dec::from(b)),
+            (Dec(a), I64(b)) => decimal::compare(a, decimal::Dec::from(b)),
+            (I32(a), Dec(b)) => decimal::compare(decimal::Dec::from(a), b),
+            (I64(a), Dec(b)) => decimal::compare(decimal::Dec::from(a), b),
+            (Dec(a), F64(b)) => decimal::compare_f64(a, b),
+            (F64(a), Dec(b)) => decimal::compare_f64(b, a).reverse(),
         }
     }
 
@@ -162,11 +188,13 @@ impl Num {
         Some((a, b, a32 && b32))
     }
 
-    fn float_result(self, other: Num, f: f64) -> Num {
-        if self.is_dec() || other.is_dec() {
-            Num::Dec(f)
-        } else {
-            Num::F64(f)
+    /// The value as a decimal: integers exactly, doubles to 15 digits.
+    pub fn to_dec(self) -> Dec {
+        match self {
+            Num::I32(i) => Dec::from(i),
+            Num::I64(i) => Dec::from(i),
+            Num::F64(f) => decimal::from_f64(f),
+            Num::Dec(d) => d,
         }
     }
 
@@ -177,45 +205,82 @@ impl Num {
         }
     }
 
-    /// Addition with MongoDB's promotion rules. `None` on int64 overflow
-    /// when the caller wants an error; here int64 overflow falls back to double.
+    /// Addition with MongoDB's promotion rules; int64 overflow falls back to double.
     pub fn plus(self, other: Num) -> Num {
-        self.arith(other, i64::checked_add, |a, b| a + b)
+        self.arith(other, Arith::Add)
     }
 
     /// Subtraction with promotion.
     pub fn minus(self, other: Num) -> Num {
-        self.arith(other, i64::checked_sub, |a, b| a - b)
+        self.arith(other, Arith::Sub)
     }
 
     /// Multiplication with promotion.
     pub fn times(self, other: Num) -> Num {
-        self.arith(other, i64::checked_mul, |a, b| a * b)
+        self.arith(other, Arith::Mul)
     }
 
-    /// Integer-preserving arithmetic; int64 overflow yields `None`.
-    pub fn checked_arith(
-        self,
-        other: Num,
-        int_op: fn(i64, i64) -> Option<i64>,
-        float_op: fn(f64, f64) -> f64,
-    ) -> Option<Num> {
+    /// Integer-preserving arithmetic (decimal when either is a decimal, else double when
+    /// either is a double); int64 overflow yields `None`.
+    pub fn checked_arith(self, other: Num, op: Arith) -> Option<Num> {
         if let Some((a, b, both32)) = self.int_pair(other) {
-            return int_op(a, b).map(|v| Num::int_result(v, both32));
+            return op.ints(a, b).map(|v| Num::int_result(v, both32));
         }
-        Some(self.float_result(other, float_op(self.as_f64(), other.as_f64())))
+        if self.is_dec() || other.is_dec() {
+            return Some(Num::Dec(op.decimals(self.to_dec(), other.to_dec())));
+        }
+        Some(Num::F64(op.doubles(self.as_f64(), other.as_f64())))
     }
 
-    fn arith(self, other: Num, int_op: fn(i64, i64) -> Option<i64>, f: fn(f64, f64) -> f64) -> Num {
-        match self.checked_arith(other, int_op, f) {
+    fn arith(self, other: Num, op: Arith) -> Num {
+        match self.checked_arith(other, op) {
             Some(n) => n,
-            None => Num::F64(f(self.as_f64(), other.as_f64())),
+            None => Num::F64(op.doubles(self.as_f64(), other.as_f64())),
         }
     }
 
     /// True if either operand is floating point (double or decimal).
     pub fn any_float(self, other: Num) -> bool {
         self.is_f64() || other.is_f64() || self.is_dec() || other.is_dec()
+    }
+}
+
+/// A running `$avg`: doubles and integers summed as doubles, decimals in decimal, the
+/// two joined at the end (a decimal mean when any decimal came), as MongoDB averages.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Mean {
+    pub doubles: f64,
+    pub decimals: Option<Dec>,
+    pub count: u64,
+}
+
+impl Mean {
+    pub fn add(&mut self, n: Num) {
+        match n {
+            Num::Dec(d) => self.decimals = Some(self.decimals.map_or(d, |t| t + d)),
+            n => self.doubles += n.as_f64(),
+        }
+        self.count += 1;
+    }
+
+    /// Takes in the values of another run.
+    pub fn merge(&mut self, other: Mean) {
+        self.doubles += other.doubles;
+        self.count += other.count;
+        if let Some(d) = other.decimals {
+            self.decimals = Some(self.decimals.map_or(d, |t| t + d));
+        }
+    }
+
+    /// The mean; null when no value came.
+    pub fn finish(&self) -> Bson {
+        if self.count == 0 {
+            return Bson::Null;
+        }
+        match self.decimals {
+            Some(d) => decimal::to_bson(decimal::mean(d, self.doubles, self.count)),
+            None => Bson::Double(self.doubles / self.count as f64),
+        }
     }
 }
 
@@ -286,7 +351,7 @@ mod tests {
     #[test]
     fn int64_overflow_is_reported_by_checked_arith() {
         assert_eq!(
-            Num::I64(i64::MAX).checked_arith(Num::I32(1), i64::checked_add, |a, b| a + b),
+            Num::I64(i64::MAX).checked_arith(Num::I32(1), Arith::Add),
             None
         );
     }
@@ -295,6 +360,5 @@ mod tests {
     fn decimal_round_trips_through_strings() {
         let d: Decimal128 = "1.25".parse().unwrap();
         assert_eq!(decimal_to_f64(&d), 1.25);
-        assert!(matches!(f64_to_decimal(2.5), Bson::Decimal128(_)));
     }
 }

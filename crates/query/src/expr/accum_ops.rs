@@ -36,21 +36,17 @@ pub(super) fn eval_accumulator(name: &str, args: Vec<Option<Bson>>) -> R {
         "$sum" => Ok(Some(nums().fold(Num::I32(0), Num::plus).to_bson())),
         "$avg" => {
             let mut count = 0u32;
-            let mut decimal = false;
             let mut total = Num::I32(0);
             for n in nums() {
                 count += 1;
-                decimal |= matches!(n, Num::Dec(_));
                 total = total.plus(n);
             }
             if count == 0 {
                 return Ok(Some(Bson::Null));
             }
-            let avg = total.as_f64() / f64::from(count);
-            Ok(Some(if decimal {
-                Num::Dec(avg).to_bson()
-            } else {
-                Bson::Double(avg)
+            Ok(Some(match total {
+                Num::Dec(d) => Num::Dec(d / crate::decimal::Dec::from(count)).to_bson(),
+                _ => Bson::Double(total.as_f64() / f64::from(count)),
             }))
         }
         "$min" | "$max" => {

@@ -113,16 +113,7 @@ fn to_decimal(v: &Bson) -> Result<Bson, QueryError> {
         Bson::Int32(i) => exact(i64::from(*i)),
         Bson::Int64(i) => exact(*i),
         Bson::DateTime(d) => exact(d.timestamp_millis()),
-        Bson::Double(f) => {
-            if !f.is_finite() {
-                crate::num::f64_to_decimal(*f)
-            } else if *f == 0.0 {
-                parse_decimal(if f.is_sign_negative() { "-0" } else { "0" }).unwrap_or(Bson::Null)
-            } else {
-                parse_decimal(&format!("{f:.14e}"))
-                    .unwrap_or_else(|| crate::num::f64_to_decimal(*f))
-            }
-        }
+        Bson::Double(f) => crate::decimal::to_bson(crate::decimal::from_f64(*f)),
         Bson::String(s) => parse_decimal(s).ok_or_else(|| {
             QueryError::ConversionFailure(format!(
                 "Failed to parse number '{s}' in $convert with no onError value"

@@ -277,12 +277,11 @@ fn divide(a: &Option<Bson>, b: &Option<Bson>) -> R {
             if y.is_zero() {
                 return Err(QueryError::bad("can't $divide by zero"));
             }
-            let r = x.as_f64() / y.as_f64();
             Ok(Some(
                 if matches!(x, Num::Dec(_)) || matches!(y, Num::Dec(_)) {
-                    Num::Dec(r).to_bson()
+                    Num::Dec(x.to_dec() / y.to_dec()).to_bson()
                 } else {
-                    Bson::Double(r)
+                    Bson::Double(x.as_f64() / y.as_f64())
                 },
             ))
         }
@@ -306,7 +305,7 @@ fn modulo(a: &Option<Bson>, b: &Option<Bson>) -> R {
             if y.is_zero() {
                 return Err(QueryError::loc(16610, "can't $mod by zero"));
             }
-            let r = x.checked_arith(y, i64::checked_rem, |p, q| p % q);
+            let r = x.checked_arith(y, crate::num::Arith::Rem);
             Ok(Some(r.unwrap_or(Num::I64(0)).to_bson()))
         }
         _ => Err(QueryError::loc(
@@ -333,7 +332,7 @@ fn unary_math(name: &str, a: &Option<Bson>) -> R {
     let f = n.as_f64();
     let float = |v: f64| -> Num {
         if matches!(n, Num::Dec(_)) {
-            Num::Dec(v)
+            Num::Dec(crate::decimal::from_f64_result(v))
         } else {
             Num::F64(v)
         }
@@ -348,10 +347,12 @@ fn unary_math(name: &str, a: &Option<Bson>) -> R {
                 Some(v) => Num::I64(v),
                 None => return Err(QueryError::loc(28680, "can't take $abs of long long min")),
             },
+            Num::Dec(d) => Num::Dec(if d.is_negative() { -d } else { d }),
             _ => float(f.abs()),
         },
         "$ceil" | "$floor" => match n {
             Num::I32(_) | Num::I64(_) => n,
+            Num::Dec(d) => Num::Dec(crate::decimal::to_integral(d, name == "$ceil")),
             _ => float(if name == "$ceil" { f.ceil() } else { f.floor() }),
         },
         "$sqrt" => {
@@ -605,7 +606,7 @@ fn binary_math(name: &str, a: &Option<Bson>, b: &Option<Bson>) -> R {
     let r = x.as_f64().powf(y.as_f64());
     Ok(Some(
         if matches!(x, Num::Dec(_)) || matches!(y, Num::Dec(_)) {
-            Num::Dec(r).to_bson()
+            Num::Dec(crate::decimal::from_f64_result(r)).to_bson()
         } else {
             Bson::Double(r)
         },

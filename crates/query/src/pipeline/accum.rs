@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 use crate::compare::{compare_values, values_equal};
 use crate::error::QueryError;
 use crate::expr::Expr;
-use crate::num::Num;
+use crate::num::{Mean, Num};
 use crate::sort::SortSpec;
 
 use super::mem::approx_size;
@@ -220,7 +220,7 @@ impl AccSpec {
         Acc {
             state: match self.kind {
                 AccKind::Sum | AccKind::Count => State::Sum(Num::I32(0)),
-                AccKind::Avg => State::Avg(0.0, 0, false),
+                AccKind::Avg => State::Avg(Mean::default()),
                 AccKind::StdDevPop | AccKind::StdDevSamp => State::Std(0, 0.0, 0.0),
                 AccKind::MergeObjects => State::Merge(Document::new()),
                 AccKind::First => State::First(None),
@@ -268,11 +268,9 @@ impl AccSpec {
                     *total = total.plus(n);
                 }
             }
-            (State::Avg(sum, count, dec), _) => {
+            (State::Avg(mean), _) => {
                 if let Some(n) = v.as_ref().and_then(Num::from_bson) {
-                    *sum += n.as_f64();
-                    *count += 1;
-                    *dec |= matches!(n, Num::Dec(_));
+                    mean.add(n);
                 }
             }
             (State::Std(count, mean, m2), _) => {
@@ -438,15 +436,7 @@ impl AccSpec {
     pub fn finish(&self, acc: &Acc) -> Bson {
         match &acc.state {
             State::Sum(n) => n.to_bson(),
-            State::Avg(sum, count, dec) => {
-                if *count == 0 {
-                    Bson::Null
-                } else if *dec {
-                    Num::Dec(sum / *count as f64).to_bson()
-                } else {
-                    Bson::Double(sum / *count as f64)
-                }
-            }
+            State::Avg(mean) => mean.finish(),
             State::Std(count, _, m2) => {
                 let denom = match self.kind {
                     AccKind::StdDevSamp if *count >= 2 => *count - 1,
@@ -483,7 +473,7 @@ impl AccSpec {
 #[derive(Debug, Clone)]
 enum State {
     Sum(Num),
-    Avg(f64, u64, bool),
+    Avg(Mean),
     /// Welford: count, mean, sum of squared deviations.
     Std(u64, f64, f64),
     Merge(Document),

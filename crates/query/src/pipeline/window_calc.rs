@@ -85,7 +85,7 @@ pub(super) fn derivative(
         let slope = (nb.as_f64() - na.as_f64()) / run * per;
         out.push(Some(
             if matches!(na, Num::Dec(_)) || matches!(nb, Num::Dec(_)) {
-                Num::Dec(slope).to_bson()
+                Num::Dec(crate::decimal::from_f64_result(slope)).to_bson()
             } else {
                 Bson::Double(slope)
             },

@@ -87,7 +87,7 @@ pub(super) fn run(
         }
         out.push(Some(match avg {
             None => Bson::Null,
-            Some(a) if decimal => Num::Dec(a).to_bson(),
+            Some(a) if decimal => Num::Dec(crate::decimal::from_f64_result(a)).to_bson(),
             Some(a) => Bson::Double(a),
         }));
     }

@@ -537,9 +537,9 @@ fn apply_op(doc: &mut Document, fop: &FieldOp, is_insert: bool) -> Result<(), Qu
                         )));
                     };
                     let r = if is_inc {
-                        c.checked_arith(*n, i64::checked_add, |a, b| a + b)
+                        c.checked_arith(*n, crate::num::Arith::Add)
                     } else {
-                        c.checked_arith(*n, i64::checked_mul, |a, b| a * b)
+                        c.checked_arith(*n, crate::num::Arith::Mul)
                     };
                     r.ok_or_else(|| {
                         QueryError::bad(format!(

@@ -5,7 +5,7 @@ use super::col::Col;
 use crate::column::{NumericValues, TypedColumn};
 use bson::Bson;
 use hourglass_query::compare::compare_values;
-use hourglass_query::num::Num;
+use hourglass_query::num::{Mean, Num};
 use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,7 +21,7 @@ pub(super) enum Acc {
 #[derive(Debug, Clone)]
 pub(super) enum State {
     Sum(Num),
-    Avg(f64, u64, bool),
+    Avg(Mean),
     Best(Option<Bson>),
     First(Option<Bson>),
 }
@@ -29,7 +29,7 @@ pub(super) enum State {
 pub(super) fn initial(acc: Acc) -> State {
     match acc {
         Acc::Sum => State::Sum(Num::I32(0)),
-        Acc::Avg => State::Avg(0.0, 0, false),
+        Acc::Avg => State::Avg(Mean::default()),
         Acc::Min | Acc::Max | Acc::Last => State::Best(None),
         Acc::First => State::First(None),
     }
@@ -42,11 +42,9 @@ pub(super) fn accumulate(acc: Acc, state: &mut State, v: Option<&Bson>) {
                 *total = total.plus(n);
             }
         }
-        (Acc::Avg, State::Avg(sum, count, dec)) => {
+        (Acc::Avg, State::Avg(mean)) => {
             if let Some(n) = v.and_then(Num::from_bson) {
-                *sum += n.as_f64();
-                *count += 1;
-                *dec |= matches!(n, Num::Dec(_));
+                mean.add(n);
             }
         }
         (Acc::Min | Acc::Max, State::Best(best)) => {
@@ -87,9 +85,9 @@ pub(super) fn accumulate(acc: Acc, state: &mut State, v: Option<&Bson>) {
 /// general path (NaN, a state holding another type, `$sum`, `$first`, `$last`).
 pub(super) fn accumulate_double(acc: Acc, state: &mut State, x: f64) -> bool {
     match (acc, state) {
-        (Acc::Avg, State::Avg(sum, count, _)) => {
-            *sum += x;
-            *count += 1;
+        (Acc::Avg, State::Avg(mean)) => {
+            mean.doubles += x;
+            mean.count += 1;
             true
         }
         (Acc::Min | Acc::Max, State::Best(Some(Bson::Double(b)))) if !b.is_nan() && !x.is_nan() => {
@@ -106,11 +104,7 @@ pub(super) fn accumulate_double(acc: Acc, state: &mut State, x: f64) -> bool {
 pub(super) fn merge_state(acc: Acc, a: &mut State, b: State) {
     match (acc, a, b) {
         (Acc::Sum, State::Sum(x), State::Sum(y)) => *x = x.plus(y),
-        (Acc::Avg, State::Avg(sum, count, dec), State::Avg(s, c, d)) => {
-            *sum += s;
-            *count += c;
-            *dec |= d;
-        }
+        (Acc::Avg, State::Avg(mean), State::Avg(other)) => mean.merge(other),
         (Acc::Min | Acc::Max, a, State::Best(b)) => accumulate(acc, a, b.as_ref()),
         // `$first`/`$last` runs are not merged (`VectorGroup::mergeable`).
         _ => {}
@@ -120,15 +114,7 @@ pub(super) fn merge_state(acc: Acc, a: &mut State, b: State) {
 pub(super) fn finish(state: State) -> Bson {
     match state {
         State::Sum(n) => n.to_bson(),
-        State::Avg(sum, count, dec) => {
-            if count == 0 {
-                Bson::Null
-            } else if dec {
-                Num::Dec(sum / count as f64).to_bson()
-            } else {
-                Bson::Double(sum / count as f64)
-            }
-        }
+        State::Avg(mean) => mean.finish(),
         State::Best(v) | State::First(v) => v.unwrap_or(Bson::Null),
     }
 }
@@ -165,7 +151,7 @@ pub(super) fn feed_rows(
     n: usize,
     mask: Option<&[bool]>,
 ) {
-    if let (Acc::Avg, State::Avg(sum, count, _), ArgValues::Column(c)) = (acc, &mut *state, arg) {
+    if let (Acc::Avg, State::Avg(mean), ArgValues::Column(c)) = (acc, &mut *state, arg) {
         if let Col::Typed(TypedColumn {
             values: NumericValues::Doubles(d),
             present: None,
@@ -173,8 +159,8 @@ pub(super) fn feed_rows(
         {
             for (i, x) in d.iter().enumerate().take(n) {
                 if selected(mask, i) {
-                    *sum += x;
-                    *count += 1;
+                    mean.doubles += x;
+                    mean.count += 1;
                 }
             }
             return;
