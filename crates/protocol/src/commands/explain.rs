@@ -370,8 +370,9 @@ pub fn explain(req: &Request) -> CmdResult {
                     Some(log.clone()),
                 )?;
                 // Nearest first is the final order unless a sort reorders.
-                let (n, _, _) = run_counting(source, skip, shape.limit, sort.is_none())?;
-                let (stage, keys, docs) = super::near_find::explain_rings(&log, head, n);
+                let (n, matched, _) = run_counting(source, skip, shape.limit, sort.is_none())?;
+                // The near stage hands the documents it read to the skip and the limit.
+                let (stage, keys, docs) = super::near_find::explain_rings(&log, head, matched);
                 let millis = started.elapsed().as_millis() as i64;
                 let stages = count_wrappers(wrap_stages(stage, &shape, sorted), millis).0;
                 (n, keys, docs, stages)
