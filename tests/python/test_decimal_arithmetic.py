@@ -80,3 +80,17 @@ def test_time_series_decimal_mean_equals_the_regular_collections(db):
     ts = list(db.ts.aggregate(pipeline))
     assert ts == list(db.reg.aggregate(pipeline))
     assert all(isinstance(g["a"], Decimal128) and isinstance(g["s"], Decimal128) for g in ts)
+
+
+def test_group_tells_a_decimal_from_the_double_nearest_it_on_both_kinds(db):
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    t0 = datetime.datetime(2024, 1, 1)
+    keys = [0.1, D("0.1"), D("0.10"), 1, D("1.0"), 0.1]
+    docs = [{"t": t0 + datetime.timedelta(seconds=i), "m": 1, "k": k} for i, k in enumerate(keys)]
+    db.ts.insert_many([dict(d) for d in docs])
+    db.reg.insert_many([dict(d) for d in docs])
+    pipeline = [{"$group": {"_id": "$k", "n": {"$count": {}}}}]
+    for coll in (db.reg, db.ts):
+        counts = sorted(g["n"] for g in coll.aggregate(pipeline))
+        # {0.1 x2}, {Decimal 0.1 x2}, {1 and Decimal 1.0}
+        assert counts == [2, 2, 2], coll.name

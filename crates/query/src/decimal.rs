@@ -114,6 +114,12 @@ pub fn to_integral(d: Dec, ceil: bool) -> Dec {
     cx.round(d)
 }
 
+/// `d` without trailing zeros in its coefficient (`0.10` is `0.1`, `1.0E+3` is `1E+3`):
+/// one text for each value.
+pub fn reduced(d: Dec) -> String {
+    dec::Context::<Dec>::default().reduce(d).to_string()
+}
+
 /// The integer value of `d` when it is an integer within int64.
 pub fn to_exact_i64(d: Dec) -> Option<i64> {
     if !d.is_finite() || !d.is_integer() {

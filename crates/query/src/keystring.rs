@@ -23,6 +23,16 @@ pub fn encode(value: &Bson) -> Vec<u8> {
     out
 }
 
+/// The key a `$group` tells its groups apart by: [`encode`]'s, except that a Decimal128
+/// no double equals gets its exact value after the tail byte (0x03, its reduced digits,
+/// 0x00), so it is neither grouped with the double nearest it nor with another decimal
+/// that double is nearest to. Index key strings keep the stored form, which does not.
+pub fn group_key(value: &Bson) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16);
+    encode_with(value, true, &mut out);
+    out
+}
+
 fn put_str(s: &[u8], out: &mut Vec<u8>) {
     for &b in s {
         out.push(b);
@@ -69,14 +79,27 @@ fn put_number(f: f64, exact: Option<i64>, out: &mut Vec<u8>) {
 }
 
 pub fn encode_into(value: &Bson, out: &mut Vec<u8>) {
+    encode_with(value, false, out)
+}
+
+fn encode_with(value: &Bson, exact_decimals: bool, out: &mut Vec<u8>) {
     out.push(canonical_type_rank(value));
     match value {
         Bson::Int32(i) => put_number(f64::from(*i), None, out),
         Bson::Int64(i) => put_number(*i as f64, Some(*i), out),
         Bson::Double(d) => put_number(*d, None, out),
         Bson::Decimal128(d) => {
-            let f = d.to_string().parse::<f64>().unwrap_or(f64::NAN);
-            put_number(f, None, out)
+            let dec = crate::decimal::from_bson(d);
+            let f = crate::decimal::to_f64(dec);
+            put_number(f, None, out);
+            if exact_decimals
+                && !dec.is_nan()
+                && crate::decimal::compare_f64(dec, f) != std::cmp::Ordering::Equal
+            {
+                out.push(3);
+                out.extend_from_slice(crate::decimal::reduced(dec).as_bytes());
+                out.push(0);
+            }
         }
         Bson::String(s) => put_str(s.as_bytes(), out),
         Bson::Symbol(s) => put_str(s.as_bytes(), out),
@@ -84,13 +107,13 @@ pub fn encode_into(value: &Bson, out: &mut Vec<u8>) {
             for (k, v) in doc {
                 out.push(canonical_type_rank(v));
                 put_str(k.as_bytes(), out);
-                encode_into(v, out);
+                encode_with(v, exact_decimals, out);
             }
             out.push(0);
         }
         Bson::Array(items) => {
             for v in items {
-                encode_into(v, out);
+                encode_with(v, exact_decimals, out);
             }
             out.push(0);
         }
@@ -180,5 +203,20 @@ mod tests {
                 w[1]
             );
         }
+    }
+
+    #[test]
+    fn group_keys_tell_a_decimal_from_the_double_nearest_it() {
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        assert_ne!(group_key(&dec("0.1")), group_key(&Bson::Double(0.1)));
+        assert_eq!(group_key(&dec("0.10")), group_key(&dec("0.1")));
+        assert_eq!(group_key(&dec("1.0")), group_key(&Bson::Int32(1)));
+        assert_eq!(group_key(&dec("0.5")), group_key(&Bson::Double(0.5)));
+        assert_ne!(
+            group_key(&dec("0.1000000000000000000000000001")),
+            group_key(&dec("0.1"))
+        );
+        // Index key strings keep the stored form.
+        assert_eq!(encode(&dec("0.1")), encode(&Bson::Double(0.1)));
     }
 }

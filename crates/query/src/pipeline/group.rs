@@ -90,7 +90,7 @@ impl KeyIndex {
 
     fn get(&self, k: &Bson) -> Option<usize> {
         match self {
-            KeyIndex::Hashed(m) => m.get(&crate::keystring::encode(k)).copied(),
+            KeyIndex::Hashed(m) => m.get(&crate::keystring::group_key(k)).copied(),
             KeyIndex::Compared(m) => m.get(&OrdBson(k.clone())).copied(),
         }
     }
@@ -98,7 +98,7 @@ impl KeyIndex {
     fn insert(&mut self, k: &Bson, slot: usize) {
         match self {
             KeyIndex::Hashed(m) => {
-                m.insert(crate::keystring::encode(k), slot);
+                m.insert(crate::keystring::group_key(k), slot);
             }
             KeyIndex::Compared(m) => {
                 m.insert(OrdBson(k.clone()), slot);

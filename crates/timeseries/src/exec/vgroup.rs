@@ -13,8 +13,8 @@ use crate::options::TimeseriesOptions;
 use crate::store::BucketView;
 use crate::TsError;
 use bson::{Bson, DateTime, Document};
-use hourglass_catalog::keystring;
 use hourglass_query::expr::Expr;
+use hourglass_query::keystring;
 use hourglass_query::pipeline::time_bins::{bin_start, fixed_date_trunc};
 use hourglass_query::QueryError;
 use rustc_hash::FxHashMap as HashMap;
@@ -336,7 +336,7 @@ impl GroupRun<'_> {
                     match c.get(i) {
                         Some(v) => {
                             raw.push(1);
-                            raw.extend_from_slice(&keystring::encode(&v));
+                            raw.extend_from_slice(&keystring::group_key(&v));
                         }
                         None => raw.push(0),
                     }
@@ -400,7 +400,7 @@ impl GroupRun<'_> {
             }
             None => {
                 k.push(1);
-                k.extend_from_slice(&keystring::encode(
+                k.extend_from_slice(&keystring::group_key(
                     bucket.meta().unwrap_or(&Bson::Undefined),
                 ));
             }
@@ -445,7 +445,7 @@ impl GroupRun<'_> {
             };
         }
         let key = g.id.eval(scratch)?;
-        let id = keystring::encode(&key);
+        let id = keystring::group_key(&key);
         Ok(match self.by_key.get(&id) {
             Some(s) => *s,
             None => {
@@ -463,7 +463,7 @@ impl GroupRun<'_> {
     pub fn merge(&mut self, other: GroupRun<'_>) {
         let accs = &self.group.accs;
         for ((key, states), seen) in other.groups.into_iter().zip(other.first_seen) {
-            let id = keystring::encode(&key);
+            let id = keystring::group_key(&key);
             match self.by_key.get(&id) {
                 Some(&slot) => {
                     if let Some((_, mine)) = self.groups.get_mut(slot) {
