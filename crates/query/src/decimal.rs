@@ -29,17 +29,22 @@ pub fn to_bson(d: Dec) -> Bson {
 
 /// The double nearest to `d`.
 pub fn to_f64(d: Dec) -> f64 {
-    if d.is_nan() {
-        return f64::NAN;
-    }
-    if d.is_infinite() {
-        return if d.is_negative() {
+    text_to_f64(&d.to_string())
+}
+
+/// The double nearest to a decimal's scientific string (BSON's or decNumber's: both
+/// write NaN and the infinities by name).
+pub fn text_to_f64(s: &str) -> f64 {
+    s.parse::<f64>().unwrap_or_else(|_| {
+        let l = s.to_ascii_lowercase();
+        if l.contains("nan") {
+            f64::NAN
+        } else if l.starts_with('-') {
             f64::NEG_INFINITY
         } else {
             f64::INFINITY
-        };
-    }
-    d.to_string().parse().unwrap_or(f64::NAN)
+        }
+    })
 }
 
 /// `f` as a decimal of `digits` significant digits (1 to 34).
@@ -125,12 +130,12 @@ pub fn to_exact_i64(d: Dec) -> Option<i64> {
     if !d.is_finite() || !d.is_integer() {
         return None;
     }
-    let mut cx = dec::Context::<Dec>::default();
-    let whole = cx.reduce(d);
-    // Integers of at most 19 digits print without an exponent once reduced, unless
-    // they end in zeros that reduce into one.
-    let text = cx.quantize(whole, Dec::ZERO).to_string();
-    text.parse().ok()
+    // An integer set to exponent 0 prints as its plain digits (at most 34 of them).
+    dec::Context::<Dec>::default()
+        .quantize(d, Dec::ZERO)
+        .to_string()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -89,16 +89,15 @@ fn encode_with(value: &Bson, exact_decimals: bool, out: &mut Vec<u8>) {
         Bson::Int64(i) => put_number(*i as f64, Some(*i), out),
         Bson::Double(d) => put_number(*d, None, out),
         Bson::Decimal128(d) => {
-            let dec = crate::decimal::from_bson(d);
-            let f = crate::decimal::to_f64(dec);
+            let f = crate::num::decimal_to_f64(d);
             put_number(f, None, out);
-            if exact_decimals
-                && !dec.is_nan()
-                && crate::decimal::compare_f64(dec, f) != std::cmp::Ordering::Equal
-            {
-                out.push(3);
-                out.extend_from_slice(crate::decimal::reduced(dec).as_bytes());
-                out.push(0);
+            if exact_decimals {
+                let dec = crate::decimal::from_bson(d);
+                if !dec.is_nan() && crate::decimal::compare_f64(dec, f).is_ne() {
+                    out.push(3);
+                    out.extend_from_slice(crate::decimal::reduced(dec).as_bytes());
+                    out.push(0);
+                }
             }
         }
         Bson::String(s) => put_str(s.as_bytes(), out),

@@ -60,7 +60,7 @@ impl Arith {
 
 /// Converts a Decimal128 to its (approximate) double value.
 pub fn decimal_to_f64(d: &Decimal128) -> f64 {
-    decimal::to_f64(decimal::from_bson(d))
+    decimal::text_to_f64(&d.to_string())
 }
 
 fn cmp_i64_f64(i: i64, f: f64) -> Ordering {
@@ -257,9 +257,17 @@ pub struct Mean {
 impl Mean {
     pub fn add(&mut self, n: Num) {
         match n {
-            Num::Dec(d) => self.decimals = Some(self.decimals.map_or(d, |t| t + d)),
-            n => self.doubles += n.as_f64(),
+            Num::Dec(d) => {
+                self.decimals = Some(self.decimals.map_or(d, |t| t + d));
+                self.count += 1;
+            }
+            n => self.add_double(n.as_f64()),
         }
+    }
+
+    /// [`Mean::add`] of a double.
+    pub fn add_double(&mut self, x: f64) {
+        self.doubles += x;
         self.count += 1;
     }
 

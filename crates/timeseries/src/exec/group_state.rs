@@ -86,8 +86,7 @@ pub(super) fn accumulate(acc: Acc, state: &mut State, v: Option<&Bson>) {
 pub(super) fn accumulate_double(acc: Acc, state: &mut State, x: f64) -> bool {
     match (acc, state) {
         (Acc::Avg, State::Avg(mean)) => {
-            mean.doubles += x;
-            mean.count += 1;
+            mean.add_double(x);
             true
         }
         (Acc::Min | Acc::Max, State::Best(Some(Bson::Double(b)))) if !b.is_nan() && !x.is_nan() => {
@@ -159,8 +158,7 @@ pub(super) fn feed_rows(
         {
             for (i, x) in d.iter().enumerate().take(n) {
                 if selected(mask, i) {
-                    mean.doubles += x;
-                    mean.count += 1;
+                    mean.add_double(*x);
                 }
             }
             return;
