@@ -286,7 +286,11 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
     // A sort no index gives runs on the documents read, as MongoDB's SORT stage.
     if let (Some(s), Ok(w)) = (sort_doc, planner.get_document("winningPlan")) {
         if !plan.as_ref().is_some_and(|p| p.provides_sort) {
-            let sorted = doc! {"stage": "SORT", "sortPattern": s.clone(), "memLimit": 104_857_600_i64, "type": "simple", "inputStage": w.clone()};
+            let sorted = super::explain_sort::sort_stage(
+                s,
+                super::explain_sort::sort_mem_limit(req)?,
+                w.clone(),
+            );
             planner.insert("winningPlan", sorted);
         }
     }
@@ -296,7 +300,7 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
             coll,
             stages,
             (used, match_spec),
-            sort.as_ref(),
+            sort_doc.zip(sort.as_ref()),
         )?),
         false => None,
     };
@@ -324,7 +328,7 @@ fn explain_regular(req: &Request, coll: &str, stages: &[Document], execute: bool
             }
             None => {
                 out.push(Bson::Document(doc! {"$cursor": cursor}));
-                out.extend(stages[used..].iter().cloned().map(Bson::Document));
+                out.extend(super::explain_stages::unrun(&stages[used..]));
             }
         }
         reply.insert("stages", out);
@@ -387,7 +391,7 @@ fn explain_distinct(
     } else {
         let cursor = Bson::Document(doc! {"$cursor": cursor});
         std::iter::once(cursor)
-            .chain(remaining.into_iter().map(Bson::Document))
+            .chain(super::explain_stages::unrun(&remaining))
             .collect()
     };
     let mut reply = doc! {"explainVersion": "1", "stages": out};
@@ -431,7 +435,7 @@ fn execution_stats(
     coll: &str,
     stages: &[Document],
     (used, match_spec): (usize, Option<&Document>),
-    sort: Option<&SortSpec>,
+    sort: Option<(&Document, &SortSpec)>,
 ) -> Result<ExplainRun, CommandError> {
     let started = std::time::Instant::now();
     let Target::Regular(Some(c)) = Target::resolve(req, coll) else {
@@ -460,14 +464,23 @@ fn execution_stats(
     let hint = super::planned::parse_hint(req.body.get("hint"))?;
     let rest = &stages[usize::from(match_spec.is_some())..];
     let opts = super::planned::ReadOpts {
-        sort,
+        sort: sort.map(|(_, s)| s),
         hint: hint.as_ref(),
         after: rest,
         ..Default::default()
     };
     let read = super::planned::regular_read(&c, filter, match_spec, &opts)?;
-    // (A `$sort` the plan answers is not run again below: no count depends on the order.)
-    let fetched = read.source.collect::<Result<Vec<Document>, _>>()?;
+    // A `$sort` the plan does not answer is a SORT stage over the access path.
+    let blocking = sort.filter(|_| !read.plan.provides_sort);
+    let (fetched, sort_run) = match blocking {
+        Some((_, spec)) => {
+            let limits = super::pipeline_context::mem_limits(req)?;
+            let (docs, run) =
+                super::explain_sort::sort_measured(req, &limits, read.source, spec, 0, None)?;
+            (docs, Some(run))
+        }
+        None => (read.source.collect::<Result<Vec<Document>, _>>()?, None),
+    };
     let read_n = fetched.len();
     let read_millis = super::explain_stages::millis_since(started);
     let ranges = match &read.plan.access {
@@ -476,7 +489,16 @@ fn execution_stats(
     };
     let access =
         super::planned::plan_stages(&read.plan, match_spec, Some((&read.stats, read_n as u64)));
-    let (access, _) = super::explain_counters::count_access(access, true, ranges, read_millis);
+    let (mut access, _) = super::explain_counters::count_access(access, true, ranges, read_millis);
+    if let (Some((pattern, _)), Some(run)) = (blocking, sort_run) {
+        let mut sorted = super::explain_sort::sort_stage(
+            pattern,
+            super::explain_sort::sort_mem_limit(req)?,
+            access,
+        );
+        run.annotate(&mut sorted);
+        access = super::explain_counters::count_wrappers(sorted, read_millis).0;
+    }
     let ctx = super::pipeline_context::CatalogContext::new(req);
     let run_opts = ctx.run_options()?;
     let (counted, returned) =

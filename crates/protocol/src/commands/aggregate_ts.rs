@@ -225,7 +225,7 @@ fn explain_reply(
         }
         None => {
             out_stages.push(Bson::Document(unpack));
-            out_stages.extend(stages[shown..].iter().cloned().map(Bson::Document));
+            out_stages.extend(super::explain_stages::unrun(&stages[shown..]));
         }
     }
     let examined = (C::get(&counters.buckets_pruned) + C::get(&counters.buckets_returned))

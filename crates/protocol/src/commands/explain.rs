@@ -5,6 +5,7 @@
 //! explained as the pipeline it runs over the buckets (`aggregate_ts`).
 
 use super::explain_counters::{count_access, count_wrappers, with_common};
+use super::explain_sort::sort_measured;
 use super::explain_write::{self, WriteShape};
 use super::planned::{parse_hint, plan_stages, regular_read, ReadOpts};
 use super::query_planner::query_planner;
@@ -279,9 +280,7 @@ pub fn explain(req: &Request) -> CmdResult {
         return explain_aggregate(req, db, body, inner, verbosity);
     }
     let mut shape = shape_of(&name, &inner)?;
-    shape.sort_mem = super::pipeline_context::mem_limits(req)?
-        .sort_bytes
-        .min(i64::MAX as u64) as i64;
+    shape.sort_mem = super::explain_sort::sort_mem_limit(req)?;
     let on_view = super::views::is_view(req, &shape.coll)?;
     if on_view && !["find", "count", "distinct"].contains(&name.as_str()) {
         super::views::refuse_on_view(req, &shape.coll)?;
@@ -401,14 +400,35 @@ pub fn explain(req: &Request) -> CmdResult {
                         stages,
                     )
                 } else {
-                    // Without a sort to satisfy, a limit stops the scan early.
-                    let early = sort.is_none() || read.plan.provides_sort;
-                    let (n, matched, eof) = run_counting(read.source, skip, shape.limit, early)?;
+                    let blocking = sort.as_ref().filter(|s| !s.is_empty() && !sorted);
+                    let (n, matched, eof, sort_run) = match blocking {
+                        // The SORT stage sorts as the find would, and reports it.
+                        Some(s) => {
+                            let limit = shape.limit.map(|l| l.max(0) as usize);
+                            // The find's own `allowDiskUse`, not the explain's.
+                            let mut limits = super::pipeline_context::mem_limits(req)?;
+                            if let Ok(allow) = inner.get_bool("allowDiskUse") {
+                                limits.allow_disk_use = allow;
+                            }
+                            let source = read.source;
+                            let (docs, run) = sort_measured(req, &limits, source, s, skip, limit)?;
+                            (docs.len() as u64, run.input, true, Some(run))
+                        }
+                        // Without a sort to do, a limit stops the scan early.
+                        None => {
+                            let (n, matched, eof) =
+                                run_counting(read.source, skip, shape.limit, true)?;
+                            (n, matched, eof, None)
+                        }
+                    };
                     let millis = started.elapsed().as_millis() as i64;
                     let access =
                         plan_stages(&read.plan, shape.filter, Some((&read.stats, matched)));
                     let (access, _) = count_access(access, eof, ranges, millis);
-                    let stages = wrap_stages(near_over(access)?, &shape, sorted);
+                    let mut stages = wrap_stages(near_over(access)?, &shape, sorted);
+                    if let Some(run) = sort_run {
+                        run.annotate(&mut stages);
+                    }
                     let stages = count_wrappers(counted(stages, n, matched), millis).0;
                     (n, read.stats.keys(), read.stats.docs(), stages)
                 }

@@ -49,6 +49,17 @@ pub static SORT_METRICS: SortMetrics = SortMetrics {
     total_bytes_sorted: AtomicU64::new(0),
 };
 
+thread_local! {
+    /// Runs this thread has written and their bytes, for explain's per-stage `spills`.
+    static THREAD_SPILLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Runs written to disk by sorts on this thread so far, and their bytes: a stage run
+/// between two readings spilled the difference.
+pub fn thread_spills() -> (u64, u64) {
+    THREAD_SPILLS.with(|c| c.get())
+}
+
 fn add_to(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, AtomicOrdering::Relaxed);
 }
@@ -171,6 +182,10 @@ fn write_run(
     let bytes = file.as_file().metadata().map_or(0, |m| m.len());
     add_to(&SORT_METRICS.spill_to_disk, 1);
     add_to(&SORT_METRICS.spill_to_disk_bytes, bytes);
+    THREAD_SPILLS.with(|c| {
+        let (runs, total) = c.get();
+        c.set((runs + 1, total + bytes));
+    });
     Ok(RunFile {
         file,
         entries: count,
