@@ -154,7 +154,8 @@ fn run_for_explain(
     let run = ExplainRun {
         unpacked,
         returned,
-        stages: counted,
+        // The stages the scan absorbed are printed as mongod prints them too.
+        stages: super::explain_stages::printed(counted),
         scan_millis,
         millis: millis_since(started),
     };

@@ -46,16 +46,16 @@ pub(super) fn sort_measured(
             counter.1.fetch_add(size, Ordering::Relaxed);
         }
     }));
-    let (runs, spilled) = thread_spills();
+    let before = thread_spills();
     let sorted =
         super::find_shape::shape(req, limits, source, Some(sort.clone()), skip, limit, None)?;
     let docs = sorted.collect::<Result<Vec<_>, _>>()?;
-    let (runs_after, spilled_after) = thread_spills();
+    let spilled = thread_spills().since(before);
     let run = SortRun {
         input: seen.0.load(Ordering::Relaxed),
         bytes: seen.1.load(Ordering::Relaxed),
-        spills: runs_after.saturating_sub(runs),
-        spilled_bytes: spilled_after.saturating_sub(spilled),
+        spills: spilled.runs,
+        spilled_bytes: spilled.bytes,
     };
     Ok((docs, run))
 }

@@ -4,7 +4,8 @@
 //! them all, its inputs' time included) next to its stage name, both as 64-bit integers:
 //! `{$group: {...}, nReturned: 3, executionTimeMillisEstimate: 0}`. (mongod's
 //! `appendCommonExecStats` adds them to each serialized stage.) A `$sort` also reports the
-//! bytes it sorted and its spills to disk.
+//! bytes it sorted and its spills to disk; a `$group` its accumulators' largest values,
+//! the bytes it output and its spills.
 //!
 //! The stages are explained in the form mongod's optimizer gives the pipeline
 //! ([`optimized`], then [`printed`]): a `$limit` after a `$skip` moves before it, grown by
@@ -56,22 +57,48 @@ pub(super) fn run_counted(
             true => docs.iter().map(hourglass_query::bson_size::bson_size).sum(),
             false => 0,
         };
-        let (runs_before, bytes_before) = thread_spills();
+        let before = thread_spills();
         docs = one.run_with(std::mem::take(&mut docs), opts)?;
+        let spilled = thread_spills().since(before);
         let mut stage = stage;
         if sorts {
-            let (runs, bytes) = thread_spills();
-            let runs = runs.saturating_sub(runs_before) as i64;
             stage.insert("totalDataSizeSortedBytesEstimate", sorted_bytes as i64);
-            stage.insert("usedDisk", runs > 0);
-            stage.insert("spills", runs);
-            let spilled = bytes.saturating_sub(bytes_before) as i64;
-            stage.insert("spilledDataStorageSize", spilled);
+        }
+        if let Ok(spec) = stage.get_document("$group") {
+            let accumulators = max_accumulator_bytes(spec, &docs);
+            let output: usize = docs.iter().map(hourglass_query::bson_size::bson_size).sum();
+            stage.insert("maxAccumulatorMemoryUsageBytes", accumulators);
+            stage.insert("totalOutputDataSizeBytes", output as i64);
+        }
+        if sorts || stage.contains_key("$group") {
+            stage.insert("usedDisk", spilled.runs > 0);
+            stage.insert("spills", spilled.runs as i64);
+            stage.insert("spilledDataStorageSize", spilled.bytes as i64);
+        }
+        if stage.contains_key("$group") {
+            stage.insert("numBytesSpilledEstimate", spilled.bytes as i64);
+            stage.insert("spilledRecords", spilled.records as i64);
         }
         let counted = with_counts(stage, docs.len(), millis_since(started));
         out.push(Bson::Document(counted));
     }
     Ok((printed(out), ran.then_some(docs.len())))
+}
+
+/// A `$group`'s `maxAccumulatorMemoryUsageBytes`: for each accumulated field, the memory
+/// its values hold across all the groups (as mongod's per-field memory tracker reports
+/// it), estimated from the groups' output values.
+fn max_accumulator_bytes(spec: &Document, groups: &[Document]) -> Document {
+    let mut out = Document::new();
+    for field in spec.keys().filter(|k| k.as_str() != "_id") {
+        let held: u64 = groups
+            .iter()
+            .filter_map(|g| g.get(field))
+            .map(hourglass_query::pipeline::mem::approx_size)
+            .sum();
+        out.insert(field.clone(), held as i64);
+    }
+    out
 }
 
 /// The stages of a pipeline explained without running it, as mongod prints them.

@@ -49,14 +49,38 @@ pub static SORT_METRICS: SortMetrics = SortMetrics {
     total_bytes_sorted: AtomicU64::new(0),
 };
 
-thread_local! {
-    /// Runs this thread has written and their bytes, for explain's per-stage `spills`.
-    static THREAD_SPILLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+/// Spills to disk of the sorts (and spilling groups) of one thread.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Spills {
+    /// Runs written.
+    pub runs: u64,
+    /// Their bytes on disk.
+    pub bytes: u64,
+    /// Entries written in them.
+    pub records: u64,
 }
 
-/// Runs written to disk by sorts on this thread so far, and their bytes: a stage run
-/// between two readings spilled the difference.
-pub fn thread_spills() -> (u64, u64) {
+impl Spills {
+    /// What was spilled since `before`.
+    pub fn since(self, before: Spills) -> Spills {
+        Spills {
+            runs: self.runs.saturating_sub(before.runs),
+            bytes: self.bytes.saturating_sub(before.bytes),
+            records: self.records.saturating_sub(before.records),
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's spills so far, for explain's per-stage `spills`.
+    static THREAD_SPILLS: std::cell::Cell<Spills> = const {
+        std::cell::Cell::new(Spills { runs: 0, bytes: 0, records: 0 })
+    };
+}
+
+/// Spills to disk on this thread so far: a stage run between two readings spilled the
+/// difference ([`Spills::since`]).
+pub fn thread_spills() -> Spills {
     THREAD_SPILLS.with(|c| c.get())
 }
 
@@ -183,8 +207,12 @@ fn write_run(
     add_to(&SORT_METRICS.spill_to_disk, 1);
     add_to(&SORT_METRICS.spill_to_disk_bytes, bytes);
     THREAD_SPILLS.with(|c| {
-        let (runs, total) = c.get();
-        c.set((runs + 1, total + bytes));
+        let s = c.get();
+        c.set(Spills {
+            runs: s.runs + 1,
+            bytes: s.bytes + bytes,
+            records: s.records + count,
+        });
     });
     Ok(RunFile {
         file,

@@ -1,11 +1,13 @@
-"""How explain shows sorts, as MongoDB 7.0 prints them (the aggregation pipeline
+"""How explain shows sorts and groups, as MongoDB 7.0 prints them (the aggregation pipeline
 optimization page: $sort + $limit coalescence, $skip + $limit sequence, $limit + $limit and
 $skip + $skip coalescence; jstests explain_sort_stage_exec_stats.js): a `$sort` stage shows
 its `sortKey` and the limit it took in, and at executionStats every blocking sort reports
-the bytes it sorted and whether it spilled to disk."""
+the bytes it sorted and whether it spilled to disk; a `$group` its accumulators' memory,
+the bytes it output and its spills."""
 
 import datetime
 
+import bson
 import pytest
 from bson.int64 import Int64
 from pymongo.errors import OperationFailure
@@ -138,3 +140,42 @@ def test_a_sort_within_memory_reports_no_spill(db):
     ]
     assert (sort["usedDisk"], sort["spills"]) == (False, 0)
     assert sort["nReturned"] == sort["inputStage"]["nReturned"] == 24
+
+
+@pytest.fixture
+def low_group_memory(client):
+    name = "internalDocumentSourceGroupMaxMemoryBytes"
+    was = client.admin.command({"setParameter": 1, name: 4096})["was"]
+    yield
+    client.admin.command({"setParameter": 1, name: was})
+
+
+@pytest.mark.parametrize("timeseries", [False, True])
+def test_a_group_reports_its_accumulators_memory_and_output_bytes(db, timeseries):
+    seed(db, timeseries)
+    pipeline = [{"$addFields": {"k": "$a"}},
+                {"$group": {"_id": "$k", "n": {"$sum": 1}, "all": {"$push": "$a"}}}]
+    group = later_stages(explain(db, {"aggregate": "c", "pipeline": pipeline, "cursor": {}}))[-1]
+    assert list(group)[:8] == [
+        "$group", "maxAccumulatorMemoryUsageBytes", "totalOutputDataSizeBytes", "usedDisk",
+        "spills", "spilledDataStorageSize", "numBytesSpilledEstimate", "spilledRecords",
+    ]
+    memory = group["maxAccumulatorMemoryUsageBytes"]
+    assert list(memory) == ["n", "all"]
+    # Sixty pushed values hold more than seven counts.
+    assert memory["all"] > memory["n"] > 0
+    out = list(db.c.aggregate(pipeline))
+    assert group["totalOutputDataSizeBytes"] == sum(len(bson.encode(d)) for d in out)
+    assert (group["usedDisk"], group["spills"], group["spilledRecords"]) == (False, 0, 0)
+    assert group["nReturned"] == 7
+
+
+def test_a_group_past_its_memory_limit_reports_its_spills(db, low_group_memory):
+    seed(db, False)
+    pipeline = [{"$group": {"_id": "$t", "big": {"$first": "$big"}}}]
+    cmd = {"aggregate": "c", "pipeline": pipeline, "cursor": {}, "allowDiskUse": True}
+    group = later_stages(explain(db, cmd))[-1]
+    assert group["usedDisk"] is True
+    assert group["spills"] > 0 and group["spilledRecords"] > 0
+    assert group["spilledDataStorageSize"] > 0
+    assert group["nReturned"] == 60
