@@ -4,8 +4,8 @@
 //! them all, its inputs' time included) next to its stage name, both as 64-bit integers:
 //! `{$group: {...}, nReturned: 3, executionTimeMillisEstimate: 0}`. (mongod's
 //! `appendCommonExecStats` adds them to each serialized stage.) A `$sort` also reports the
-//! bytes it sorted and its spills to disk; a `$group` its accumulators' largest values,
-//! the bytes it output and its spills.
+//! bytes it sorted and its spills to disk; a `$group` its accumulators' memory, the bytes
+//! it output and its spills.
 //!
 //! The stages are explained in the form mongod's optimizer gives the pipeline
 //! ([`optimized`], then [`printed`]): a `$limit` after a `$skip` moves before it, grown by
@@ -52,7 +52,7 @@ pub(super) fn run_counted(
             out.push(Bson::Document(stage));
             continue;
         }
-        let sorts = stage.contains_key("$sort");
+        let (sorts, groups) = (stage.contains_key("$sort"), stage.contains_key("$group"));
         let sorted_bytes: usize = match sorts {
             true => docs.iter().map(hourglass_query::bson_size::bson_size).sum(),
             false => 0,
@@ -70,12 +70,12 @@ pub(super) fn run_counted(
             stage.insert("maxAccumulatorMemoryUsageBytes", accumulators);
             stage.insert("totalOutputDataSizeBytes", output as i64);
         }
-        if sorts || stage.contains_key("$group") {
+        if sorts || groups {
             stage.insert("usedDisk", spilled.runs > 0);
             stage.insert("spills", spilled.runs as i64);
             stage.insert("spilledDataStorageSize", spilled.bytes as i64);
         }
-        if stage.contains_key("$group") {
+        if groups {
             stage.insert("numBytesSpilledEstimate", spilled.bytes as i64);
             stage.insert("spilledRecords", spilled.records as i64);
         }
