@@ -179,3 +179,23 @@ def test_a_group_past_its_memory_limit_reports_its_spills(db, low_group_memory):
     assert group["spills"] > 0 and group["spilledRecords"] > 0
     assert group["spilledDataStorageSize"] > 0
     assert group["nReturned"] == 60
+
+
+def test_stages_a_time_series_scan_absorbs_report_what_they_hold(db):
+    """A vectorized $group and a columnar $sort run inside the bucket scan; explain still
+    reports them as mongod reports its $group and $sort."""
+    seed(db, True)
+    group = [{"$group": {"_id": "$m", "n": {"$sum": 1}, "top": {"$max": "$a"}}}]
+    stage = later_stages(explain(db, {"aggregate": "c", "pipeline": group, "cursor": {}}))[-1]
+    assert "$group" in stage
+    assert list(stage["maxAccumulatorMemoryUsageBytes"]) == ["n", "top"]
+    out = list(db.c.aggregate(group))
+    assert stage["totalOutputDataSizeBytes"] == sum(len(bson.encode(d)) for d in out)
+    assert (stage["usedDisk"], stage["spills"], stage["nReturned"]) == (False, 0, 3)
+
+    sort = [{"$project": {"_id": 0, "a": 1, "m": 1}}, {"$sort": {"a": -1, "m": 1}}]
+    stages = later_stages(explain(db, {"aggregate": "c", "pipeline": sort, "cursor": {}}))
+    assert stages[-1]["$sort"] == {"sortKey": {"a": -1, "m": 1}}
+    out = list(db.c.aggregate(sort))
+    assert stages[-1]["totalDataSizeSortedBytesEstimate"] == sum(len(bson.encode(d)) for d in out)
+    assert (stages[-1]["usedDisk"], stages[-1]["nReturned"]) == (False, 60)

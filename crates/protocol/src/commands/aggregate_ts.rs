@@ -138,14 +138,24 @@ fn run_for_explain(
     } else {
         rows.len()
     };
+    // The stages the scan absorbed, counted by what each prefix of the pipeline outputs.
+    // The columnar executor holds their state in memory: nothing spills.
     for i in shown..plan.consumed {
-        let n = match i + 1 == plan.consumed {
-            true => rows.len(),
-            false => prefix_output(req, buckets, options, &stages[..=i], &opts)?.len(),
+        let prefix;
+        let output = match i + 1 == plan.consumed {
+            true => &rows,
+            false => {
+                prefix = prefix_output(req, buckets, options, &stages[..=i], &opts)?;
+                &prefix
+            }
         };
+        let mut stage = stages[i].clone();
+        // A sort outputs the documents it sorted.
+        let sorted = super::explain_stages::bytes_of(output);
+        super::explain_stages::add_stage_stats(&mut stage, sorted, output, Default::default());
         counted.push(Bson::Document(with_counts(
-            stages[i].clone(),
-            n,
+            stage,
+            output.len(),
             scan_millis,
         )));
     }

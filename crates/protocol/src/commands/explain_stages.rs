@@ -14,7 +14,7 @@
 
 use crate::error::CommandError;
 use bson::{Bson, Document};
-use hourglass_query::pipeline::spill::thread_spills;
+use hourglass_query::pipeline::spill::{thread_spills, Spills};
 use hourglass_query::pipeline::{Pipeline, RunOptions};
 use std::time::Instant;
 
@@ -52,37 +52,62 @@ pub(super) fn run_counted(
             out.push(Bson::Document(stage));
             continue;
         }
-        let (sorts, groups) = (stage.contains_key("$sort"), stage.contains_key("$group"));
-        let sorted_bytes: usize = match sorts {
-            true => docs.iter().map(hourglass_query::bson_size::bson_size).sum(),
+        let sorted_bytes = match stage.contains_key("$sort") {
+            true => bytes_of(&docs),
             false => 0,
         };
         let before = thread_spills();
         docs = one.run_with(std::mem::take(&mut docs), opts)?;
-        let spilled = thread_spills().since(before);
         let mut stage = stage;
-        if sorts {
-            stage.insert("totalDataSizeSortedBytesEstimate", sorted_bytes as i64);
-        }
-        if let Ok(spec) = stage.get_document("$group") {
-            let accumulators = max_accumulator_bytes(spec, &docs);
-            let output: usize = docs.iter().map(hourglass_query::bson_size::bson_size).sum();
-            stage.insert("maxAccumulatorMemoryUsageBytes", accumulators);
-            stage.insert("totalOutputDataSizeBytes", output as i64);
-        }
-        if sorts || groups {
-            stage.insert("usedDisk", spilled.runs > 0);
-            stage.insert("spills", spilled.runs as i64);
-            stage.insert("spilledDataStorageSize", spilled.bytes as i64);
-        }
-        if groups {
-            stage.insert("numBytesSpilledEstimate", spilled.bytes as i64);
-            stage.insert("spilledRecords", spilled.records as i64);
-        }
+        add_stage_stats(
+            &mut stage,
+            sorted_bytes,
+            &docs,
+            thread_spills().since(before),
+        );
         let counted = with_counts(stage, docs.len(), millis_since(started));
         out.push(Bson::Document(counted));
     }
     Ok((printed(out), ran.then_some(docs.len())))
+}
+
+/// The BSON bytes of `docs`.
+pub(super) fn bytes_of(docs: &[Document]) -> usize {
+    docs.iter().map(hourglass_query::bson_size::bson_size).sum()
+}
+
+/// Adds what a counted blocking stage reports besides its counts, as mongod 7.0 prints
+/// it: a `$sort` the bytes it sorted (`sorted_bytes`, its input's), a `$group` its
+/// accumulators' memory and the bytes it output (`output`, its documents), both their
+/// spills to disk.
+pub(super) fn add_stage_stats(
+    stage: &mut Document,
+    sorted_bytes: usize,
+    output: &[Document],
+    spilled: Spills,
+) {
+    let sorts = stage.contains_key("$sort");
+    let groups = match stage.get_document("$group") {
+        Ok(spec) => {
+            let accumulators = max_accumulator_bytes(spec, output);
+            stage.insert("maxAccumulatorMemoryUsageBytes", accumulators);
+            stage.insert("totalOutputDataSizeBytes", bytes_of(output) as i64);
+            true
+        }
+        Err(_) => false,
+    };
+    if sorts {
+        stage.insert("totalDataSizeSortedBytesEstimate", sorted_bytes as i64);
+    }
+    if sorts || groups {
+        stage.insert("usedDisk", spilled.runs > 0);
+        stage.insert("spills", spilled.runs as i64);
+        stage.insert("spilledDataStorageSize", spilled.bytes as i64);
+    }
+    if groups {
+        stage.insert("numBytesSpilledEstimate", spilled.bytes as i64);
+        stage.insert("spilledRecords", spilled.records as i64);
+    }
 }
 
 /// A `$group`'s `maxAccumulatorMemoryUsageBytes`: for each accumulated field, the memory
