@@ -199,3 +199,18 @@ def test_stages_a_time_series_scan_absorbs_report_what_they_hold(db):
     out = list(db.c.aggregate(sort))
     assert stages[-1]["totalDataSizeSortedBytesEstimate"] == sum(len(bson.encode(d)) for d in out)
     assert (stages[-1]["usedDisk"], stages[-1]["nReturned"]) == (False, 60)
+
+
+def test_an_explained_find_reads_its_allow_disk_use_as_the_find_does(db, low_sort_memory):
+    seed(db, False)
+    cmd = {"find": "c", "sort": {"a": -1}, "allowDiskUse": 0}
+    with pytest.raises(OperationFailure) as e:
+        db.command(cmd)
+    assert e.value.code == 292
+    with pytest.raises(OperationFailure) as e:
+        explain(db, cmd)
+    assert e.value.code == 292
+    cmd["allowDiskUse"] = "yes"
+    with pytest.raises(OperationFailure) as e:
+        explain(db, cmd)
+    assert (e.value.code, e.value.details["codeName"]) == (14, "TypeMismatch")

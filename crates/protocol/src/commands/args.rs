@@ -239,14 +239,7 @@ impl Request {
     }
 
     pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, CommandError> {
-        match self.body.get(field) {
-            None | Some(Bson::Null) => Ok(None),
-            Some(Bson::Boolean(b)) => Ok(Some(*b)),
-            Some(Bson::Int32(i)) => Ok(Some(*i != 0)),
-            Some(Bson::Int64(i)) => Ok(Some(*i != 0)),
-            Some(Bson::Double(d)) => Ok(Some(*d != 0.0)),
-            Some(v) => Err(self.wrong_type(field, v, "bool")),
-        }
+        opt_bool_of(&self.body, field)
     }
 
     pub fn opt_i64(&self, field: &str) -> Result<Option<i64>, CommandError> {
@@ -329,6 +322,25 @@ impl Request {
             self.command_name(),
             type_name(v)
         ))
+    }
+}
+
+/// Optional bool `field` of the command document `body` (a number counts as true unless
+/// 0), as MongoDB reads a command's bool options; refused as its wrong type otherwise.
+pub fn opt_bool_of(body: &Document, field: &str) -> Result<Option<bool>, CommandError> {
+    match body.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Boolean(b)) => Ok(Some(*b)),
+        Some(Bson::Int32(i)) => Ok(Some(*i != 0)),
+        Some(Bson::Int64(i)) => Ok(Some(*i != 0)),
+        Some(Bson::Double(d)) => Ok(Some(*d != 0.0)),
+        Some(v) => {
+            let command = body.keys().next().map(String::as_str).unwrap_or("");
+            Err(CommandError::type_mismatch(format!(
+                "BSON field '{command}.{field}' is the wrong type '{}', expected type 'bool'",
+                type_name(v)
+            )))
+        }
     }
 }
 

@@ -407,7 +407,7 @@ pub fn explain(req: &Request) -> CmdResult {
                             let limit = shape.limit.map(|l| l.max(0) as usize);
                             // The find's own `allowDiskUse`, not the explain's.
                             let mut limits = super::pipeline_context::mem_limits(req)?;
-                            if let Ok(allow) = inner.get_bool("allowDiskUse") {
+                            if let Some(allow) = super::args::opt_bool_of(&inner, "allowDiskUse")? {
                                 limits.allow_disk_use = allow;
                             }
                             let source = read.source;

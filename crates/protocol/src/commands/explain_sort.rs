@@ -10,7 +10,7 @@ use crate::cursor::DocSource;
 use crate::error::CommandError;
 use bson::{Bson, Document};
 use hourglass_query::pipeline::mem::MemLimits;
-use hourglass_query::pipeline::spill::thread_spills;
+use hourglass_query::pipeline::spill::{thread_spills, Spills};
 use hourglass_query::sort::SortSpec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,9 +22,8 @@ pub(super) struct SortRun {
     pub input: u64,
     /// Their BSON bytes.
     pub bytes: u64,
-    /// Runs written to disk, and their bytes.
-    pub spills: u64,
-    pub spilled_bytes: u64,
+    /// What it wrote to disk.
+    pub spilled: Spills,
 }
 
 /// Sorts `source` by `sort` as a read does, then skips and limits; returns the documents
@@ -50,12 +49,10 @@ pub(super) fn sort_measured(
     let sorted =
         super::find_shape::shape(req, limits, source, Some(sort.clone()), skip, limit, None)?;
     let docs = sorted.collect::<Result<Vec<_>, _>>()?;
-    let spilled = thread_spills().since(before);
     let run = SortRun {
         input: seen.0.load(Ordering::Relaxed),
         bytes: seen.1.load(Ordering::Relaxed),
-        spills: spilled.runs,
-        spilled_bytes: spilled.bytes,
+        spilled: thread_spills().since(before),
     };
     Ok((docs, run))
 }
@@ -72,9 +69,9 @@ impl SortRun {
         }
         let input = stages.remove("inputStage");
         stages.insert("totalDataSizeSorted", self.bytes as i64);
-        stages.insert("usedDisk", self.spills > 0);
-        stages.insert("spills", self.spills as i64);
-        stages.insert("spilledDataStorageSize", self.spilled_bytes as i64);
+        stages.insert("usedDisk", self.spilled.runs > 0);
+        stages.insert("spills", self.spilled.runs as i64);
+        stages.insert("spilledDataStorageSize", self.spilled.bytes as i64);
         if let Some(input) = input {
             stages.insert("inputStage", input);
         }
@@ -110,8 +107,11 @@ mod tests {
         let run = SortRun {
             input: 2,
             bytes: 40,
-            spills: 1,
-            spilled_bytes: 50,
+            spilled: Spills {
+                runs: 1,
+                bytes: 50,
+                records: 2,
+            },
         };
         run.annotate(&mut tree);
         let sort = tree.get_document("inputStage").unwrap();
