@@ -19,11 +19,16 @@ pub type DocSource = Box<dyn Iterator<Item = Result<Document, CommandError>> + S
 /// (sent as they are: no document is built for them).
 #[derive(Debug, Clone)]
 pub enum Row {
-    Doc(Document),
+    /// Boxed, so that a row is 32 bytes: batches move hundreds of thousands of rows.
+    Doc(Box<Document>),
     Raw(RawRow),
 }
 
 impl Row {
+    pub fn doc(d: Document) -> Row {
+        Row::Doc(Box::new(d))
+    }
+
     /// The encoded size.
     fn size(&self) -> usize {
         match self {
@@ -34,7 +39,7 @@ impl Row {
 
     pub fn into_document(self) -> Result<Document, CommandError> {
         match self {
-            Row::Doc(d) => Ok(d),
+            Row::Doc(d) => Ok(*d),
             Row::Raw(r) => r
                 .to_document()
                 .map_err(|e| CommandError::new(22, e.to_string())),
@@ -102,7 +107,7 @@ pub type RowSource = Box<dyn Iterator<Item = Result<Row, CommandError>> + Send>;
 
 /// The rows of a document source.
 pub fn rows(docs: DocSource) -> RowSource {
-    Box::new(docs.map(|d| d.map(Row::Doc)))
+    Box::new(docs.map(|d| d.map(Row::doc)))
 }
 
 /// Largest reply batch in bytes (MongoDB caps batches at 16 MiB).
@@ -282,7 +287,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, d)| match i % 2 {
-                0 => Row::Doc(d.clone()),
+                0 => Row::doc(d.clone()),
                 _ => Row::Raw(bson::RawDocumentBuf::from_document(d).unwrap().into()),
             })
             .collect();

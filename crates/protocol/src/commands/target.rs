@@ -192,7 +192,7 @@ fn measurements(
 /// The rows of a time-series read for a cursor.
 pub fn ts_rows(rows: TsRows) -> RowSource {
     match rows {
-        TsRows::Docs(d) => Box::new(d.map(|r| r.map(Row::Doc).map_err(CommandError::from))),
+        TsRows::Docs(d) => Box::new(d.map(|r| r.map(Row::doc).map_err(CommandError::from))),
         TsRows::Raw(r) => Box::new(r.map(|r| r.map(Row::Raw).map_err(CommandError::from))),
     }
 }

@@ -365,7 +365,7 @@ impl TimeseriesStore {
             };
             let run = parallel::columnar(c, plan.limits, scan, &feed)?;
             let rows = if plan.raw_output {
-                TsRows::Raw(Box::new(run.finish_raw()?.into_rows().map(Ok)))
+                TsRows::Raw(Box::new(packed::rows_of(run.finish_raw()?).map(Ok)))
             } else {
                 TsRows::Docs(Box::new(run.finish()?.into_iter().map(Ok)))
             };
@@ -764,6 +764,55 @@ mod tests {
             assert!(plan.group.is_some());
             assert_eq!(fast, slow, "values and order of {group:?}");
         }
+    }
+
+    #[test]
+    fn a_split_scan_prunes_and_counts_buckets_as_one_thread_reading_it_does() {
+        let (_dir, c, o, store) = cpu();
+        // 300 buckets of ten measurements whose `v` grows with time: `v > 2000` rules out
+        // the first two thirds of the buckets by their control max. Past the serial
+        // prefix the workers parse and prune them (split when the machine has two cores).
+        store.set_limits(crate::bucket_catalog::Limits {
+            max_count: 10,
+            ..Default::default()
+        });
+        let docs: Vec<Document> = (0..3000i64)
+            .map(|i| {
+                doc! {
+                    "time": bson::DateTime::from_millis(T0 + i * 10_000),
+                    "tags": {"hostname": "h"},
+                    "v": i as f64,
+                }
+            })
+            .collect();
+        store.insert_docs(&c, &o, docs, true).unwrap();
+        store.close_all().unwrap();
+        let stages = [
+            doc! {"$match": {"v": {"$gt": 2000.0}}},
+            doc! {"$project": {"_id": 0, "time": 1, "v": 1}},
+            doc! {"$sort": {"v": -1}},
+        ];
+        let plan = TsPlan::new(&stages, &o).unwrap();
+        assert!(plan.columnar.is_some());
+        let ex = store.execute(&c, &o, &plan).unwrap();
+        let rows: Vec<Document> = ex.rows.documents().collect::<Result<_, _>>().unwrap();
+        assert_eq!(rows.len(), 999);
+        assert_eq!(
+            rows[0],
+            doc! {"time": bson::DateTime::from_millis(T0 + 2999 * 10_000), "v": 2999.0}
+        );
+        let mut serial = store.scan(&c, &o, &plan.predicate).unwrap();
+        let returned = serial.by_ref().count() as u64;
+        let (split, one) = (&ex.counters, &serial.counters);
+        for (name, a, b) in [
+            ("examined", &split.buckets_examined, &one.buckets_examined),
+            ("pruned", &split.buckets_pruned, &one.buckets_pruned),
+            ("returned", &split.buckets_returned, &one.buckets_returned),
+        ] {
+            assert_eq!(ScanCounters::get(a), ScanCounters::get(b), "buckets {name}");
+        }
+        assert_eq!(ScanCounters::get(&split.buckets_returned), returned);
+        assert!(ScanCounters::get(&split.buckets_pruned) > 2 * parallel::SERIAL_BUCKETS);
     }
 
     #[test]

@@ -88,13 +88,42 @@ impl PackedRows {
     }
 }
 
+/// The rows of `parts`, in order, as an iterator that knows how many are left (a reply
+/// batch reserves room for them at once).
+pub fn rows_of(parts: Vec<PackedRows>) -> impl Iterator<Item = RawRow> + Send {
+    let left = parts.iter().map(|p| p.ends.len()).sum();
+    Counted {
+        rows: parts.into_iter().flat_map(PackedRows::into_rows),
+        left,
+    }
+}
+
+struct Counted<I> {
+    rows: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Counted<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let row = self.rows.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(row)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use bson::doc;
 
     #[test]
-    fn packed_rows_come_back_as_the_documents_written_in_order() {
+    fn packed_rows_come_back_as_the_documents_written_in_order_and_counted() {
         let docs = [doc! {"a": 1}, doc! {}, doc! {"s": "x", "d": {"e": 2.5}}];
         let mut packed = PackedRows::default();
         for (i, d) in docs.iter().enumerate() {
@@ -111,10 +140,12 @@ mod tests {
                 })
                 .unwrap();
         }
-        let rows: Vec<Document> = packed
-            .into_rows()
-            .map(|r| r.to_document().unwrap())
-            .collect();
-        assert_eq!(rows, docs);
+        let mut later = PackedRows::default();
+        later.push_document(&doc! {"b": 2}).unwrap();
+        let rows = rows_of(vec![packed, later]);
+        assert_eq!(rows.size_hint(), (4, Some(4)));
+        let rows: Vec<Document> = rows.map(|r| r.to_document().unwrap()).collect();
+        assert_eq!(rows[..3], docs);
+        assert_eq!(rows[3], doc! {"b": 2});
     }
 }

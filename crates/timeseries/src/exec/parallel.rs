@@ -1,7 +1,8 @@
 //! A large scan split across threads ([`split`]), for a vectorized `$group` here and a
 //! columnar projection (`columnar.rs`). For the group: the calling thread
-//! reads the scan (storage reads and bucket envelopes) and hands its buckets, in chunks,
-//! to several workers, each feeding its own run of the group (column decoding, the row
+//! reads the scan (storage reads only) and hands its buckets, in chunks, to several
+//! workers, each parsing the buckets' envelopes, pruning them by their control min/max
+//! ([`Scanned::resolve`]) and feeding its own run of the group (column decoding, the row
 //! filter, keys and accumulators, two thirds of such a query's time); the runs are merged
 //! at the end. Each bucket carries its position in the scan, so the merged groups come
 //! out in the order one run over the whole scan gives (that of their first rows).
@@ -17,7 +18,7 @@ use super::col::Cols;
 use super::columnar::{ColumnarProject, ColumnarRun};
 use super::top_groups::{Cutoff, Kept};
 use super::vgroup::{GroupRun, VectorGroup};
-use crate::store::{BucketView, StoreError};
+use crate::store::{BucketScan, BucketView, Scanned, StoreError};
 use crate::threads::workers;
 use bson::Document;
 use hourglass_query::interrupt;
@@ -33,7 +34,7 @@ pub(super) const SERIAL_BUCKETS: u64 = 64;
 /// order of waking a thread, so buckets travel in chunks.
 const CHUNK: usize = 16;
 
-pub(super) type Chunk = Vec<(u64, BucketView)>;
+pub(super) type Chunk = Vec<(u64, Scanned)>;
 
 /// The rows of a bucket that pass the query's filter (`None`: all of them).
 pub(super) type Mask<'m> = dyn Fn(&Cols<'_>) -> Result<Option<Vec<bool>>, StoreError> + Sync + 'm;
@@ -53,30 +54,59 @@ impl Queue {
     pub(super) fn next(&self) -> Option<Chunk> {
         self.0.lock().recv().ok()
     }
+
+    /// Runs `each` on every bucket of the chunks still to come that its control min/max
+    /// do not rule out, with its position in the scan, under the operation's interrupt.
+    pub(super) fn for_each(
+        &self,
+        mut each: impl FnMut(u64, &BucketView) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        while let Some(chunk) = self.next() {
+            for (at, scanned) in chunk {
+                interrupt::check()?;
+                if let Some(view) = scanned.resolve() {
+                    each(at, &view?)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Feeds `scan`'s buckets to `serial` on this thread until [`SERIAL_BUCKETS`] have gone
 /// (all of them when `may_split` is false or the machine has one core); if more remain,
-/// this thread reads them and hands them out in chunks to worker threads, each running
+/// this thread reads them (unparsed) and hands them out in chunks to worker threads, each running
 /// `work` until the queue is done, and their outputs are returned (none when the scan
 /// ended first). Workers run under the operation's interrupt; the first error of any
 /// thread is the result.
-pub(super) fn split<I, T>(
-    scan: I,
+pub(super) fn split<T: Send>(
+    mut scan: BucketScan,
     may_split: bool,
     serial: &mut dyn FnMut(u64, &BucketView) -> Result<(), StoreError>,
     work: &(dyn Fn(&Queue) -> Result<T, StoreError> + Sync),
-) -> Result<Vec<T>, StoreError>
-where
-    I: Iterator<Item = Result<BucketView, StoreError>>,
-    T: Send,
-{
+) -> Result<Vec<T>, StoreError> {
     let split = may_split && workers() >= 2;
-    let mut scan = scan.enumerate().map(|(i, v)| (i as u64, v)).peekable();
-    while let Some((at, view)) = scan.next_if(|(at, _)| !split || *at < SERIAL_BUCKETS) {
+    let mut at = 0u64;
+    if !split {
+        for view in scan {
+            interrupt::check()?;
+            serial(at, &view?)?;
+            at += 1;
+        }
+        return Ok(Vec::new());
+    }
+    while at < SERIAL_BUCKETS {
+        let Some(view) = scan.next() else {
+            return Ok(Vec::new());
+        };
         interrupt::check()?;
         serial(at, &view?)?;
+        at += 1;
     }
+    let mut scan = std::iter::from_fn(|| scan.next_scanned())
+        .zip(at..)
+        .map(|(v, at)| (at, v))
+        .peekable();
     if scan.peek().is_none() {
         return Ok(Vec::new());
     }
@@ -135,15 +165,12 @@ pub(super) type ColumnarFeed<'f> =
 /// Runs the columnar projection `c` over `scan`. A run that may stop early (a limit
 /// without a sort) reads on this thread; any other is split, each chunk of buckets
 /// gathered apart and the chunks appended in scan order.
-pub(super) fn columnar<'c, I>(
+pub(super) fn columnar<'c>(
     c: &'c ColumnarProject,
     limits: MemLimits,
-    scan: I,
+    scan: BucketScan,
     feed: &ColumnarFeed<'_>,
-) -> Result<ColumnarRun<'c>, StoreError>
-where
-    I: Iterator<Item = Result<BucketView, StoreError>>,
-{
+) -> Result<ColumnarRun<'c>, StoreError> {
     let mut run = c.start(limits);
     if !c.splittable() {
         for view in scan {
@@ -160,9 +187,11 @@ where
         while let Some(chunk) = queue.next() {
             let first = chunk.first().map_or(0, |(at, _)| *at);
             let mut piece = c.start(limits);
-            for (_, view) in chunk {
+            for (_, scanned) in chunk {
                 interrupt::check()?;
-                feed(&mut piece, &view)?;
+                if let Some(view) = scanned.resolve() {
+                    feed(&mut piece, &view?)?;
+                }
             }
             pieces.push((first, piece));
         }
@@ -177,14 +206,11 @@ where
 }
 
 /// Runs `group` over every bucket of `scan`.
-pub(super) fn group<I>(
+pub(super) fn group(
     group: &VectorGroup,
-    scan: I,
+    scan: BucketScan,
     how: &Feed<'_>,
-) -> Result<Vec<Document>, StoreError>
-where
-    I: Iterator<Item = Result<BucketView, StoreError>>,
-{
+) -> Result<Vec<Document>, StoreError> {
     let mut run = group.start();
     let mut kept = Kept::default();
     let parts = split(
@@ -207,12 +233,7 @@ fn work<'g>(
 ) -> Result<GroupRun<'g>, StoreError> {
     let mut run = group.start();
     let mut kept = Kept::default();
-    while let Some(chunk) = queue.next() {
-        for (at, view) in chunk {
-            interrupt::check()?;
-            feed(&mut run, &mut kept, at, &view, how)?;
-        }
-    }
+    queue.for_each(|at, view| feed(&mut run, &mut kept, at, view, how))?;
     Ok(run)
 }
 

@@ -33,7 +33,7 @@ pub use geo::fields_of_spec as geo_fields_of_spec;
 pub use modify::{DeleteOutcome, TsUpdate};
 pub(crate) use predicate::only_meta_paths;
 pub use predicate::{bucket_point_box, conjuncts, BucketPredicate, TimeBounds};
-pub use scan::{BucketScan, ScanOrder, StopAt};
+pub use scan::{BucketScan, ScanOrder, Scanned, StopAt};
 pub use validate::Validation;
 pub use view::BucketView;
 

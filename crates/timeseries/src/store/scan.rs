@@ -9,7 +9,9 @@
 //!   bound).
 //!
 //! Each candidate is then checked against its control min/max (time and measurement
-//! ranges) before it is yielded. Open buckets come from memory.
+//! ranges) before it is yielded. Open buckets come from memory. A scan split across
+//! threads takes stored buckets unparsed ([`BucketScan::next_scanned`]) and leaves the
+//! parsing and the check to its workers ([`Scanned::resolve`]).
 
 use super::counters::ScanCounters;
 use super::keys::*;
@@ -21,7 +23,7 @@ use crate::meta::meta_key;
 use crate::options::TimeseriesOptions;
 use bson::oid::ObjectId;
 use hourglass_catalog::Collection;
-use hourglass_storage::Snapshot;
+use hourglass_storage::{SharedValue, Snapshot};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -30,7 +32,7 @@ use std::sync::Arc;
 /// ([`ScanOrder::newest_first`]).
 pub struct BucketScan {
     archived: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
-    stored: Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send>,
+    stored: Box<dyn Iterator<Item = Result<Scanned, StoreError>> + Send>,
     open: std::vec::IntoIter<BucketView>,
     newest_first: bool,
     pub counters: Arc<ScanCounters>,
@@ -53,25 +55,79 @@ pub struct ScanOrder {
     pub stop: Option<StopAt>,
 }
 
-impl Iterator for BucketScan {
-    type Item = Result<BucketView, StoreError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        let next = if self.newest_first {
-            self.open
-                .next_back()
-                .map(Ok)
-                .or_else(|| self.stored.next())
-                .or_else(|| self.archived.next())
-        } else {
-            self.archived
-                .next()
-                .or_else(|| self.stored.next())
-                .or_else(|| self.open.next().map(Ok))
+/// A bucket as the scan reads it: a view (open and archived buckets), or a stored
+/// bucket's bytes, not yet parsed nor checked against its control min/max.
+pub enum Scanned {
+    View(BucketView),
+    Stored(SharedValue, Arc<StoredCheck>),
+}
+
+/// What a stored bucket is checked against, and where the outcome is counted.
+pub struct StoredCheck {
+    predicate: BucketPredicate,
+    options: TimeseriesOptions,
+    /// Whether the meta predicate is still to check (not when the meta index chose the
+    /// bucket).
+    check_meta: bool,
+    counters: Arc<ScanCounters>,
+}
+
+impl Scanned {
+    /// The bucket's view, or `None` when its control min/max rule it out (counted as
+    /// pruned). A bucket whose bytes do not parse is an error.
+    pub fn resolve(self) -> Option<Result<BucketView, StoreError>> {
+        let (bytes, check) = match self {
+            Scanned::View(v) => return Some(Ok(v)),
+            Scanned::Stored(bytes, check) => (bytes, check),
         };
-        if let Some(Ok(_)) = next {
+        let view = match decode_compressed_owned(bytes) {
+            Ok(b) => BucketView::Stored(Box::new(b)),
+            Err(e) => return Some(Err(e.into())),
+        };
+        let counters = &check.counters;
+        if stored_may_match(&check.predicate, &check.options, &view, check.check_meta) {
+            ScanCounters::add(&counters.buckets_returned, 1);
+            Some(Ok(view))
+        } else {
+            ScanCounters::add(&counters.buckets_pruned, 1);
+            None
+        }
+    }
+}
+
+impl BucketScan {
+    /// The next bucket, stored ones unparsed: [`Scanned::resolve`] gives its view.
+    pub fn next_scanned(&mut self) -> Option<Result<Scanned, StoreError>> {
+        let view = |v: Option<Result<BucketView, StoreError>>| v.map(|v| v.map(Scanned::View));
+        let next = if self.newest_first {
+            view(self.open.next_back().map(Ok))
+                .or_else(|| self.stored.next())
+                .or_else(|| view(self.archived.next()))
+        } else {
+            view(self.archived.next())
+                .or_else(|| self.stored.next())
+                .or_else(|| view(self.open.next().map(Ok)))
+        };
+        if let Some(Ok(Scanned::View(_))) = next {
             ScanCounters::add(&self.counters.buckets_returned, 1);
         }
         next
+    }
+}
+
+impl Iterator for BucketScan {
+    type Item = Result<BucketView, StoreError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.next_scanned()? {
+                Ok(scanned) => {
+                    if let Some(view) = scanned.resolve() {
+                        return Some(view);
+                    }
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
     }
 }
 
@@ -237,7 +293,7 @@ fn stored_views(
     predicate: &BucketPredicate,
     order: ScanOrder,
     counters: Arc<ScanCounters>,
-) -> Box<dyn Iterator<Item = Result<BucketView, StoreError>> + Send> {
+) -> Box<dyn Iterator<Item = Result<Scanned, StoreError>> + Send> {
     let StoredSource {
         snap,
         directory,
@@ -251,8 +307,16 @@ fn stored_views(
         .map(|m| m.saturating_sub(span_ms))
         .unwrap_or(i64::MIN);
     let hi = bounds.max.unwrap_or(i64::MAX);
-    let options = options.clone();
+    let check = |check_meta| {
+        Arc::new(StoredCheck {
+            predicate: predicate.clone(),
+            options: options.clone(),
+            check_meta,
+            counters: counters.clone(),
+        })
+    };
     let predicate = predicate.clone();
+    let meta_field = options.meta_field.clone();
     match directory {
         Some(dir) => {
             // Meta index: matching series, then each one's buckets in the time range.
@@ -261,7 +325,7 @@ fn stored_views(
             let mut ids: Vec<ObjectId> = Vec::new();
             let mut error = None;
             for (key, meta) in dir.iter() {
-                if !predicate.meta_matches(options.meta_field.as_deref(), meta.as_ref()) {
+                if !predicate.meta_matches(meta_field.as_deref(), meta.as_ref()) {
                     continue;
                 }
                 ScanCounters::add(&counters.series_matched, 1);
@@ -279,23 +343,15 @@ fn stored_views(
                 ids.reverse();
             }
             let head = error.map(Err).into_iter();
+            let check = check(false);
             let rest = ids.into_iter().filter_map(move |id| {
                 let bytes = match snap.get_shared(&tree, &bucket_key(CLOSED, &id)) {
                     Ok(Some(b)) => b,
                     Ok(None) => return None,
                     Err(e) => return Some(Err(e.into())),
                 };
-                ScanCounters::add(&counters.buckets_examined, 1);
-                let view = match decode_compressed_owned(bytes) {
-                    Ok(b) => BucketView::Stored(Box::new(b)),
-                    Err(e) => return Some(Err(e.into())),
-                };
-                if stored_may_match(&predicate, &options, &view, false) {
-                    Some(Ok(view))
-                } else {
-                    ScanCounters::add(&counters.buckets_pruned, 1);
-                    None
-                }
+                ScanCounters::add(&check.counters.buckets_examined, 1);
+                Some(Ok(Scanned::Stored(bytes, check.clone())))
             });
             Box::new(head.chain(rest))
         }
@@ -303,6 +359,7 @@ fn stored_views(
             let start = closed_time_key(lo.div_euclid(1000));
             // Buckets before 1970 all carry the `_id` time 0 (it is unsigned), so an
             // upper bound before 1970 still reads those keys.
+            let check = check(true);
             let end = match hi.div_euclid(1000).checked_add(1) {
                 Some(h) if h <= i64::from(u32::MAX) => closed_time_key(h.max(1)),
                 _ => vec![CLOSED + 1],
@@ -332,17 +389,8 @@ fn stored_views(
                         if object_id_at(&k).is_some_and(|id| in_memory.contains(&id)) {
                             return None;
                         }
-                        ScanCounters::add(&counters.buckets_examined, 1);
-                        let view = match decode_compressed_owned(bytes) {
-                            Ok(b) => BucketView::Stored(Box::new(b)),
-                            Err(e) => return Some(Err(e.into())),
-                        };
-                        if stored_may_match(&predicate, &options, &view, true) {
-                            Some(Ok(view))
-                        } else {
-                            ScanCounters::add(&counters.buckets_pruned, 1);
-                            None
-                        }
+                        ScanCounters::add(&check.counters.buckets_examined, 1);
+                        Some(Ok(Scanned::Stored(bytes, check.clone())))
                     }),
             )
         }
