@@ -55,30 +55,39 @@ impl Queue {
         self.0.lock().recv().ok()
     }
 
-    /// Runs `each` on every bucket of the chunks still to come that its control min/max
-    /// do not rule out, with its position in the scan, under the operation's interrupt.
+    /// [`each_bucket`] of every chunk still to come.
     pub(super) fn for_each(
         &self,
         mut each: impl FnMut(u64, &BucketView) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         while let Some(chunk) = self.next() {
-            for (at, scanned) in chunk {
-                interrupt::check()?;
-                if let Some(view) = scanned.resolve() {
-                    each(at, &view?)?;
-                }
-            }
+            each_bucket(chunk, &mut each)?;
         }
         Ok(())
     }
 }
 
+/// Runs `each` on every bucket of `chunk` that its control min/max do not rule out, with
+/// its position in the scan, under the operation's interrupt.
+pub(super) fn each_bucket(
+    chunk: Chunk,
+    mut each: impl FnMut(u64, &BucketView) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    for (at, scanned) in chunk {
+        interrupt::check()?;
+        if let Some(view) = scanned.resolve() {
+            each(at, &view?)?;
+        }
+    }
+    Ok(())
+}
+
 /// Feeds `scan`'s buckets to `serial` on this thread until [`SERIAL_BUCKETS`] have gone
 /// (all of them when `may_split` is false or the machine has one core); if more remain,
-/// this thread reads them (unparsed) and hands them out in chunks to worker threads, each running
-/// `work` until the queue is done, and their outputs are returned (none when the scan
-/// ended first). Workers run under the operation's interrupt; the first error of any
-/// thread is the result.
+/// this thread reads them (stored ones unparsed) and hands them out in chunks to worker
+/// threads, each running `work` until the queue is done, and their outputs are returned
+/// (none when the scan ended first). Workers run under the operation's interrupt; the
+/// first error of any thread is the result.
 pub(super) fn split<T: Send>(
     mut scan: BucketScan,
     may_split: bool,
@@ -87,15 +96,7 @@ pub(super) fn split<T: Send>(
 ) -> Result<Vec<T>, StoreError> {
     let split = may_split && workers() >= 2;
     let mut at = 0u64;
-    if !split {
-        for view in scan {
-            interrupt::check()?;
-            serial(at, &view?)?;
-            at += 1;
-        }
-        return Ok(Vec::new());
-    }
-    while at < SERIAL_BUCKETS {
+    while !split || at < SERIAL_BUCKETS {
         let Some(view) = scan.next() else {
             return Ok(Vec::new());
         };
@@ -187,12 +188,7 @@ pub(super) fn columnar<'c>(
         while let Some(chunk) = queue.next() {
             let first = chunk.first().map_or(0, |(at, _)| *at);
             let mut piece = c.start(limits);
-            for (_, scanned) in chunk {
-                interrupt::check()?;
-                if let Some(view) = scanned.resolve() {
-                    feed(&mut piece, &view?)?;
-                }
-            }
+            each_bucket(chunk, |_, view| feed(&mut piece, view))?;
             pieces.push((first, piece));
         }
         Ok(pieces)
