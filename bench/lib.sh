@@ -135,6 +135,21 @@ hg_start() {
     return 1
 }
 
+# hg_settle: wait until the server's background work after a load is done (the buckets
+# the load closed are compressed off the insert path, up to 256 MiB of them queued): its
+# CPU time grows by under 50 ms in one second, at most 120 s. The counterpart of
+# influx_wait_wal; prints how long it took.
+hg_settle() {
+    local t0=$SECONDS before after
+    for _ in $(seq 120); do
+        before=$(awk '{print $14 + $15}' "/proc/$HG_PID/stat")
+        sleep 1
+        after=$(awk '{print $14 + $15}' "/proc/$HG_PID/stat")
+        [ $(( (after - before) * 1000 / $(getconf CLK_TCK) )) -lt 50 ] && break
+    done
+    log "hourglass: settled after the load in $(( SECONDS - t0 )) s"
+}
+
 # hg_stop: SIGTERM (clean shutdown), wait for the exit.
 hg_stop() {
     if [ -n "$HG_PID" ] && kill -0 "$HG_PID" 2>/dev/null; then

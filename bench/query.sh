@@ -70,6 +70,7 @@ if [ "${SKIP_INDEX:-0}" != 1 ]; then
     "$ROOT/target/release/ingest" "$WORK/cpu10k.bson" --uri "$HG_URI" --clients "$LOAD_CLIENTS" --coll cpu10k \
         | tee "$WORK/hg-load10k.log" | grep -E '^(rows|load seconds|rows/s):' >&2
 fi
+hg_settle
 log "hourglass: queries (warm-up + $RUNS runs each)"
 "$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu --runs "$RUNS" --budget "$QUERY_BUDGET" --date-trunc "$DATE_TRUNC" \
     --out "$WORK/hg.json"
@@ -85,6 +86,7 @@ if [ "${SKIP_REGULAR:-0}" != 1 ]; then
     log "hourglass: the same rows in a regular collection with a {tags.hostname: 1, time: 1} index"
     "$ROOT/target/release/ingest" "$WORK/cpu.bson" --uri "$HG_URI" --clients "$LOAD_CLIENTS" --coll cpu_regular \
         --regular | tee "$WORK/hg-load-regular.log" | grep -E '^(rows|load seconds|rows/s|index build seconds):' >&2
+    hg_settle
     "$ROOT/target/release/tsbs_query" --uri "$HG_URI" --coll cpu_regular --runs "$RUNS" --budget "$QUERY_BUDGET" \
         --date-trunc "$DATE_TRUNC" --out "$WORK/hg-regular.json"
     REGULAR_ARGS=(--hg-regular "$WORK/hg-regular.json")
