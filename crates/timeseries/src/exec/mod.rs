@@ -521,6 +521,22 @@ mod tests {
         (dir, c, o, TimeseriesStore::default())
     }
 
+    /// [`cpu`] whose buckets close at ten measurements: a few thousand make hundreds of
+    /// buckets, past a split scan's serial prefix.
+    pub(super) fn ten_per_bucket() -> (
+        tempfile::TempDir,
+        Arc<Collection>,
+        TimeseriesOptions,
+        TimeseriesStore,
+    ) {
+        let (dir, c, o, store) = cpu();
+        store.set_limits(crate::bucket_catalog::Limits {
+            max_count: 10,
+            ..Default::default()
+        });
+        (dir, c, o, store)
+    }
+
     /// `stages` through the plan, and through the plain document path.
     pub(super) fn both_paths(
         store: &TimeseriesStore,
@@ -732,13 +748,9 @@ mod tests {
 
     #[test]
     fn a_group_split_across_threads_equals_one_run_in_values_and_order() {
-        let (_dir, c, o, store) = cpu();
         // Ten measurements per bucket: 3,000 measurements are 300 buckets, past the
         // serial prefix, so the scan is split whenever the machine has two cores.
-        store.set_limits(crate::bucket_catalog::Limits {
-            max_count: 10,
-            ..Default::default()
-        });
+        let (_dir, c, o, store) = ten_per_bucket();
         let docs: Vec<Document> = (0..3000i64)
             .map(|i| {
                 doc! {
@@ -768,14 +780,10 @@ mod tests {
 
     #[test]
     fn a_split_scan_prunes_and_counts_buckets_as_one_thread_reading_it_does() {
-        let (_dir, c, o, store) = cpu();
         // 300 buckets of ten measurements whose `v` grows with time: `v > 2000` rules out
         // the first two thirds of the buckets by their control max. Past the serial
         // prefix the workers parse and prune them (split when the machine has two cores).
-        store.set_limits(crate::bucket_catalog::Limits {
-            max_count: 10,
-            ..Default::default()
-        });
+        let (_dir, c, o, store) = ten_per_bucket();
         let docs: Vec<Document> = (0..3000i64)
             .map(|i| {
                 doc! {

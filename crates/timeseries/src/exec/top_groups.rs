@@ -222,7 +222,7 @@ impl Cutoff {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{both_paths, cpu, T0};
+    use super::super::tests::{both_paths, cpu, ten_per_bucket, T0};
     use super::super::TsPlan;
     use crate::store::ScanCounters;
     use bson::{doc, Bson, Document};
@@ -238,11 +238,7 @@ mod tests {
 
     #[test]
     fn the_top_time_bins_equal_the_document_path_for_every_key_form_order_and_accumulator() {
-        let (_dir, c, o, store) = cpu();
-        store.set_limits(crate::bucket_catalog::Limits {
-            max_count: 10,
-            ..Default::default()
-        });
+        let (_dir, c, o, store) = ten_per_bucket();
         // Four series over 50 minutes, written in two passes so that the second
         // pass's late rows land in buckets out of time order; some rows lack `v`.
         let mut docs: Vec<Document> = Vec::new();
@@ -333,11 +329,7 @@ mod tests {
 
     #[test]
     fn a_top_bins_query_reads_only_the_buckets_near_them() {
-        let (_dir, c, o, store) = cpu();
-        store.set_limits(crate::bucket_catalog::Limits {
-            max_count: 10,
-            ..Default::default()
-        });
+        let (_dir, c, o, store) = ten_per_bucket();
         // Four series over three hours, every 10 s: 432 buckets of 10 rows, while a
         // bucket may span an hour (granularity "seconds").
         let docs: Vec<Document> = (0..4320i64)
