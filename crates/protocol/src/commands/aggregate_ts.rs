@@ -151,10 +151,7 @@ fn run_for_explain(
         };
         let mut stage = stages[i].clone();
         // A sort outputs the documents it sorted.
-        let sorted = match stage.contains_key("$sort") {
-            true => super::explain_stages::bytes_of(output),
-            false => 0,
-        };
+        let sorted = super::explain_stages::sorted_bytes(&stage, output);
         super::explain_stages::add_stage_stats(&mut stage, sorted, output, Default::default());
         counted.push(Bson::Document(with_counts(
             stage,

@@ -52,10 +52,7 @@ pub(super) fn run_counted(
             out.push(Bson::Document(stage));
             continue;
         }
-        let sorted_bytes = match stage.contains_key("$sort") {
-            true => bytes_of(&docs),
-            false => 0,
-        };
+        let sorted_bytes = sorted_bytes(&stage, &docs);
         let before = thread_spills();
         docs = one.run_with(std::mem::take(&mut docs), opts)?;
         let mut stage = stage;
@@ -72,8 +69,18 @@ pub(super) fn run_counted(
 }
 
 /// The BSON bytes of `docs`.
-pub(super) fn bytes_of(docs: &[Document]) -> usize {
+fn bytes_of(docs: &[Document]) -> usize {
     docs.iter().map(hourglass_query::bson_size::bson_size).sum()
+}
+
+/// What `stage` reports as sorted when `docs` are the documents it sorts: their bytes for
+/// a `$sort`, 0 for any other stage.
+pub(super) fn sorted_bytes(stage: &Document, docs: &[Document]) -> usize {
+    if stage.contains_key("$sort") {
+        bytes_of(docs)
+    } else {
+        0
+    }
 }
 
 /// Adds what a counted blocking stage reports besides its counts, as mongod 7.0 prints

@@ -56,7 +56,7 @@ impl Queue {
     }
 
     /// [`each_bucket`] of every chunk still to come.
-    pub(super) fn for_each(
+    fn for_each(
         &self,
         mut each: impl FnMut(u64, &BucketView) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
@@ -69,7 +69,7 @@ impl Queue {
 
 /// Runs `each` on every bucket of `chunk` that its control min/max do not rule out, with
 /// its position in the scan, under the operation's interrupt.
-pub(super) fn each_bucket(
+fn each_bucket(
     chunk: Chunk,
     mut each: impl FnMut(u64, &BucketView) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
