@@ -82,6 +82,18 @@ def test_an_unsorted_projection_split_across_threads_keeps_the_scan_order(db):
         map(repr, db.reg.aggregate([match, {"$project": fields}])))
 
 
+def test_sorted_rows_written_by_several_threads_come_back_in_order(db):
+    # Past 32,768 rows a thread, the sorted rows are written in consecutive parts by
+    # several threads (`columnar.rs`, `write_rows`); the reply must hold them in order,
+    # across getMore batches, as the regular collection's sort gives them.
+    loaded(db, 70000)
+    pipeline = [{"$project": {"_id": 0, "t": 1, "host": "$m.host", "v": 1}},
+                {"$sort": {"v": 1, "t": -1, "host": 1}}]
+    got = list(db.ts.aggregate(pipeline))
+    assert len(got) == 70000
+    assert got == list(db.reg.aggregate(pipeline))
+
+
 def test_max_time_ms_stops_a_projection_split_across_threads(db):
     loaded(db, 40000)
     pipeline = [{"$project": {"_id": 0, "t": 1, "v": 1, "host": "$m.host"}},
