@@ -23,6 +23,7 @@ pub mod let_vars;
 pub mod limits;
 pub mod num;
 pub mod path;
+pub mod pcre;
 pub mod pipeline;
 pub mod projection;
 pub mod raw_check;

@@ -11,6 +11,7 @@ use crate::compare::{compare_values, type_name};
 use crate::error::QueryError;
 use crate::filter::types::ALIASES;
 use crate::num::Num;
+use crate::pcre::{Found, Invalid, Pcre};
 
 /// Object-form operators: allowed and required argument names.
 pub(super) const NAMED: &[(&str, &[&str], &[&str])] = &[
@@ -204,48 +205,33 @@ fn regex_op(name: &str, a: &Named) -> R {
             ))
         }
     };
-    let mut prefix = String::new();
-    for f in flags.chars() {
-        match f {
-            'i' | 'm' | 's' | 'x' => prefix.push(f),
-            other => {
-                return Err(QueryError::loc(
-                    51108,
-                    format!("{name} invalid flag in regex options: {other}"),
-                ))
-            }
-        }
+    // Expressions take `imsx` (not `u`, which `$regex` accepts).
+    let re = match flags.chars().find(|f| !"imsx".contains(*f)) {
+        Some(other) => Err(Invalid::Flag(other)),
+        None => Pcre::cached(&pattern, &flags),
     }
-    let full = if prefix.is_empty() {
-        pattern
-    } else {
-        format!("(?{prefix}){pattern}")
-    };
-    let re = regex::Regex::new(&full)
-        .map_err(|e| QueryError::loc(51111, format!("Invalid Regex in {name}: {e}")))?;
-    let found = |m: regex::Captures<'_>| -> Bson {
-        let whole = m.get(0);
-        let idx = whole
-            .map(|w| text[..w.start()].chars().count())
-            .unwrap_or(0);
+    .map_err(|e| match e {
+        Invalid::Flag(_) => QueryError::loc(51108, format!("{name} {e}")),
+        Invalid::Pattern(_) => QueryError::loc(51111, format!("Invalid Regex in {name}: {e}")),
+    })?;
+    // MongoDB's `idx` counts code points.
+    let found = |m: Found<'_>| -> Bson {
+        let idx = text.get(..m.start).map_or(0, |p| p.chars().count());
         let captures: Vec<Bson> = m
+            .groups
             .iter()
-            .skip(1)
-            .map(|c| {
-                c.map(|c| Bson::String(c.as_str().into()))
-                    .unwrap_or(Bson::Null)
-            })
+            .map(|c| c.map_or(Bson::Null, |c| Bson::String(c.into())))
             .collect();
         Bson::Document(bson::doc! {
-            "match": whole.map(|w| w.as_str()).unwrap_or(""),
+            "match": m.text,
             "idx": i32::try_from(idx).unwrap_or(i32::MAX),
             "captures": captures,
         })
     };
     Ok(Some(match name {
         "$regexMatch" => Bson::Boolean(re.is_match(&text)),
-        "$regexFind" => re.captures(&text).map(found).unwrap_or(Bson::Null),
-        _ => Bson::Array(re.captures_iter(&text).map(found).collect()),
+        "$regexFind" => re.find(&text).map(found).unwrap_or(Bson::Null),
+        _ => Bson::Array(re.find_all(&text).into_iter().map(found).collect()),
     }))
 }
 

@@ -4,6 +4,7 @@ use bson::Bson;
 
 use crate::compare::type_name;
 use crate::error::QueryError;
+use crate::pcre::{Invalid, Pcre};
 
 /// One `$type` selector: a concrete type name or the `"number"` alias.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +95,7 @@ impl TypeSel {
 #[derive(Debug, Clone)]
 pub struct RegexPred {
     /// Compiled matcher.
-    pub re: regex::Regex,
+    pub re: Pcre,
     /// Source pattern.
     pub pattern: String,
     /// Source options.
@@ -102,34 +103,14 @@ pub struct RegexPred {
 }
 
 impl RegexPred {
-    /// Compiles a pattern with MongoDB (PCRE) style options `imsxu`.
+    /// Compiles a pattern with MongoDB's options `imsxu` (see [`crate::pcre`]).
     pub fn new(pattern: &str, options: &str) -> Result<RegexPred, QueryError> {
-        let mut flags = String::new();
-        for c in options.chars() {
-            match c {
-                'i' | 'm' | 's' | 'x' => {
-                    if !flags.contains(c) {
-                        flags.push(c)
-                    }
-                }
-                'u' => {}
-                other => {
-                    return Err(QueryError::loc(
-                        51108,
-                        format!("invalid flag in regex options: {other}"),
-                    ))
-                }
+        let re = Pcre::new(pattern, options).map_err(|e| match e {
+            Invalid::Flag(_) => QueryError::loc(51108, e.to_string()),
+            Invalid::Pattern(_) => {
+                QueryError::loc(51091, format!("Regular expression is invalid: {e}"))
             }
-        }
-        let full = if flags.is_empty() {
-            pattern.to_string()
-        } else {
-            format!("(?{flags}){pattern}")
-        };
-        let re = regex::RegexBuilder::new(&full)
-            .size_limit(1 << 22)
-            .build()
-            .map_err(|e| QueryError::loc(51091, format!("Regular expression is invalid: {e}")))?;
+        })?;
         Ok(RegexPred {
             re,
             pattern: pattern.to_string(),

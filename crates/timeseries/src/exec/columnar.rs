@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 /// Rows a writing thread takes at least (see [`Output::write_rows`]): fewer take well
 /// under a millisecond on one thread. The unit tests' small outputs are split too.
-const ROWS_PER_WRITER: usize = if cfg!(test) { 64 } else { 32 * 1024 };
+const ROWS_PER_WRITER: usize = if cfg!(test) { 64 } else { 8 * 1024 };
 
 /// Where an output field's value comes from.
 #[derive(Debug, Clone)]

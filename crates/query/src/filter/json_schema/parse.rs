@@ -209,10 +209,8 @@ pub(super) fn node(spec: &Document) -> Result<Node, QueryError> {
     Ok(n)
 }
 
-fn regex(p: &str) -> Result<regex::Regex, QueryError> {
-    regex::RegexBuilder::new(p)
-        .size_limit(1 << 22)
-        .build()
+fn regex(p: &str) -> Result<crate::pcre::Pcre, QueryError> {
+    crate::pcre::Pcre::new(p, "")
         .map_err(|e| QueryError::loc(51091, format!("Regular expression is invalid: {e}")))
 }
 
