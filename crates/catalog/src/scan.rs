@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::plan::{Access, IndexRef, Plan};
 use hourglass_query::filter::raw::RawFilter;
 use hourglass_query::raw_pick::{picked_document, FieldTree};
+use hourglass_storage::read_ahead::ReadAhead;
 use hourglass_storage::{SharedValue, Snapshot};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,12 +112,12 @@ impl Collection {
     /// The stored bytes of the documents `plan` reads as of `snap`.
     fn stored_in(&self, snap: &Snapshot, plan: &Plan, stats: Arc<ScanStats>) -> StoredStream {
         match &plan.access {
+            // A long scan reads the engine on a thread of its own (read_ahead.rs).
             Access::CollScan { reverse } => Box::new(
-                snap.range_shared(self.tree(), b"", None, *reverse)
-                    .map(move |r| {
-                        stats.doc();
-                        r.map(|(_, v)| v).map_err(Into::into)
-                    }),
+                ReadAhead::new(snap.range_shared(self.tree(), b"", None, *reverse)).map(move |r| {
+                    stats.doc();
+                    r.map(|(_, v)| v).map_err(Into::into)
+                }),
             ),
             Access::IdPoint(id) => {
                 stats.key();
@@ -140,15 +141,13 @@ impl Collection {
                     IndexRef::Id => {
                         let tree = self.tree().clone();
                         let snap2 = snap.clone();
-                        Box::new(ranges.clone().into_iter().flat_map(move |(s, e)| {
-                            let stats = stats.clone();
-                            snap2
-                                .range_shared(&tree, &s, e.as_deref(), reverse)
-                                .map(move |r| {
-                                    stats.key();
-                                    stats.doc();
-                                    r.map(|(_, v)| v).map_err(Into::into)
-                                })
+                        let entries = ranges.clone().into_iter().flat_map(move |(s, e)| {
+                            snap2.range_shared(&tree, &s, e.as_deref(), reverse)
+                        });
+                        Box::new(ReadAhead::new(entries).map(move |r| {
+                            stats.key();
+                            stats.doc();
+                            r.map(|(_, v)| v).map_err(Into::into)
                         }))
                     }
                     IndexRef::Secondary(ix) => {
@@ -164,23 +163,26 @@ impl Collection {
                             ix.is_multikey().then(HashSet::new);
                         let snap = snap.clone();
                         let coll_tree = self.tree().clone();
-                        Box::new(entries.filter_map(move |r| {
-                            stats.key();
+                        // One item per key examined, with the document it fetched (None
+                        // for a key already seen or without a document): the fetches may
+                        // run ahead, the counting happens as the caller takes them.
+                        let fetched = entries.map(move |r| {
                             let id_key = match r {
                                 Ok((_, v)) => v,
-                                Err(e) => return Some(Err(e.into())),
+                                Err(e) => return Some(Err(e)),
                             };
                             if seen.as_mut().is_some_and(|s| !s.insert(id_key.clone())) {
                                 return None;
                             }
-                            match snap.get_shared(&coll_tree, &id_key) {
-                                Ok(Some(bytes)) => {
-                                    stats.doc();
-                                    Some(Ok(bytes))
-                                }
-                                Ok(None) => None,
-                                Err(e) => Some(Err(e.into())),
+                            snap.get_shared(&coll_tree, &id_key).transpose()
+                        });
+                        Box::new(ReadAhead::new(fetched).filter_map(move |r| {
+                            stats.key();
+                            let bytes = r?;
+                            if bytes.is_ok() {
+                                stats.doc();
                             }
+                            Some(bytes.map_err(Into::into))
                         }))
                     }
                 }

@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod error;
 pub mod group_commit;
+pub mod read_ahead;
 
 pub use engine::txn::{self, Transaction};
 pub use engine::{Batch, Engine, SharedValue, Snapshot, Tree};

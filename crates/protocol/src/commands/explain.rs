@@ -7,7 +7,7 @@
 use super::explain_counters::{count_access, count_wrappers, with_common};
 use super::explain_sort::sort_measured;
 use super::explain_write::{self, WriteShape};
-use super::planned::{parse_hint, plan_stages, regular_read, ReadOpts};
+use super::planned::{is_natural_sort, parse_hint, plan_stages, regular_read, ReadOpts};
 use super::query_planner::query_planner;
 use super::target::Target;
 use super::Request;
@@ -98,6 +98,10 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
         "find" => {
             s.filter = opt_doc(inner, "filter")?;
             s.sort = opt_doc(inner, "sort")?;
+            if is_natural_sort(s.sort) {
+                s.sort = None;
+                s.hint = s.hint.or(inner.get("sort"));
+            }
             s.skip = num("skip");
             s.limit = num("limit").filter(|l| *l != 0);
             for (field, n) in [("skip", s.skip), ("limit", s.limit)] {

@@ -56,6 +56,13 @@ pub fn parse_hint(v: Option<&Bson>) -> Result<Option<Hint>, CommandError> {
     }
 }
 
+/// Whether a find's `sort` is `{$natural: 1 | -1}`: the collection's own order, forward or
+/// backward, which MongoDB reads as `hint: {$natural: ...}` (a scan in that direction),
+/// not as a sort by a field.
+pub fn is_natural_sort(sort: Option<&Document>) -> bool {
+    sort.is_some_and(|s| s.len() == 1 && s.contains_key("$natural"))
+}
+
 /// Plans `filter` on `c`.
 pub fn plan_read(
     c: &Collection,
