@@ -20,6 +20,9 @@ pub enum CatalogError {
     },
     #[error("{0}")]
     CannotCreateIndex(String),
+    /// The `_id`s of each group of documents sharing a key.
+    #[error("Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.")]
+    CannotConvertIndexToUnique(Vec<Vec<bson::Bson>>),
     #[error("{0}")]
     AmbiguousIndexKeyPattern(String),
     #[error("{0}")]
@@ -70,6 +73,7 @@ impl CatalogError {
             CatalogError::InvalidNamespace(_) => 73,
             CatalogError::DuplicateKey { .. } => 11000,
             CatalogError::CannotCreateIndex(_) => 67,
+            CatalogError::CannotConvertIndexToUnique(_) => 359,
             CatalogError::AmbiguousIndexKeyPattern(_) => 275,
             CatalogError::InvalidIndexSpecificationOption(_) => 197,
             CatalogError::IndexNotFound(_) => 27,

@@ -1,5 +1,6 @@
 //! Index DDL on regular collections: create (with a build over existing documents), drop,
-//! and modify (`collMod` of `expireAfterSeconds` / `hidden`). Each runs under the DDL lock
+//! and modify (`collMod` of `expireAfterSeconds`, `hidden` and the unique conversions of
+//! `index_unique.rs`). Each runs under the DDL lock
 //! and the collection's write lock, and persists the new index list in the catalog entry.
 
 use crate::catalog::Catalog;
@@ -39,6 +40,20 @@ pub enum IndexSelector {
     KeyPattern(Document),
 }
 
+/// What `collMod` changes in one index.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexChanges {
+    pub expire: Option<i64>,
+    pub hidden: Option<bool>,
+    pub prepare_unique: Option<bool>,
+    /// `unique: true`: convert to unique (after `prepareUnique`).
+    pub unique: bool,
+    /// `forceNonUnique: true`: convert a unique index to non-unique.
+    pub force_non_unique: bool,
+    /// Only check that `unique` could be done.
+    pub dry_run: bool,
+}
+
 /// Old and new values `collMod` reports.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct IndexModification {
@@ -46,6 +61,10 @@ pub struct IndexModification {
     pub expire_new: Option<i64>,
     pub hidden_old: Option<bool>,
     pub hidden_new: Option<bool>,
+    pub prepare_unique_old: Option<bool>,
+    pub prepare_unique_new: Option<bool>,
+    pub unique_new: bool,
+    pub force_non_unique_new: bool,
 }
 
 impl Catalog {
@@ -208,9 +227,9 @@ impl Catalog {
         db: &str,
         coll: &str,
         selector: &IndexSelector,
-        expire: Option<i64>,
-        hidden: Option<bool>,
+        changes: &IndexChanges,
     ) -> Result<IndexModification> {
+        let (expire, hidden) = (changes.expire, changes.hidden);
         let _ddl = self.ddl_lock();
         let c = self.existing(db, coll)?;
         let _w = c.lock_writes();
@@ -279,6 +298,37 @@ impl Catalog {
             out.hidden_old = Some(spec.hidden);
             out.hidden_new = Some(h);
             spec.hidden = h;
+        }
+        // A unique index stays unique (a no-op, as in MongoDB); prepareUnique first.
+        let mut relayout = false;
+        if changes.unique && !spec.unique {
+            if !spec.prepare_unique {
+                return Err(CatalogError::InvalidOptions(
+                    "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first."
+                        .into(),
+                ));
+            }
+            crate::index_unique::check_no_duplicates(&c, old, &c.engine().snapshot())?;
+            (spec.unique, spec.prepare_unique, relayout) = (true, false, true);
+            out.unique_new = true;
+        }
+        if changes.dry_run {
+            return Ok(IndexModification::default());
+        }
+        if let Some(p) = changes.prepare_unique.filter(|p| *p != spec.prepare_unique) {
+            if !spec.unique {
+                out.prepare_unique_old = Some(spec.prepare_unique);
+                out.prepare_unique_new = Some(p);
+                spec.prepare_unique = p;
+            }
+        }
+        if changes.force_non_unique && spec.unique {
+            (spec.unique, relayout) = (false, true);
+            out.force_non_unique_new = true;
+        }
+        if relayout {
+            self.rebuild_index(&c, pos, spec)?;
+            return Ok(out);
         }
         let mut all: Vec<Arc<Index>> = current.iter().cloned().collect();
         all[pos] = Arc::new(old.with_spec(spec));

@@ -13,6 +13,7 @@ mod expire;
 pub use expire::ExpireBy;
 pub mod index;
 mod index_ddl;
+mod index_unique;
 pub mod keystring;
 pub mod namespace;
 pub mod plan;
@@ -26,5 +27,7 @@ pub mod writes;
 pub use catalog::Catalog;
 pub use collection::Collection;
 pub use error::CatalogError;
-pub use index_ddl::{CreateIndexesOutcome, DropIndexes, IndexModification, IndexSelector};
+pub use index_ddl::{
+    CreateIndexesOutcome, DropIndexes, IndexChanges, IndexModification, IndexSelector,
+};
 pub use namespace::Namespace;

@@ -90,6 +90,11 @@ impl From<CatalogError> for CommandError {
                 doc! {"keyPattern": key_pattern.as_ref().clone(), "keyValue": key_value.as_ref().clone()},
             ));
         }
+        if let CatalogError::CannotConvertIndexToUnique(groups) = &e {
+            let violations: Vec<Document> =
+                groups.iter().map(|ids| doc! {"ids": ids.clone()}).collect();
+            out.extra = Some(Box::new(doc! {"violations": violations}));
+        }
         if let CatalogError::DocumentValidationFailure(info) = &e {
             out.extra = Some(Box::new(doc! {"errInfo": info.as_ref().clone()}));
         }

@@ -67,6 +67,9 @@ pub struct IndexSpec {
     pub key: Document,
     pub parts: Vec<KeyPart>,
     pub unique: bool,
+    /// Rejects new duplicate keys while the index keeps its non-unique layout: the first
+    /// step of converting it to unique (`collMod`, MongoDB 6.0+).
+    pub prepare_unique: bool,
     pub sparse: bool,
     pub partial: Option<Document>,
     pub expire_after_seconds: Option<i64>,
@@ -234,6 +237,7 @@ impl IndexSpec {
             key,
             parts,
             unique: false,
+            prepare_unique: false,
             sparse: false,
             partial: None,
             expire_after_seconds: None,
@@ -253,6 +257,7 @@ impl IndexSpec {
             match k.as_str() {
                 "key" | "name" => {}
                 "unique" => spec.unique = flag(k, v)?,
+                "prepareUnique" => spec.prepare_unique = flag(k, v)?,
                 "sparse" => spec.sparse = flag(k, v)?,
                 "hidden" => {
                     // MongoDB's message names the wrong field ('name'); kept as it is.
@@ -440,6 +445,9 @@ impl IndexSpec {
         let mut d = doc! {"v": self.version, "key": self.key.clone(), "name": &self.name};
         if self.unique {
             d.insert("unique", true);
+        }
+        if self.prepare_unique {
+            d.insert("prepareUnique", true);
         }
         if self.sparse {
             d.insert("sparse", true);

@@ -22,6 +22,9 @@ pub(crate) struct Staging<'a> {
     pending_ids: HashSet<Vec<u8>>,
     /// Unique-index entries staged by this batch: `Some(id)` added, `None` removed.
     unique: HashMap<(usize, Vec<u8>), Option<Vec<u8>>>,
+    /// Entries this batch removed from `prepareUnique` indexes (whose keys may still have
+    /// other, older entries).
+    removed_prepared: HashSet<(usize, Vec<u8>)>,
     became_multikey: bool,
 }
 
@@ -36,6 +39,7 @@ impl<'a> Staging<'a> {
             indexes: coll.indexes(),
             pending_ids: HashSet::new(),
             unique: HashMap::new(),
+            removed_prepared: HashSet::new(),
             became_multikey: false,
         }
     }
@@ -44,15 +48,18 @@ impl<'a> Staging<'a> {
         self.indexes.iter().map(|i| document_keys(i, doc)).collect()
     }
 
-    /// Fails with DuplicateKey when a unique index already holds `key` for another document.
+    /// Fails with DuplicateKey when a unique (or `prepareUnique`) index already holds
+    /// `key` for another document.
     fn check_unique(&self, n: usize, e: &EntryKey, id: &[u8]) -> Result<()> {
         let index = &self.indexes[n];
-        if !index.spec.unique {
-            return Ok(());
-        }
         let holder = match self.unique.get(&(n, e.key.clone())) {
-            Some(staged) => staged.clone(),
-            None => self.snap.get(index.tree(), &e.key)?,
+            Some(Some(staged)) => Some(staged.clone()),
+            _ if index.spec.prepare_unique && !index.spec.unique => {
+                self.prepared_holder(n, e, id)?
+            }
+            Some(None) => None,
+            None if index.spec.unique => self.snap.get(index.tree(), &e.key)?,
+            None => None,
         };
         match holder {
             Some(other) if other != id => Err(CatalogError::DuplicateKey {
@@ -65,21 +72,39 @@ impl<'a> Staging<'a> {
         }
     }
 
+    /// Another document holding `key` in a `prepareUnique` index, which keeps the
+    /// non-unique layout (key, then `_id`; key strings are prefix-free, so the entries
+    /// starting with `key` are exactly its entries), less those this batch removed.
+    fn prepared_holder(&self, n: usize, e: &EntryKey, id: &[u8]) -> Result<Option<Vec<u8>>> {
+        let index = &self.indexes[n];
+        for entry in self.snap.scan_prefix(index.tree(), &e.key) {
+            let (k, holder) = entry?;
+            if holder != id && !self.removed_prepared.contains(&(n, k)) {
+                return Ok(Some(holder));
+            }
+        }
+        Ok(None)
+    }
+
     fn put_entry(&mut self, n: usize, e: &EntryKey, id: &[u8]) {
         let index = self.indexes[n].clone();
-        self.batch
-            .put(index.tree(), &index.entry_key(&e.key, id), id);
-        if index.spec.unique {
+        let key = index.entry_key(&e.key, id);
+        self.batch.put(index.tree(), &key, id);
+        if index.spec.unique || index.spec.prepare_unique {
             self.unique.insert((n, e.key.clone()), Some(id.to_vec()));
+            self.removed_prepared.remove(&(n, key));
         }
     }
 
     fn delete_entry(&mut self, n: usize, e: &EntryKey, id: &[u8]) {
         let index = self.indexes[n].clone();
-        self.batch
-            .delete(index.tree(), &index.entry_key(&e.key, id));
-        if index.spec.unique {
+        let key = index.entry_key(&e.key, id);
+        self.batch.delete(index.tree(), &key);
+        if index.spec.unique || index.spec.prepare_unique {
             self.unique.insert((n, e.key.clone()), None);
+        }
+        if index.spec.prepare_unique && !index.spec.unique {
+            self.removed_prepared.insert((n, key));
         }
     }
 

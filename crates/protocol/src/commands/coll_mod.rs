@@ -3,7 +3,9 @@
 //! `timeseries.bucketMaxSpanSeconds`/`bucketRoundingSeconds` (only larger, together) and
 //! `expireAfterSeconds` (a number, or "off") and `archive` (a rule, or "off": files already
 //! archived stay and stay queryable). For regular collections, `index` changes
-//! one index's `expireAfterSeconds` and/or `hidden`, and the validation options
+//! one index's `expireAfterSeconds`, `hidden`, or converts it to unique (`prepareUnique`,
+//! then `unique`, checked first with `dryRun`) or back (`forceNonUnique`), and the
+//! validation options
 //! (`validator`, `validationLevel`, `validationAction`). For views, `viewOn` and `pipeline`
 //! (in `views.rs`).
 
@@ -12,7 +14,7 @@ use super::Request;
 use crate::error::{CmdResult, CommandError};
 use bson::{Bson, Document};
 use hourglass_catalog::index::spec::parse_expire_after_seconds;
-use hourglass_catalog::IndexSelector;
+use hourglass_catalog::{IndexChanges, IndexSelector};
 use hourglass_timeseries::{validate_expire_after_seconds, Granularity};
 
 /// MongoDB 7.0's flag that buckets may hold mixed-schema data. Hourglass reads every
@@ -35,6 +37,7 @@ pub fn coll_mod(req: &Request) -> CmdResult {
         "validator",
         "validationLevel",
         "validationAction",
+        "dryRun",
     ])?;
     let coll = req.collection()?;
     let (buckets, mut options) = match Target::resolve(req, &coll) {
@@ -62,6 +65,12 @@ pub fn coll_mod(req: &Request) -> CmdResult {
                 "option not supported on a time-series collection: {k}"
             )));
         }
+    }
+    // Its indexes cannot become unique, so there is nothing to dry-run.
+    if req.opt_bool("dryRun")?.unwrap_or(false) {
+        return Err(CommandError::invalid_options(
+            "dry run mode requires an index modification with unique: true, which time-series collections do not support",
+        ));
     }
     let mut stored = buckets.options();
     if let Some(ts) = req.opt_document("timeseries")? {
@@ -170,8 +179,31 @@ fn coll_mod_regular(req: &Request, coll: &str) -> CmdResult {
             validation.push((k, super::validation_options::check(req, coll, k, v)?));
         }
     }
-    let reply = match req.opt_document("index")? {
-        Some(spec) => modify_index(req, coll, spec)?,
+    let dry_run = req.opt_bool("dryRun")?.unwrap_or(false);
+    let index = match req.opt_document("index")? {
+        Some(spec) => Some(index_changes(req, spec, dry_run)?),
+        None if dry_run => {
+            return Err(CommandError::invalid_options(
+                "dry run mode requires an valid index modification.",
+            ))
+        }
+        None => None,
+    };
+    if let Some((_, changes, n)) = &index {
+        let modifications = n + validation.len();
+        if changes.prepare_unique.is_some() && modifications > 1 {
+            return Err(CommandError::invalid_options(
+                "prepareUnique cannot be combined with any other modification.",
+            ));
+        }
+        if dry_run && modifications > 1 {
+            return Err(CommandError::invalid_options(
+                "unique: true cannot be combined with any other modification in dry run mode.",
+            ));
+        }
+    }
+    let reply = match index {
+        Some((selector, changes, _)) => modify_index(req, coll, &selector, &changes)?,
         None => Document::new(),
     };
     if !validation.is_empty() {
@@ -190,11 +222,25 @@ fn coll_mod_regular(req: &Request, coll: &str) -> CmdResult {
     Ok(reply)
 }
 
-/// collMod's `index`: one index's `expireAfterSeconds` and/or `hidden`.
-fn modify_index(req: &Request, coll: &str, spec: &Document) -> CmdResult {
+/// collMod's `index`: which index, what changes (`expireAfterSeconds`, `hidden`, and the
+/// unique conversion's `prepareUnique`, `unique`, `forceNonUnique`), and how many.
+fn index_changes(
+    req: &Request,
+    spec: &Document,
+    dry_run: bool,
+) -> Result<(IndexSelector, IndexChanges, usize), CommandError> {
+    // `prepareUnique`, `unique` and `forceNonUnique` are booleans that take numbers too.
+    let flag = |k: &str, v: &Bson| match (v, hourglass_query::num::Num::from_bson(v)) {
+        (Bson::Boolean(b), _) => Ok(*b),
+        (_, Some(n)) => Ok(n.as_f64() != 0.0),
+        _ => Err(req.wrong_type(&format!("index.{k}"), v, "bool")),
+    };
     let mut selector = None;
-    let mut expire = None;
-    let mut hidden = None;
+    let mut changes = IndexChanges {
+        dry_run,
+        ..IndexChanges::default()
+    };
+    let (mut unique, mut force) = (None, None);
     for (k, v) in spec {
         match (k.as_str(), v) {
             ("name", Bson::String(n)) => selector = Some(IndexSelector::Name(n.clone())),
@@ -202,29 +248,71 @@ fn modify_index(req: &Request, coll: &str, spec: &Document) -> CmdResult {
                 selector = Some(IndexSelector::KeyPattern(d.clone()))
             }
             ("expireAfterSeconds", v) => {
-                expire = Some(parse_expire_after_seconds(v).map_err(CommandError::from)?)
+                changes.expire = Some(parse_expire_after_seconds(v).map_err(CommandError::from)?)
             }
-            ("hidden", Bson::Boolean(b)) => hidden = Some(*b),
+            ("hidden", Bson::Boolean(b)) => changes.hidden = Some(*b),
+            ("prepareUnique", v) => changes.prepare_unique = Some(flag(k, v)?),
+            ("unique", v) => unique = Some(flag(k, v)?),
+            ("forceNonUnique", v) => force = Some(flag(k, v)?),
             ("name", v) => return Err(req.wrong_type("index.name", v, "string")),
             ("keyPattern", v) => return Err(req.wrong_type("index.keyPattern", v, "object")),
             ("hidden", v) => return Err(req.wrong_type("index.hidden", v, "bool")),
             (other, _) => return Err(CommandError::unknown_field("collMod.index", other)),
         }
     }
+    if dry_run && unique != Some(true) {
+        return Err(CommandError::invalid_options(
+            "dry run mode requires an index modification with unique: true.",
+        ));
+    }
     let Some(selector) = selector else {
         return Err(CommandError::invalid_options(
             "collMod 'index' requires either the 'name' or 'keyPattern' field",
         ));
     };
-    if expire.is_none() && hidden.is_none() {
+    let n = [
+        changes.expire.is_some(),
+        changes.hidden.is_some(),
+        changes.prepare_unique.is_some(),
+    ]
+    .into_iter()
+    .chain([unique.is_some(), force.is_some()])
+    .filter(|set| *set)
+    .count();
+    if n == 0 {
         return Err(CommandError::invalid_options(
-            "no expireAfterSeconds or hidden field",
+            "no expireAfterSeconds, hidden, prepareUnique, unique or forceNonUnique field",
         ));
     }
+    if unique == Some(true) && force == Some(true) {
+        return Err(CommandError::invalid_options(
+            "collMod does not support 'unique' and 'forceNonUnique' options at the same time",
+        ));
+    }
+    if unique == Some(false) {
+        return Err(CommandError::bad_value("Cannot make index non-unique"));
+    }
+    if force == Some(false) {
+        return Err(CommandError::bad_value(
+            "'forceNonUnique: false' is not supported",
+        ));
+    }
+    changes.unique = unique == Some(true);
+    changes.force_non_unique = force == Some(true);
+    Ok((selector, changes, n))
+}
+
+/// Applies `changes` to the index `selector` names; the reply's old and new values.
+fn modify_index(
+    req: &Request,
+    coll: &str,
+    selector: &IndexSelector,
+    changes: &IndexChanges,
+) -> CmdResult {
     let m = req
         .state
         .catalog
-        .modify_index(&req.db, coll, &selector, expire, hidden)?;
+        .modify_index(&req.db, coll, selector, changes)?;
     let mut reply = Document::new();
     if let (Some(o), Some(n)) = (m.expire_old, m.expire_new) {
         reply.insert("expireAfterSeconds_old", o);
@@ -233,6 +321,16 @@ fn modify_index(req: &Request, coll: &str, spec: &Document) -> CmdResult {
     if let (Some(o), Some(n)) = (m.hidden_old, m.hidden_new) {
         reply.insert("hidden_old", o);
         reply.insert("hidden_new", n);
+    }
+    if m.unique_new {
+        reply.insert("unique_new", true);
+    }
+    if let (Some(o), Some(n)) = (m.prepare_unique_old, m.prepare_unique_new) {
+        reply.insert("prepareUnique_old", o);
+        reply.insert("prepareUnique_new", n);
+    }
+    if m.force_non_unique_new {
+        reply.insert("forceNonUnique_new", true);
     }
     Ok(reply)
 }
