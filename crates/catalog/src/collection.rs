@@ -199,13 +199,17 @@ impl Collection {
         }))
     }
 
-    /// Number of documents (exact; walks the collection).
+    /// Number of documents (exact; walks the collection's keys, sharing the values with
+    /// the block cache rather than copying them). Stops at the operation's deadline.
     pub fn count(&self) -> Result<u64> {
         let snap = self.engine.snapshot();
-        let mut n = 0;
-        for r in snap.scan_prefix(&self.tree, b"") {
+        let mut n = 0u64;
+        for r in snap.range_shared(&self.tree, b"", None, false) {
             r?;
             n += 1;
+            if n.is_multiple_of(4096) {
+                hourglass_query::interrupt::check()?;
+            }
         }
         Ok(n)
     }

@@ -48,6 +48,15 @@ pub fn count(req: &Request) -> CmdResult {
             return Ok(doc! {"n": n as i32});
         }
     }
+    if let Target::Regular(Some(c)) = &target {
+        if super::explain_fast_count::applies(req.opt_document("query")?, req.body.get("hint")) {
+            // The record store's count, as mongod answers a count without a query.
+            *req.plan_summary.lock() = Some("RECORD_STORE_FAST_COUNT".to_string());
+            let total = usize::try_from(c.count()?).unwrap_or(usize::MAX);
+            let n = total.saturating_sub(skip).min(limit.unwrap_or(usize::MAX));
+            return Ok(doc! {"n": n as i32});
+        }
+    }
     let mut n = 0usize;
     let after = [doc! {"$count": "n"}];
     let opts = ReadOpts {

@@ -314,6 +314,20 @@ pub fn explain(req: &Request) -> CmdResult {
         shape.hint,
         (shape.min, shape.max),
     )?;
+    if name == "count" && super::explain_fast_count::applies(shape.filter, shape.hint) {
+        if let Target::Regular(Some(c)) = Target::resolve(req, &shape.coll) {
+            let execute = verbosity != Verbosity::QueryPlanner;
+            let mut reply =
+                super::explain_fast_count::explain(&c, planner, shape.skip, shape.limit, execute)?;
+            if let (Verbosity::AllPlansExecution, Ok(stats)) =
+                (verbosity, reply.get_document_mut("executionStats"))
+            {
+                stats.insert("allPlansExecution", Vec::<Document>::new());
+            }
+            super::explain_reply::finish(req, &mut reply, inner, &db);
+            return Ok(reply);
+        }
+    }
     if let Some(p) = shape.projection {
         for k in ["queryHash", "planCacheKey"] {
             if let Ok(h) = planner.get_str(k) {

@@ -25,6 +25,7 @@ mod distinct;
 mod distinct_scan;
 mod explain;
 mod explain_counters;
+mod explain_fast_count;
 mod explain_reply;
 mod explain_sort;
 mod explain_stages;
