@@ -52,14 +52,16 @@ impl<'a> Staging<'a> {
     /// `key` for another document.
     fn check_unique(&self, n: usize, e: &EntryKey, id: &[u8]) -> Result<()> {
         let index = &self.indexes[n];
+        if !index.spec.unique && !index.spec.prepare_unique {
+            return Ok(());
+        }
         let holder = match self.unique.get(&(n, e.key.clone())) {
             Some(Some(staged)) => Some(staged.clone()),
             _ if index.spec.prepare_unique && !index.spec.unique => {
                 self.prepared_holder(n, e, id)?
             }
             Some(None) => None,
-            None if index.spec.unique => self.snap.get(index.tree(), &e.key)?,
-            None => None,
+            None => self.snap.get(index.tree(), &e.key)?,
         };
         match holder {
             Some(other) if other != id => Err(CatalogError::DuplicateKey {
