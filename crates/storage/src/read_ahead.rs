@@ -34,6 +34,10 @@ enum State<I: Iterator> {
     Ahead {
         chunks: Receiver<Vec<I::Item>>,
         chunk: std::vec::IntoIter<I::Item>,
+        /// Joined when the channel closes: a reading thread that panicked must not look
+        /// like the end of the range (its panic goes on in the caller, as it would have
+        /// inline).
+        reader: Option<std::thread::JoinHandle<()>>,
     },
     Done,
 }
@@ -84,9 +88,10 @@ where
                 }
             });
         self.state = match spawned {
-            Ok(_) => State::Ahead {
+            Ok(handle) => State::Ahead {
                 chunks: rx,
                 chunk: Vec::new().into_iter(),
+                reader: Some(handle),
             },
             Err(e) => {
                 tracing::warn!(error = %e, "could not start a read-ahead thread; reading inline");
@@ -117,13 +122,22 @@ where
                     *left -= 1;
                     return iter.next();
                 }
-                State::Ahead { chunks, chunk } => {
+                State::Ahead {
+                    chunks,
+                    chunk,
+                    reader,
+                } => {
                     if let Some(item) = chunk.next() {
                         return Some(item);
                     }
                     match chunks.recv() {
                         Ok(next) => *chunk = next.into_iter(),
-                        Err(_) => self.state = State::Done,
+                        Err(_) => {
+                            if let Some(Err(panic)) = reader.take().map(|h| h.join()) {
+                                std::panic::resume_unwind(panic);
+                            }
+                            self.state = State::Done;
+                        }
                     }
                 }
                 State::Done => return None,
@@ -164,6 +178,14 @@ mod tests {
         assert_eq!(got, (0..n).collect::<Vec<_>>());
         let short: Vec<usize> = ReadAhead::after(0..3, 0).collect();
         assert_eq!(short, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_reading_thread_that_panics_panics_the_reader_instead_of_ending_the_range() {
+        let failing = (0..10_000).inspect(|i| assert!(*i != 5_000, "storage failed"));
+        let mut r = ReadAhead::after(failing, 10);
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.by_ref().count()));
+        assert!(read.is_err(), "the range ended quietly at the panic");
     }
 
     /// Counts up forever; says when it is dropped.
