@@ -9,7 +9,7 @@ use crate::error::{CatalogError, Result};
 use crate::index::{self, build, Index, IndexSpec, ID_INDEX_NAME};
 use crate::Namespace;
 use bson::Document;
-use hourglass_storage::Transaction;
+use hourglass_storage::{Snapshot, Transaction};
 use std::sync::Arc;
 
 /// Most indexes per collection, `_id` included (as MongoDB).
@@ -105,19 +105,9 @@ impl Catalog {
         let snap = c.engine().snapshot();
         let mut built: Vec<Arc<Index>> = Vec::new();
         for spec in wanted {
-            let ident = c.take_ident();
-            let tree = c.engine().tree(&index::tree_name(c.id, ident))?;
-            let idx = Index::new(spec, ident, tree, false);
-            let result = build::build(&c, &idx, &snap);
-            match result {
-                Ok(multikey) => {
-                    if multikey {
-                        idx.set_multikey();
-                    }
-                    built.push(Arc::new(idx));
-                }
+            match self.build_new(&c, spec, &snap) {
+                Ok(idx) => built.push(idx),
                 Err(e) => {
-                    built.push(Arc::new(idx));
                     self.drop_trees(&built);
                     return Err(e);
                 }
@@ -126,17 +116,55 @@ impl Catalog {
         let mut all: Vec<Arc<Index>> = current.iter().cloned().collect();
         all.extend(built.iter().cloned());
         let after = all.len() + 1;
-        c.set_indexes(all);
-        if let Err(e) = self.write_meta(&c) {
-            c.set_indexes(current.iter().cloned().collect());
-            self.drop_trees(&built);
-            return Err(e);
-        }
+        self.install(&c, &current, all, &built)?;
         Ok(CreateIndexesOutcome {
             before,
             after,
             created_collection,
         })
+    }
+
+    /// Builds `spec` into a new tree of `c` from the documents of `snap`; a build that
+    /// fails drops its tree.
+    pub(crate) fn build_new(
+        &self,
+        c: &Collection,
+        spec: IndexSpec,
+        snap: &Snapshot,
+    ) -> Result<Arc<Index>> {
+        let ident = c.take_ident();
+        let tree = c.engine().tree(&index::tree_name(c.id, ident))?;
+        let idx = Arc::new(Index::new(spec, ident, tree, false));
+        match build::build(c, &idx, snap) {
+            Ok(multikey) => {
+                if multikey {
+                    idx.set_multikey();
+                }
+                Ok(idx)
+            }
+            Err(e) => {
+                self.drop_trees(&[idx]);
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes `all` the indexes of `c` and persists them (the commit point of a build);
+    /// when that fails, `current` is back and the trees of `built` are dropped.
+    pub(crate) fn install(
+        &self,
+        c: &Collection,
+        current: &[Arc<Index>],
+        all: Vec<Arc<Index>>,
+        built: &[Arc<Index>],
+    ) -> Result<()> {
+        c.set_indexes(all);
+        if let Err(e) = self.write_meta(c) {
+            c.set_indexes(current.to_vec());
+            self.drop_trees(built);
+            return Err(e);
+        }
+        Ok(())
     }
 
     pub(crate) fn drop_trees(&self, indexes: &[Arc<Index>]) {

@@ -13,15 +13,15 @@ use crate::catalog::Catalog;
 use crate::collection::{decode, Collection};
 use crate::error::{CatalogError, Result};
 use crate::index::keys::document_keys;
-use crate::index::{self, build, Index, IndexSpec};
+use crate::index::{Index, IndexSpec};
 use bson::Bson;
 use hourglass_storage::Snapshot;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The `_id`s of the documents sharing a key of `index`, one list per such key (in key
-/// order), as of `snap`.
-pub(crate) fn duplicates(c: &Collection, index: &Index, snap: &Snapshot) -> Result<Vec<Vec<Bson>>> {
+/// CannotConvertIndexToUnique, with the `_id`s of the documents sharing each key (in key
+/// order), when `index` has duplicate keys as of `snap`.
+pub(crate) fn check_no_duplicates(c: &Collection, index: &Index, snap: &Snapshot) -> Result<()> {
     let mut holders: BTreeMap<Vec<u8>, Vec<Bson>> = BTreeMap::new();
     for entry in snap.scan_prefix(c.tree(), b"") {
         let (_, bytes) = entry?;
@@ -32,12 +32,7 @@ pub(crate) fn duplicates(c: &Collection, index: &Index, snap: &Snapshot) -> Resu
             holders.entry(e.key).or_default().push(id.clone());
         }
     }
-    Ok(holders.into_values().filter(|ids| ids.len() > 1).collect())
-}
-
-/// CannotConvertIndexToUnique when `index` has duplicate keys.
-pub(crate) fn check_no_duplicates(c: &Collection, index: &Index, snap: &Snapshot) -> Result<()> {
-    let violations = duplicates(c, index, snap)?;
+    let violations: Vec<Vec<Bson>> = holders.into_values().filter(|ids| ids.len() > 1).collect();
     if violations.is_empty() {
         return Ok(());
     }
@@ -54,27 +49,11 @@ impl Catalog {
         spec: IndexSpec,
     ) -> Result<()> {
         let current = c.indexes();
-        let old = current[pos].clone();
-        let ident = c.take_ident();
-        let tree = c.engine().tree(&index::tree_name(c.id, ident))?;
-        let rebuilt = Arc::new(Index::new(spec, ident, tree, false));
-        match build::build(c, &rebuilt, &c.engine().snapshot()) {
-            Ok(multikey) if multikey => rebuilt.set_multikey(),
-            Ok(_) => {}
-            Err(e) => {
-                self.drop_trees(&[rebuilt]);
-                return Err(e);
-            }
-        }
+        let rebuilt = self.build_new(c, spec, &c.engine().snapshot())?;
         let mut all: Vec<Arc<Index>> = current.iter().cloned().collect();
         all[pos] = rebuilt.clone();
-        c.set_indexes(all);
-        if let Err(e) = self.write_meta(c) {
-            c.set_indexes(current.iter().cloned().collect());
-            self.drop_trees(&[rebuilt]);
-            return Err(e);
-        }
-        self.drop_trees(&[old]);
+        self.install(c, &current, all, &[rebuilt])?;
+        self.drop_trees(&[current[pos].clone()]);
         Ok(())
     }
 }

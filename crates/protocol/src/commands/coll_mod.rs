@@ -274,9 +274,10 @@ fn index_changes(
         changes.expire.is_some(),
         changes.hidden.is_some(),
         changes.prepare_unique.is_some(),
+        unique.is_some(),
+        force.is_some(),
     ]
     .into_iter()
-    .chain([unique.is_some(), force.is_some()])
     .filter(|set| *set)
     .count();
     if n == 0 {

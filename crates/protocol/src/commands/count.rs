@@ -49,11 +49,9 @@ pub fn count(req: &Request) -> CmdResult {
         }
     }
     if let Target::Regular(Some(c)) = &target {
-        if super::explain_fast_count::applies(req.opt_document("query")?, req.body.get("hint")) {
-            // The record store's count, as mongod answers a count without a query.
+        if super::fast_count::applies(req.opt_document("query")?, req.body.get("hint")) {
             *req.plan_summary.lock() = Some("RECORD_STORE_FAST_COUNT".to_string());
-            let total = usize::try_from(c.count()?).unwrap_or(usize::MAX);
-            let n = total.saturating_sub(skip).min(limit.unwrap_or(usize::MAX));
+            let (n, _) = super::fast_count::count(c, skip as u64, limit.map(|l| l as u64))?;
             return Ok(doc! {"n": n as i32});
         }
     }

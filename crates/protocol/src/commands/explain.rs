@@ -7,7 +7,7 @@
 use super::explain_counters::{count_access, count_wrappers, with_common};
 use super::explain_sort::sort_measured;
 use super::explain_write::{self, WriteShape};
-use super::planned::{is_natural_sort, parse_hint, plan_stages, regular_read, ReadOpts};
+use super::planned::{natural_sort_as_hint, parse_hint, plan_stages, regular_read, ReadOpts};
 use super::query_planner::query_planner;
 use super::target::Target;
 use super::Request;
@@ -97,11 +97,8 @@ pub(super) fn shape_of<'a>(name: &str, inner: &'a Document) -> Result<ReadShape<
     match name {
         "find" => {
             s.filter = opt_doc(inner, "filter")?;
-            s.sort = opt_doc(inner, "sort")?;
-            if is_natural_sort(s.sort) {
-                s.sort = None;
-                s.hint = s.hint.or(inner.get("sort"));
-            }
+            opt_doc(inner, "sort")?;
+            (s.sort, s.hint) = natural_sort_as_hint(inner);
             s.skip = num("skip");
             s.limit = num("limit").filter(|l| *l != 0);
             for (field, n) in [("skip", s.skip), ("limit", s.limit)] {
@@ -314,11 +311,11 @@ pub fn explain(req: &Request) -> CmdResult {
         shape.hint,
         (shape.min, shape.max),
     )?;
-    if name == "count" && super::explain_fast_count::applies(shape.filter, shape.hint) {
+    if name == "count" && super::fast_count::applies(shape.filter, shape.hint) {
         if let Target::Regular(Some(c)) = Target::resolve(req, &shape.coll) {
             let execute = verbosity != Verbosity::QueryPlanner;
             let mut reply =
-                super::explain_fast_count::explain(&c, planner, shape.skip, shape.limit, execute)?;
+                super::fast_count::explain(&c, planner, shape.skip, shape.limit, execute)?;
             if let (Verbosity::AllPlansExecution, Ok(stats)) =
                 (verbosity, reply.get_document_mut("executionStats"))
             {

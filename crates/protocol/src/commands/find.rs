@@ -2,7 +2,7 @@
 //! `aggregate` and the listing commands.
 
 use super::cursor_reply::{batch_size, row_cursor_reply, DEFAULT_FIRST_BATCH};
-use super::planned::{is_natural_sort, parse_hint, ReadOpts};
+use super::planned::{natural_sort_as_hint, parse_hint, ReadOpts};
 use super::target::Target;
 use super::Request;
 use crate::access::check::{self, Tgt};
@@ -76,11 +76,9 @@ pub fn find(req: &Request) -> CmdResult {
         Some(f) => Filter::parse(f)?,
         None => Filter::match_all(),
     };
-    let natural = is_natural_sort(req.opt_document("sort")?);
-    let sort = match natural {
-        true => None,
-        false => req.opt_document("sort")?.map(SortSpec::parse).transpose()?,
-    };
+    req.opt_document("sort")?;
+    let (sort_doc, hint) = natural_sort_as_hint(&req.body);
+    let sort = sort_doc.map(SortSpec::parse).transpose()?;
     let projection = req
         .opt_document("projection")?
         .filter(|p| !p.is_empty())
@@ -108,16 +106,13 @@ pub fn find(req: &Request) -> CmdResult {
     }
     // What the sort and projection read (a time-series scan decodes only that).
     let mut needs = Vec::new();
-    if let Some(s) = req.opt_document("sort")?.filter(|_| !natural) {
+    if let Some(s) = sort_doc {
         needs.push(doc! {"$sort": s.clone()});
     }
     if let Some(p) = req.opt_document("projection")?.filter(|p| !p.is_empty()) {
         needs.push(doc! {"$project": p.clone()});
     }
-    let hint = match parse_hint(req.body.get("hint"))? {
-        None if natural => parse_hint(req.body.get("sort"))?,
-        hint => hint,
-    };
+    let hint = parse_hint(hint)?;
     let (min, max) = min_max(req)?;
     if (min.is_some() || max.is_some())
         && !matches!(Target::resolve(req, &coll), Target::Regular(_))

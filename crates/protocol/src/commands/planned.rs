@@ -56,11 +56,16 @@ pub fn parse_hint(v: Option<&Bson>) -> Result<Option<Hint>, CommandError> {
     }
 }
 
-/// Whether a find's `sort` is `{$natural: 1 | -1}`: the collection's own order, forward or
-/// backward, which MongoDB reads as `hint: {$natural: ...}` (a scan in that direction),
-/// not as a sort by a field.
-pub fn is_natural_sort(sort: Option<&Document>) -> bool {
-    sort.is_some_and(|s| s.len() == 1 && s.contains_key("$natural"))
+/// A find's `sort` and `hint` (of `cmd`, whose types the caller checked) as they are
+/// planned: a `sort` of `{$natural: 1 | -1}` is the collection's own order, forward or
+/// backward, which MongoDB reads as `hint: {$natural: ...}` (a scan in that direction,
+/// unless a hint is given), not as a sort by a field.
+pub fn natural_sort_as_hint(cmd: &Document) -> (Option<&Document>, Option<&Bson>) {
+    let (sort, hint) = (cmd.get_document("sort").ok(), cmd.get("hint"));
+    match sort {
+        Some(s) if s.len() == 1 && s.contains_key("$natural") => (None, hint.or(cmd.get("sort"))),
+        _ => (sort, hint),
+    }
 }
 
 /// Plans `filter` on `c`.
